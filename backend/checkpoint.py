@@ -1,0 +1,153 @@
+"""Checkpoints are data: ``NAME.safetensors`` (weights, statistics) + ``NAME.json`` (config).
+
+Loading parses JSON and a safetensors header and nothing else: no pickle, no code.
+Every refusal names the file and the problem.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .features import FeatureLayout, Normalizer
+from .model import ModelConfig, SplineTransformer
+from .skeleton import Skeleton
+
+FORMAT = "splinetween-checkpoint"
+FORMAT_VERSION = 1
+DEFAULT_DIR = Path(__file__).resolve().parent / "checkpoints"
+
+
+class CheckpointError(ValueError):
+    def __init__(self, path, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = str(path), problem
+
+
+@dataclass
+class Checkpoint:
+    config: ModelConfig
+    skeleton: Skeleton
+    layout: FeatureLayout
+    normalizer: Normalizer
+    state: dict  # model weights
+    info: dict = field(default_factory=dict)  # provenance: data, split, steps, metrics, wall time
+    extra: dict = field(default_factory=dict)  # extra tensors (e.g. principal directions)
+    window: int = 61  # frames per segment the model was trained on
+    path: Path | None = None
+
+    def build_model(self) -> SplineTransformer:
+        model = SplineTransformer(self.config)
+        try:
+            model.load_state_dict(self.state, strict=True)
+        except RuntimeError as e:
+            first = str(e).splitlines()
+            raise CheckpointError(self.path, "the weights do not match the model config: "
+                                  + " ".join(s.strip() for s in first[:4])[:500]) from None
+        return model
+
+
+def paths_for(path) -> tuple[Path, Path]:
+    """``x``, ``x.json`` or ``x.safetensors`` -> (json path, safetensors path)."""
+    p = Path(path)
+    stem = p.with_suffix("") if p.suffix in (".json", ".safetensors") else p
+    return stem.with_suffix(".json"), stem.with_suffix(".safetensors")
+
+
+def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
+    jpath, wpath = paths_for(path)
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in (model.state_dict() if model else ckpt.state).items()}
+    tensors = {f"model.{k}": v for k, v in state.items()}
+    tensors["stats.mean"] = ckpt.normalizer.mean.cpu().contiguous()
+    tensors["stats.std"] = ckpt.normalizer.std.cpu().contiguous()
+    tensors.update({f"extra.{k}": v.detach().cpu().contiguous() for k, v in ckpt.extra.items()})
+    doc = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "weights": wpath.name,
+        "model": ckpt.config.to_json(),
+        "window": ckpt.window,
+        "skeleton": ckpt.skeleton.to_json(),
+        "features": ckpt.layout.to_json(),
+        "info": ckpt.info,
+    }
+    tmp_w, tmp_j = wpath.with_name(wpath.name + ".tmp"), jpath.with_name(jpath.name + ".tmp")
+    save_file(tensors, str(tmp_w), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
+    tmp_j.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp_w, wpath)
+    os.replace(tmp_j, jpath)
+    return jpath
+
+
+def _check_safetensors(wpath: Path):
+    """Refuse pickles and truncated files before handing the file to the parser."""
+    try:
+        size = wpath.stat().st_size
+        with open(wpath, "rb") as f:
+            head = f.read(8)
+    except OSError as e:
+        raise CheckpointError(wpath, f"cannot read the weights ({e.strerror})") from None
+    if head[:1] == b"\x80" or head[:2] == b"PK":
+        raise CheckpointError(wpath, "this is a pickle / torch.save file; only safetensors weights are "
+                                     "loaded (convert it with safetensors.torch.save_file)")
+    if len(head) < 8:
+        raise CheckpointError(wpath, "the weights file is truncated (shorter than a safetensors header)")
+    (n,) = struct.unpack("<Q", head)
+    if n > size - 8:
+        raise CheckpointError(wpath, "the weights file is truncated (header runs past the end of the file)")
+    with open(wpath, "rb") as f:
+        f.seek(8)
+        try:
+            header = json.loads(f.read(n))
+        except ValueError:
+            raise CheckpointError(wpath, "not a safetensors file (unreadable header)") from None
+    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    if 8 + n + end > size:
+        raise CheckpointError(wpath, f"the weights file is truncated ({size} bytes, expected {8 + n + end})")
+
+
+def load(path, map_location="cpu") -> Checkpoint:
+    jpath, wpath = paths_for(path)
+    if not jpath.exists():
+        raise CheckpointError(jpath, "checkpoint config not found (a checkpoint is NAME.json + NAME.safetensors)")
+    try:
+        doc = json.loads(jpath.read_text())
+    except ValueError as e:
+        raise CheckpointError(jpath, f"the config is not valid JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CheckpointError(jpath, f"not a Splinetween checkpoint (no \"format\": \"{FORMAT}\")")
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(jpath, f"unknown format version {doc.get('format_version')!r}; this version of "
+                                     f"Splinetween reads version {FORMAT_VERSION} (update Splinetween)")
+    wpath = jpath.with_name(doc.get("weights", wpath.name))
+    if not wpath.exists():
+        raise CheckpointError(wpath, "weights file not found next to the config")
+    _check_safetensors(wpath)
+    try:
+        tensors = load_file(str(wpath), device=str(map_location))
+        config = ModelConfig.from_json(doc["model"])
+        skeleton = Skeleton.from_json(doc["skeleton"])
+        layout = FeatureLayout.from_json(doc["features"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(jpath, f"the config is incomplete or invalid ({e})") from None
+    except Exception as e:  # safetensors raises its own error type for a corrupt file
+        raise CheckpointError(wpath, f"cannot read the weights ({e})") from None
+    try:
+        normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"))
+    except KeyError:
+        raise CheckpointError(wpath, "normalisation statistics (stats.mean / stats.std) are missing") from None
+    if normalizer.mean.numel() != config.input_dim or layout.dim != config.input_dim:
+        raise CheckpointError(jpath, f"feature size {layout.dim} / statistics {normalizer.mean.numel()} do not "
+                                     f"match the model's input size {config.input_dim}")
+    state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
+    ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info", {}), extra,
+                      int(doc.get("window", 61)), jpath)
+    ckpt.build_model()  # validates weights against config now, not at first use
+    return ckpt

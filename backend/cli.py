@@ -1,0 +1,105 @@
+"""python -m backend: reconstruct, info (and later inbetween, edit).
+
+Each input file succeeds or fails on its own: a bad file is reported with its name and
+no output is written for it; the exit status is non-zero when any input failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .bvh import BVHError, read_bvh, write_bvh
+from .checkpoint import CheckpointError
+
+
+def _add_common(p, default_help="the shipped motion autoencoder"):
+    p.add_argument("--checkpoint", help=f"checkpoint .json (default: {default_help})")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"),
+                   help="auto picks CUDA, then MPS, then CPU")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m backend", description="Splinetween backend: latent-spline motion.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("reconstruct", help="encode each BVH to latent control points and decode it again",
+                       description="Encode then decode BVH files; writes DIR/<same name>.bvh with the "
+                                   "input's hierarchy, channels, frame time and frame count.")
+    r.add_argument("inputs", nargs="+", type=Path, metavar="IN.bvh")
+    r.add_argument("--out-dir", required=True, type=Path)
+    _add_common(r)
+    i = sub.add_parser("info", help="print what a checkpoint is", description="Print a checkpoint's skeleton, "
+                       "sizes, training data and metrics.")
+    i.add_argument("checkpoint", nargs="?", type=Path, metavar="CKPT")
+    i.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return ap
+
+
+def _read_inputs(paths, engine, errors):
+    clips = []
+    for p in paths:
+        try:
+            clip = read_bvh(p)
+            engine.check_clip(clip)
+            clips.append((p, clip))
+        except (BVHError, ValueError) as e:
+            errors.append(str(e) if str(p) in str(e) else f"{p}: {e}")
+    return clips
+
+
+def cmd_reconstruct(args) -> int:
+    from .engine import Engine
+    t0 = time.perf_counter()
+    engine = Engine(args.checkpoint, args.device)
+    errors = []
+    clips = _read_inputs(args.inputs, engine, errors)
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"error: {args.out_dir}: cannot create the output folder ({e.strerror})", file=sys.stderr)
+        return 2
+    if clips:
+        outs = engine.reconstruct([c for _, c in clips])
+        for (p, _), out in zip(clips, outs):
+            write_bvh(args.out_dir / p.name, out)
+            print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames)")
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"{len(clips)} reconstructed, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_info(args) -> int:
+    from .checkpoint import load
+    from .engine import DEFAULT_CHECKPOINT
+    ck = load(args.checkpoint or DEFAULT_CHECKPOINT)
+    info = ck.info
+    if args.json:
+        print(json.dumps({"path": str(ck.path), "model": ck.config.to_json(), "window": ck.window,
+                          "joints": list(ck.skeleton.names), "features": ck.layout.to_json(), "info": info},
+                         indent=1))
+        return 0
+    c = ck.config
+    print(f"checkpoint  {ck.path}")
+    print(f"model       {c.kind} transformer: d={c.latent} c={c.width} n={c.layers} h={c.heads} "
+          f"controls={c.controls if c.kind == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
+    print(f"task        {info.get('task', 'autoencoder')}, window {ck.window} frames")
+    print(f"skeleton    {ck.skeleton.num_joints} joints: {', '.join(ck.skeleton.names)}")
+    print(f"features    {len(ck.layout.position_joints)} position joints, {len(ck.layout.rotation_joints)} "
+          f"rotation joints (6D), {ck.layout.dim} values per frame")
+    print(f"data        {info.get('data', '?')} [{info.get('split', '?')}]")
+    print(f"training    {info.get('steps', '?')} steps, {info.get('wall_time_s', '?')} s wall")
+    for k, v in sorted(info.get("metrics", {}).items()):
+        print(f"metric      {k} = {v}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"reconstruct": cmd_reconstruct, "info": cmd_info}[args.command](args)
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,169 @@
+"""The inference API: load a checkpoint once, then encode clips to control points and back.
+
+Long clips are cut into segments of at most the training window that share their end
+frames; decoded values at a shared frame are averaged, so seams stay continuous.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import checkpoint as ckpt_io
+from .features import from_features, to_features
+from .skeleton import Clip
+
+DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
+
+
+class EngineError(ValueError):
+    pass
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise EngineError("--device cuda was asked for, but this torch build sees no CUDA device "
+                          "(use --device auto or cpu)")
+    return torch.device(name)
+
+
+def segment_bounds(num_frames: int, window: int) -> list[tuple[int, int]]:
+    """Inclusive [start, end] frame ranges of at most ``window`` frames sharing end frames."""
+    if num_frames <= window:
+        return [(0, num_frames - 1)]
+    count = -(-(num_frames - 1) // (window - 1))
+    b = np.round(np.linspace(0, num_frames - 1, count + 1)).astype(int)
+    return [(int(b[i]), int(b[i + 1])) for i in range(count)]
+
+
+@dataclass
+class Controls:
+    """A clip's latent spline: control points per segment plus what decoding needs."""
+    points: np.ndarray  # [S, K, d]
+    origins: np.ndarray  # [S, 3] re-centring offset of each segment
+    segments: list[tuple[int, int]]  # inclusive frame ranges, sharing end frames
+    template: np.ndarray  # [J, 3] local positions of joints the model does not move
+    frame_time: float
+    name: str = ""
+
+    @property
+    def num_frames(self) -> int:
+        return self.segments[-1][1] + 1
+
+
+class Engine:
+    def __init__(self, checkpoint=None, device: str = "auto"):
+        self.path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
+        self.device = pick_device(device)
+        self.ckpt = ckpt_io.load(self.path)
+        self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
+        self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
+        self.norm = self.ckpt.normalizer
+        self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
+
+    # -- checks -------------------------------------------------------------------------
+    def check_clip(self, clip: Clip):
+        if not self.skeleton.same_hierarchy(clip.skeleton):
+            raise EngineError(f"{clip.name}: skeleton does not match the checkpoint "
+                              f"{self.path.name} ({self.skeleton.describe_mismatch(clip.skeleton)})")
+        if clip.num_frames < self.min_frames:
+            raise EngineError(f"{clip.name}: {clip.num_frames} frames; the model needs at least "
+                              f"{self.min_frames} (use a longer range)")
+        if not (np.isfinite(clip.rotations).all() and np.isfinite(clip.positions).all()):
+            raise EngineError(f"{clip.name}: the clip contains NaN or infinite values")
+
+    # -- encode / decode ----------------------------------------------------------------
+    @torch.inference_mode()
+    def encode(self, clips: Clip | list[Clip]) -> Controls | list[Controls]:
+        single = isinstance(clips, Clip)
+        clips = [clips] if single else list(clips)
+        for c in clips:
+            self.check_clip(c)
+        jobs = []  # (clip index, segment index, start, end)
+        segs = [segment_bounds(c.num_frames, self.ckpt.window) for c in clips]
+        for ci, s in enumerate(segs):
+            jobs += [(ci, si, a, b) for si, (a, b) in enumerate(s)]
+        points = {}
+        origins = {}
+        for n, group in _by_length(jobs).items():
+            rot = torch.stack([torch.from_numpy(clips[ci].rotations[a:b + 1]) for ci, _, a, b in group])
+            pos = torch.stack([torch.from_numpy(clips[ci].positions[a:b + 1]) for ci, _, a, b in group])
+            feat, origin = to_features(rot.float().to(self.device), pos.float().to(self.device), self.layout)
+            cp = self.model.encode(self.norm(feat)).cpu().numpy()
+            for k, (ci, si, _, _) in enumerate(group):
+                points[ci, si] = cp[k]
+                origins[ci, si] = origin[k].cpu().numpy()
+        out = [Controls(np.stack([points[ci, si] for si in range(len(s))]),
+                        np.stack([origins[ci, si] for si in range(len(s))]), s,
+                        clips[ci].positions[0].copy(), clips[ci].frame_time, clips[ci].name)
+               for ci, s in enumerate(segs)]
+        return out[0] if single else out
+
+    @torch.inference_mode()
+    def decode_segments(self, points: np.ndarray, origins: np.ndarray, lengths: list[int],
+                        scale: float = 1.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames)."""
+        out = [None] * len(lengths)
+        jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
+        for m, group in _by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
+            idx = [g[0] for g in group]
+            cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
+            times = torch.linspace(0, 1, m) if m > 1 else torch.zeros(1)
+            pos = times * (lengths[idx[0]] - 1)  # ALiBi distances in source frames; one length per group
+            feat = self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
+            for k, i in enumerate(idx):
+                out[i] = (feat[k], torch.as_tensor(origins[i], dtype=torch.float32, device=self.device))
+        return out
+
+    def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None) -> Clip:
+        """Control points -> a clip (of ``(F-1)*scale + 1`` frames); ``like`` lends skeleton and Euler hints."""
+        lengths = [b - a + 1 for a, b in controls.segments]
+        feats = self.decode_segments(controls.points, controls.origins, lengths, scale)
+        parts = []
+        for si, (feat, origin) in enumerate(feats):
+            rot, pos = from_features(feat, self.layout, origin, torch.as_tensor(controls.template),
+                                     self.skeleton.num_joints)
+            parts.append((rot.cpu().numpy().astype(np.float64), pos.cpu().numpy().astype(np.float64)))
+        rot, pos = _join_segments(parts)
+        skel = like.skeleton if like is not None else self.skeleton
+        meta = {}
+        if like is not None and scale == 1.0 and "source_channels" in like.meta:
+            meta["source_channels"] = like.meta["source_channels"]
+        return Clip(skel, rot, pos, controls.frame_time / scale, controls.name, meta)
+
+    def reconstruct(self, clips: list[Clip]) -> list[Clip]:
+        return [self.decode(c, like=clip) for c, clip in zip(self.encode(clips), clips)]
+
+    def describe(self) -> dict:
+        c = self.ckpt
+        return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
+                "joints": list(self.skeleton.names), "features": c.layout.to_json(), "info": c.info,
+                "device": str(self.device)}
+
+
+def _by_length(jobs):
+    groups = {}
+    for j in jobs:
+        groups.setdefault(j[3] - j[2] + 1, []).append(j)
+    return groups
+
+
+def _join_segments(parts):
+    """Concatenate decoded segments; at each shared frame average the two sides."""
+    from . import quat_np as Q
+    rot, pos = [parts[0][0]], [parts[0][1]]
+    for r, p in parts[1:]:
+        prev_r, prev_p = rot[-1], pos[-1]
+        q = Q.slerp(prev_r[-1], r[0], 0.5)
+        prev_r[-1], prev_p[-1] = q, 0.5 * (prev_p[-1] + p[0])
+        rot.append(r[1:])
+        pos.append(p[1:])
+    return Q.fix_hemisphere(np.concatenate(rot)), np.concatenate(pos)

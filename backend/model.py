@@ -1,0 +1,188 @@
+"""The Spline-based Transformer (Chandran, Serifi et al. 2024) and its two baselines.
+
+Shapes: B batch, N frames, K control points, c model width, d latent size.
+
+    x [B,N,in] -> MLPEnc -> cat(control tokens [K,c], tokens) -> TEnc (ALiBi)
+      -> first K outputs -> Linear(c,d) = control points [B,K,d]
+    control points -> Bezier basis at t [N] -> latents [B,N,d] -> Linear(d,c)
+      -> TDec (ALiBi) -> MLPDec -> y [B,N,out]
+
+No positional encoding anywhere in the spline model: time lives in the latent curve.
+Baselines share every block: ``alibi`` has one latent token, repeated, plus sinusoids;
+``alibi_cat`` concatenates the sinusoids instead of adding them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import splines
+
+MODEL_KINDS = ("spline", "alibi", "alibi_cat")
+
+
+@dataclass
+class ModelConfig:
+    input_dim: int
+    output_dim: int
+    kind: str = "spline"
+    width: int = 128  # c
+    latent: int = 64  # d
+    layers: int = 4  # n
+    heads: int = 8  # h
+    ffn_factor: int = 1
+    controls: int = 4  # cubic Bezier: 4 control points
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"model kind {self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
+        if self.width % self.heads:
+            raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown model config keys: {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+class RMSNorm(nn.Module):
+    """T5's layer norm: scale only, no re-centring (CITL's Seq-RC argues for this too)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def alibi_slopes(heads: int) -> torch.Tensor:
+    return torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+
+
+def alibi_bias(positions: torch.Tensor, slopes: torch.Tensor) -> torch.Tensor:
+    """Symmetric ALiBi bias ``-slope * |p_i - p_j|``: positions [..., L] -> [..., H, L, L]."""
+    dist = (positions[..., :, None] - positions[..., None, :]).abs()
+    return -slopes[:, None, None] * dist.unsqueeze(-3)
+
+
+class Block(nn.Module):
+    """T5-style pre-norm block: RMSNorm -> self-attention (+ALiBi) -> RMSNorm -> GELU FFN."""
+
+    def __init__(self, width: int, heads: int, ffn_factor: int, dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = RMSNorm(width)
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
+        self.out = nn.Linear(width, width, bias=False)
+        self.norm2 = RMSNorm(width)
+        self.ffn = nn.Sequential(nn.Linear(width, ffn_factor * width), nn.GELU(),
+                                 nn.Linear(ffn_factor * width, width))
+        self.dropout = dropout
+
+    def forward(self, x, bias):
+        b, n, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        x = x + self.out(a.transpose(1, 2).reshape(b, n, c))
+        return x + self.ffn(self.norm2(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, width, heads, layers, ffn_factor, dropout):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width, heads, ffn_factor, dropout) for _ in range(layers))
+        self.norm = RMSNorm(width)
+        self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
+
+    def forward(self, x, positions):
+        """x [B,L,c], positions [L] or [B,L] (in frames) -> [B,L,c]."""
+        bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
+        if bias.dim() == 3:
+            bias = bias.unsqueeze(0)
+        for blk in self.blocks:
+            x = blk(x, bias)
+        return self.norm(x)
+
+
+def mlp(i, h, o):
+    return nn.Sequential(nn.Linear(i, h), nn.GELU(), nn.Linear(h, o))
+
+
+def sinusoids(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Transformer sinusoids at (possibly fractional) positions [..., N] -> [..., N, dim]."""
+    half = dim // 2
+    freq = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=positions.dtype, device=positions.device) / half)
+    ang = positions[..., None] * freq
+    pe = torch.cat([torch.sin(ang), torch.cos(ang)], -1)
+    return F.pad(pe, (0, dim - 2 * half))
+
+
+class SplineTransformer(nn.Module):
+    """Autoencoder over pose sequences; ``kind`` picks the latent-sequence mechanism."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        c, d = cfg.width, cfg.latent
+        n_tokens = cfg.controls if cfg.kind == "spline" else 1
+        self.mlp_enc = mlp(cfg.input_dim, c, c)
+        self.control_tokens = nn.Parameter(torch.randn(n_tokens, c))  # normal init, as in the paper
+        self.enc = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
+        self.to_latent = nn.Linear(c, d)
+        self.from_latent = nn.Linear(2 * d if cfg.kind == "alibi_cat" else d, c)
+        self.dec = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
+        self.mlp_dec = mlp(c, c, cfg.output_dim)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines)."""
+        b, n, _ = x.shape
+        k = self.control_tokens.shape[0]
+        tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(x)], 1)
+        pos = torch.arange(k + n, device=x.device)
+        return self.to_latent(self.enc(tokens, pos)[:, :k])
+
+    def latents(self, controls: torch.Tensor, times: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """The latent sequence the decoder reads: [B,N,d] (or [B,N,2d] for ALiBi-Cat)."""
+        if self.cfg.kind == "spline":
+            basis = torch.as_tensor(splines.bezier_basis(self.cfg.controls - 1, times.detach().cpu().numpy()),
+                                    dtype=controls.dtype, device=controls.device)
+            return basis @ controls
+        z = controls[:, :1].expand(-1, positions.shape[-1], -1)
+        pe = sinusoids(positions.to(controls.dtype), self.cfg.latent).expand_as(z)
+        return z + pe if self.cfg.kind == "alibi" else torch.cat([z, pe], -1)
+
+    def decode(self, controls: torch.Tensor, num_frames: int | None = None, *,
+               times: torch.Tensor | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Control points [B,K,d] -> poses [B,N,out].
+
+        ``times`` in [0,1] place samples on the spline; ``positions`` (in source frames)
+        drive the ALiBi distances, so super-sampling at 4N keeps the attention pattern.
+        """
+        if times is None:
+            times = torch.as_tensor(splines.uniform_times(num_frames), dtype=controls.dtype)
+        if positions is None:
+            span = (num_frames or times.shape[-1]) - 1
+            positions = times * span
+        lat = self.latents(controls, times.to(controls.device), positions.to(controls.device))
+        return self.mlp_dec(self.dec(self.from_latent(lat), positions.to(controls.device)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x), x.shape[1])
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,156 @@
+"""Quaternion and rotation math in numpy, ``[..., 4]`` (w, x, y, z) broadcasting.
+
+``backend.quat_torch`` has the same functions with the same names; tests check
+one against the other.  Euler angles are radians, intrinsic, in the order the
+string gives: ``from_euler(e, "ZXY") == R_z(e0) @ R_x(e1) @ R_y(e2)`` (BVH).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_AXIS = {"X": 0, "Y": 1, "Z": 2}
+
+
+def normalize(q, eps=1e-8):
+    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
+
+
+def mul(a, b):
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def inv(q):
+    return q * np.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
+
+
+def rotate(q, v):
+    """Rotate vectors ``v [..., 3]`` by unit quaternions ``q [..., 4]``."""
+    w, xyz = q[..., :1], q[..., 1:]
+    t = 2.0 * np.cross(xyz, v)
+    return v + w * t + np.cross(xyz, t)
+
+
+def from_axis_angle(axis, angle):
+    half = 0.5 * np.asarray(angle)[..., None]
+    return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
+
+
+def _basis_quat(axis_index, angle):
+    axis = np.zeros(3)
+    axis[axis_index] = 1.0
+    return from_axis_angle(axis, angle)
+
+
+def from_euler(e, order="ZXY"):
+    """Intrinsic Euler angles ``[..., 3]`` in ``order`` to quaternions."""
+    e = np.asarray(e, dtype=np.float64)
+    q = _basis_quat(_AXIS[order[0]], e[..., 0])
+    q = mul(q, _basis_quat(_AXIS[order[1]], e[..., 1]))
+    return mul(q, _basis_quat(_AXIS[order[2]], e[..., 2]))
+
+
+def to_matrix(q):
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    ], axis=-1).reshape(q.shape[:-1] + (3, 3))
+
+
+def from_matrix(m):
+    """Rotation matrices ``[..., 3, 3]`` to quaternions with w >= 0 (Shepperd's method)."""
+    m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    # Four candidate solutions; each is accurate where its pivot is large.
+    cands = np.stack([
+        np.stack([1 + m00 + m11 + m22, m21 - m12, m02 - m20, m10 - m01], -1),
+        np.stack([m21 - m12, 1 + m00 - m11 - m22, m01 + m10, m02 + m20], -1),
+        np.stack([m02 - m20, m01 + m10, 1 - m00 + m11 - m22, m12 + m21], -1),
+        np.stack([m10 - m01, m02 + m20, m12 + m21, 1 - m00 - m11 + m22], -1),
+    ], -2)
+    pivots = np.stack([m00 + m11 + m22, m00, m11, m22], -1)
+    best = np.argmax(pivots, axis=-1)[..., None, None]
+    q = np.take_along_axis(cands, np.broadcast_to(best, best.shape[:-2] + (1, 4)), -2)[..., 0, :]
+    q = normalize(q)
+    return np.where(q[..., :1] < 0, -q, q)
+
+
+def to_euler(q, order="ZXY"):
+    """Quaternions to intrinsic Euler angles ``[..., 3]`` (radians), middle angle in [-pi/2, pi/2]."""
+    i, j, k = (_AXIS[a] for a in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    m = to_matrix(normalize(q))
+    cb = np.hypot(m[..., i, i], m[..., i, j])  # |cos b|, accurate near +-pi/2 (unlike sqrt(1 - sin^2))
+    b = np.arctan2(s * m[..., i, k], cb)
+    a = np.arctan2(-s * m[..., j, k], m[..., k, k])
+    # Gimbal lock: only a + c (or a - c) is defined; put it all in a.
+    lock = cb < 1e-12
+    a = np.where(lock, np.arctan2(s * m[..., k, j], m[..., j, j]), a)
+    # c from a (row j of R_i(-a) @ m is row j of R_k(c)): exact for any a, so near the lock
+    # the triple still reproduces the rotation (a separate atan2 for c lost ~1e-4 rad there).
+    sa, ca = np.sin(a), np.cos(a)
+    c = np.arctan2(s * ca * m[..., j, i] + sa * m[..., k, i], ca * m[..., j, j] + s * sa * m[..., k, j])
+    return np.stack([a, b, c], axis=-1)
+
+
+def to_6d(q):
+    """The first two columns of the rotation matrix (Zhou et al. 2019), ``[..., 6]``."""
+    m = to_matrix(q)
+    return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
+
+
+def from_6d(r):
+    a, b = r[..., :3], r[..., 3:]
+    x = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-8)
+    b = b - np.sum(x * b, axis=-1, keepdims=True) * x
+    y = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-8)
+    z = np.cross(x, y)
+    return from_matrix(np.stack([x, y, z], axis=-1))
+
+
+def fk(lrot, lpos, parents):
+    """Forward kinematics: local ``[..., J, 4]``, ``[..., J, 3]`` to global rotations and positions."""
+    grot, gpos = [lrot[..., 0, :]], [lpos[..., 0, :]]
+    for j in range(1, len(parents)):
+        p = parents[j]
+        gpos.append(rotate(grot[p], lpos[..., j, :]) + gpos[p])
+        grot.append(mul(grot[p], lrot[..., j, :]))
+    return np.stack(grot, axis=-2), np.stack(gpos, axis=-2)
+
+
+def fix_hemisphere(q, axis=0):
+    """Flip signs along ``axis`` (time) so neighbouring quaternions lie in one hemisphere."""
+    q = np.moveaxis(np.array(q, copy=True), axis, 0)
+    dots = np.sum(q[1:] * q[:-1], axis=-1)
+    flips = (np.cumsum(dots < 0, axis=0) % 2).astype(bool)
+    q[1:][flips] *= -1
+    return np.moveaxis(q, 0, axis)
+
+
+def slerp(a, b, t, eps=1e-6):
+    """Spherical interpolation along the shorter arc; ``t`` broadcasts against ``[..., 1]``."""
+    t = np.asarray(t, dtype=np.float64)[..., None] if np.ndim(t) else np.asarray(t)
+    d = np.sum(a * b, axis=-1, keepdims=True)
+    b = np.where(d < 0, -b, b)
+    d = np.abs(d)
+    theta = np.arccos(np.clip(d, -1.0, 1.0))
+    sin = np.sin(theta)
+    safe = sin > eps
+    wa = np.where(safe, np.sin((1 - t) * theta) / np.where(safe, sin, 1.0), 1 - t)
+    wb = np.where(safe, np.sin(t * theta) / np.where(safe, sin, 1.0), t)
+    return normalize(wa * a + wb * b)
+
+
+def angle_between(a, b):
+    """Geodesic angle (radians) between unit quaternions."""
+    d = np.abs(np.sum(normalize(a) * normalize(b), axis=-1))
+    return 2.0 * np.arccos(np.clip(d, -1.0, 1.0))

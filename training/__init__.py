@@ -1,0 +1,1 @@
+"""Training and evaluation of Splinetween checkpoints (imports ``backend``, never bpy)."""

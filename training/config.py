@@ -1,0 +1,99 @@
+"""Training configuration: one dataclass, loaded from JSON, overridden by ``--key=value``."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class TrainConfig:
+    data: str = ""  # BVH folder, a .bvh, or the .tar.xz archive
+    out: str = "runs/motion"  # run folder: config copy, log, checkpoints
+    cache: str = ""  # folder for the parsed-data cache ("" = no cache)
+    task: str = "autoencoder"
+    kind: str = "spline"  # spline | alibi | alibi_cat
+    latent: int = 64  # d
+    width: int = 128  # c
+    layers: int = 4  # n
+    heads: int = 8  # h
+    ffn_factor: int = 1
+    window: int = 61  # frames per training window (max)
+    min_window: int = 32  # windows are drawn with lengths in [min_window, window]
+    batch_size: int = 64
+    steps: int = 20000
+    lr: float = 3e-4  # the paper's motion row
+    warmup: int = 500  # linear warm-up steps (the spline model is sensitive to the LR)
+    min_lr: float = 1e-6  # cosine annealing floor
+    clip_grad: float = 1.0  # gradient norm clipping (0 = off)
+    weight_decay: float = 0.0
+    fk_weight: float = 1.0  # weight of the forward-kinematics position loss (cm, scaled)
+    augment_yaw: bool = True  # random rotation about the up axis
+    seed: int = 0
+    threads: int = 0  # torch CPU threads (0 = torch's default)
+    val_every: int = 500
+    val_windows: int = 512
+    ckpt_every: int = 500
+    log_every: int = 50
+    device: str = "cpu"
+
+    def validate(self):
+        if self.kind not in ("spline", "alibi", "alibi_cat"):
+            raise ConfigError(f"kind={self.kind!r}: use spline, alibi or alibi_cat")
+        if self.task not in ("autoencoder",):
+            raise ConfigError(f"task={self.task!r}: use autoencoder")
+        if not (2 <= self.min_window <= self.window):
+            raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
+        if self.width % self.heads:
+            raise ConfigError(f"width={self.width} must be divisible by heads={self.heads}")
+        for k in ("steps", "batch_size", "latent"):
+            if getattr(self, k) < 1:
+                raise ConfigError(f"{k} must be at least 1")
+
+    def save(self, path: Path):
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+
+def _coerce(name: str, typ, value: str):
+    typ = {"int": int, "float": float, "str": str, "bool": bool}.get(typ, typ) if isinstance(typ, str) else typ
+    if typ is bool:
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"--{name}={value}: expected true or false")
+    try:
+        return typ(value)
+    except ValueError:
+        raise ConfigError(f"--{name}={value}: expected {typ.__name__}") from None
+
+
+def load_config(path: str | None, overrides: list[str]) -> TrainConfig:
+    known = {f.name: f.type for f in fields(TrainConfig)}
+    values = {}
+    if path:
+        p = Path(path)
+        try:
+            values = json.loads(p.read_text())
+        except OSError as e:
+            raise ConfigError(f"{p}: cannot read the config ({e.strerror})") from None
+        except ValueError as e:
+            raise ConfigError(f"{p}: not valid JSON ({e})") from None
+        for k in values:
+            if k not in known:
+                raise ConfigError(f"{p}: unknown config key {k!r} (known: {', '.join(sorted(known))})")
+    for o in overrides:
+        if not o.startswith("--") or "=" not in o:
+            raise ConfigError(f"{o}: overrides look like --key=value")
+        k, v = o[2:].split("=", 1)
+        k = k.replace("-", "_")
+        if k not in known:
+            raise ConfigError(f"--{k}: unknown config key (known: {', '.join(sorted(known))})")
+        values[k] = _coerce(k, known[k], v)
+    cfg = TrainConfig(**values)
+    cfg.validate()
+    return cfg

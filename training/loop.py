@@ -1,0 +1,209 @@
+"""The training loop: windows -> features -> model -> loss, with validation and resume."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from backend import checkpoint as ckpt_io
+from backend import quat_torch as QT
+from backend.features import Normalizer, detect_layout, split_features, to_features
+from backend.model import ModelConfig, SplineTransformer, count_parameters
+
+from .config import TrainConfig
+from .data import WindowSampler, load_split, protocol_windows, within_clip_position_std
+from .losses import pose_loss
+from .state import load_state, save_state
+
+
+class Batcher:
+    """Frame indices -> normalised features, origin and per-window template positions."""
+
+    def __init__(self, ms, layout, normalizer=None, augment_yaw=False):
+        self.rot = torch.from_numpy(ms.rotations)
+        self.pos = torch.from_numpy(ms.positions)
+        self.layout, self.normalizer, self.augment_yaw = layout, normalizer, augment_yaw
+
+    def raw(self, idx: np.ndarray, gen: torch.Generator | None = None):
+        idx_t = torch.from_numpy(idx)
+        rot, pos = self.rot[idx_t], self.pos[idx_t].clone()
+        if self.augment_yaw:
+            rot, pos = self._yaw(rot, pos, gen)
+        return rot, pos
+
+    def _yaw(self, rot, pos, gen):
+        """Rotate the whole motion about the up axis (through the modelled root joint)."""
+        b = rot.shape[0]
+        ang = torch.rand(b, generator=gen) * 2 * math.pi
+        axis = torch.zeros(3)
+        axis[self.layout.up_axis] = 1.0
+        q = QT.from_axis_angle(axis, ang)[:, None]  # [B,1,4]
+        j = self.layout.position_joints[0]
+        rot = rot.clone()
+        rot[:, :, j] = QT.mul(q.expand_as(rot[:, :, j]), rot[:, :, j])
+        pos[:, :, j] = QT.rotate(q.expand(rot.shape[:2] + (4,)), pos[:, :, j])
+        return rot, pos
+
+    def __call__(self, idx, gen=None):
+        rot, pos = self.raw(idx, gen)
+        feat, origin = to_features(rot, pos, self.layout)
+        return self.normalizer(feat), origin, pos[:, :1], rot
+
+
+def lr_lambda(cfg: TrainConfig):
+    def f(step):
+        if step < cfg.warmup:
+            return (step + 1) / cfg.warmup
+        t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+        lo = cfg.min_lr / cfg.lr
+        return lo + (1 - lo) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+    return f
+
+
+@torch.no_grad()
+def rotation_error_deg(model, batcher, windows, layout, bs=256):
+    """Mean geodesic local-rotation error (degrees) over the given windows."""
+    errs = []
+    model.eval()
+    for i in range(0, len(windows), bs):
+        feat_n, origin, _, rot = batcher(windows[i:i + bs])
+        pred = batcher.normalizer.inverse(model(feat_n))
+        _, r6 = split_features(pred, layout, origin)
+        q = QT.from_6d(r6)
+        errs.append(torch.rad2deg(QT.angle_between(q, rot[..., layout.rotation_joints, :])).mean(dim=(1, 2)))
+    model.train()
+    return float(torch.cat(errs).mean())
+
+
+class Progress:
+    def __init__(self, total, start=0):
+        self.total, self.t0, self.s0, self.last = total, time.time(), start, 0.0
+
+    def show(self, step, text, force=False):
+        now = time.time()
+        if not force and now - self.last < 1.0:
+            return
+        self.last = now
+        done = step / self.total
+        bar = "#" * int(24 * done) + "." * (24 - int(24 * done))
+        rate = (step - self.s0) / max(now - self.t0, 1e-9)
+        eta = (self.total - step) / max(rate, 1e-9)
+        print(f"\r[{bar}] {step}/{self.total} {text} eta {int(eta // 60)}:{int(eta % 60):02d}",
+              end="", file=sys.stderr, flush=True)
+
+
+def train(cfg: TrainConfig) -> Path:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("gloo")
+    if cfg.batch_size % world:
+        raise ValueError(f"batch_size={cfg.batch_size} is not divisible by {world} processes")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    if rank == 0:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            cfg.save(out / "config.json")
+        except OSError as e:
+            raise ValueError(f"{out}: cannot write the run folder ({e.strerror})") from None
+    torch.manual_seed(cfg.seed)
+    cache = cfg.cache or None
+    train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0)
+    val_ms = load_split(cfg.data, "val", cache, verbose=False)
+    layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
+    stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
+    feats, _ = to_features(*Batcher(train_ms, layout).raw(stats_sampler.sample(2048)), layout)
+    normalizer = Normalizer.fit(feats)
+    batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw)
+    val_batcher = Batcher(val_ms, layout, normalizer)
+    val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
+    val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
+    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=cfg.kind, width=cfg.width,
+                       latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor)
+    model = SplineTransformer(mcfg)
+    opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    step, best, wall, history = 0, float("inf"), 0.0, []
+    state = load_state(out / "last")
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        sampler.set_state(state["sampler"])
+        gen.set_state(state["gen"])
+        step, best, wall, history = state["step"], state["best"], state["wall"], state["history"]
+        if rank == 0:
+            print(f"resuming {out} at step {step}", file=sys.stderr)
+    net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    parents = train_ms.skeleton.parents
+    info_base = {"data": str(cfg.data), "split": "train (id % 10 not in {5, 8})", "task": cfg.task,
+                 "parameters": count_parameters(model), "train_clips": len(train_ms.names),
+                 "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
+                 "processes": world}
+    if rank == 0:
+        print(f"{len(train_ms.names)} train clips ({train_ms.starts[-1]} frames, {sampler.short} shorter than "
+              f"{cfg.window} skipped for windows), {len(val_windows)} val windows, "
+              f"{count_parameters(model)} parameters", file=sys.stderr)
+    prog = Progress(cfg.steps, step)
+    t_start, seen, t_rate = time.time() - wall, 0, time.time()
+    model.train()
+    while step < cfg.steps:
+        idx = sampler.sample(cfg.batch_size)
+        gen_state = gen.get_state()
+        feat_n, origin, template, _ = batcher(idx, gen)
+        shard = slice(rank * cfg.batch_size // world, (rank + 1) * cfg.batch_size // world)
+        pred = net(feat_n[shard])
+        loss, parts = pose_loss(pred, feat_n[shard], normalizer, layout, origin[shard], template[shard],
+                                parents, cfg.fk_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip_grad > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+        opt.step()
+        sched.step()
+        step += 1
+        seen += cfg.batch_size
+        del gen_state
+        if rank == 0:
+            rate = seen / max(time.time() - t_rate, 1e-9)
+            prog.show(step, f"loss {loss.item():.5f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
+        if step % cfg.log_every == 0 and rank == 0:
+            history.append({"step": step, "loss": float(loss), **{k: float(v) for k, v in parts.items()},
+                            "windows_per_s": rate})
+        is_last = step == cfg.steps
+        if (step % cfg.val_every == 0 or is_last) and rank == 0:
+            err = rotation_error_deg(model, val_batcher, val_windows, layout)
+            history.append({"step": step, "val_rot_deg": err})
+            print(f"\nstep {step}: val rotation error {err:.3f} deg", file=sys.stderr)
+            wall = time.time() - t_start
+            info = dict(info_base, steps=step, wall_time_s=round(wall, 1), val_rot_deg=err,
+                        windows_per_s=round(rate, 1), config=vars(cfg).copy())
+            ck = ckpt_io.Checkpoint(mcfg, train_ms.skeleton, layout, normalizer, {}, info, window=cfg.window)
+            if err < best:
+                best = err
+                ckpt_io.save(out / "best", ck, model)
+            if is_last:
+                ckpt_io.save(out / "final", ck, model)
+        if (step % cfg.ckpt_every == 0 or is_last) and rank == 0:
+            wall = time.time() - t_start
+            save_state(out / "last", {"model": model.state_dict(), "opt": opt.state_dict(),
+                                      "sched": sched.state_dict(), "sampler": sampler.state(),
+                                      "gen": gen.get_state(), "step": step, "best": best, "wall": wall,
+                                      "history": history})
+    if world > 1:
+        dist.barrier()
+    if rank == 0:
+        import json
+        (out / "history.json").write_text(json.dumps(history))
+        print(f"\ndone: {out / 'best.json'} (val rotation error {best:.3f} deg)", file=sys.stderr)
+    return out / "best.json"

@@ -1,0 +1,50 @@
+"""Resumable training state as data: safetensors for tensors, JSON for everything else."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+
+def _split(obj, prefix, tensors):
+    """Replace tensors in a nested dict/list by {"$t": key} and collect them."""
+    if isinstance(obj, torch.Tensor):
+        key = prefix.strip(".")
+        tensors[key] = obj.detach().cpu().contiguous()
+        return {"$t": key}
+    if isinstance(obj, dict):
+        return {"$d": [[_split(k, f"{prefix}k{i}.", tensors), _split(v, f"{prefix}{i}.", tensors)]
+                       for i, (k, v) in enumerate(obj.items())]}
+    if isinstance(obj, (list, tuple)):
+        return [_split(v, f"{prefix}{i}.", tensors) for i, v in enumerate(obj)]
+    return obj
+
+
+def _join(obj, tensors):
+    if isinstance(obj, dict) and "$t" in obj:
+        return tensors[obj["$t"]]
+    if isinstance(obj, dict) and "$d" in obj:
+        return {_join(k, tensors): _join(v, tensors) for k, v in obj["$d"]}
+    if isinstance(obj, list):
+        return [_join(v, tensors) for v in obj]
+    return obj
+
+
+def save_state(path: Path, state: dict):
+    tensors = {}
+    doc = _split(state, "", tensors)
+    tmp_w, tmp_j = path.with_suffix(".safetensors.tmp"), path.with_suffix(".json.tmp")
+    save_file(tensors, str(tmp_w))
+    tmp_j.write_text(json.dumps(doc))
+    os.replace(tmp_w, path.with_suffix(".safetensors"))
+    os.replace(tmp_j, path.with_suffix(".json"))
+
+
+def load_state(path: Path) -> dict | None:
+    j, w = path.with_suffix(".json"), path.with_suffix(".safetensors")
+    if not (j.exists() and w.exists()):
+        return None
+    return _join(json.loads(j.read_text()), load_file(str(w)))
