@@ -1,0 +1,105 @@
+"""Checkpoints are data: save -> load gives identical outputs; bad files are refused by name."""
+import json
+import pickle
+import shutil
+
+import pytest
+import torch
+
+from backend import checkpoint as ck
+from backend.model import ModelConfig, SplineTransformer
+
+
+def _copy(src_json, dst_dir, name="c"):
+    j, w = ck.paths_for(src_json)
+    shutil.copy(j, dst_dir / f"{name}.json")
+    shutil.copy(w, dst_dir / f"{name}.safetensors")
+    doc = json.loads((dst_dir / f"{name}.json").read_text())
+    doc["weights"] = f"{name}.safetensors"
+    (dst_dir / f"{name}.json").write_text(json.dumps(doc))
+    return dst_dir / f"{name}.json"
+
+
+def test_save_load_identical_outputs(tiny_checkpoint, tmp_path):
+    c = ck.load(tiny_checkpoint)
+    m1 = c.build_model().eval()
+    x = torch.randn(2, 16, c.config.input_dim)
+    path = ck.save(tmp_path / "again", c, m1)
+    m2 = ck.load(path).build_model().eval()
+    with torch.no_grad():
+        assert torch.equal(m1(x), m2(x))
+    assert torch.equal(ck.load(path).normalizer.std, c.normalizer.std)
+
+
+@pytest.mark.parametrize("kind", ["spline", "alibi", "alibi_cat"])
+def test_model_shapes(kind):
+    m = SplineTransformer(ModelConfig(input_dim=10, output_dim=7, kind=kind, width=32, heads=4, layers=2, latent=8))
+    x = torch.randn(3, 21, 10)
+    cp = m.encode(x)
+    assert cp.shape == (3, 4 if kind == "spline" else 1, 8)
+    assert m(x).shape == (3, 21, 7)
+    assert m.decode(cp, 81, positions=torch.linspace(0, 20, 81)).shape == (3, 81, 7)
+
+
+def test_refuses_pickle_without_running_it(tiny_checkpoint, tmp_path):
+    j = _copy(tiny_checkpoint, tmp_path)
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (tmp_path / "c.safetensors").write_bytes(pickle.dumps({"w": Evil()}))
+    with pytest.raises(ck.CheckpointError, match="pickle") as e:
+        ck.load(j)
+    assert "c.safetensors" in str(e.value)
+    assert not marker.exists()
+    torch.save({"w": torch.zeros(2)}, tmp_path / "c.safetensors")
+    with pytest.raises(ck.CheckpointError, match="pickle"):
+        ck.load(j)
+
+
+def test_refuses_unknown_format_version(tiny_checkpoint, tmp_path):
+    j = _copy(tiny_checkpoint, tmp_path)
+    doc = json.loads(j.read_text())
+    doc["format_version"] = 99
+    j.write_text(json.dumps(doc))
+    with pytest.raises(ck.CheckpointError, match="unknown format version 99") as e:
+        ck.load(j)
+    assert str(j) in str(e.value)
+
+
+def test_refuses_config_that_does_not_match_weights(tiny_checkpoint, tmp_path):
+    j = _copy(tiny_checkpoint, tmp_path)
+    doc = json.loads(j.read_text())
+    doc["model"]["width"] = 64
+    j.write_text(json.dumps(doc))
+    with pytest.raises(ck.CheckpointError, match="do not match the model config"):
+        ck.load(j)
+    doc["model"]["width"] = 32
+    doc["model"]["bogus"] = 1
+    j.write_text(json.dumps(doc))
+    with pytest.raises(ck.CheckpointError, match="bogus"):
+        ck.load(j)
+
+
+@pytest.mark.parametrize("keep", [4, 100, -50])
+def test_refuses_truncated_weights(tiny_checkpoint, tmp_path, keep):
+    j = _copy(tiny_checkpoint, tmp_path)
+    w = tmp_path / "c.safetensors"
+    data = w.read_bytes()
+    w.write_bytes(data[:keep] if keep > 0 else data[:keep])
+    with pytest.raises(ck.CheckpointError, match="truncated") as e:
+        ck.load(j)
+    assert "c.safetensors" in str(e.value)
+
+
+def test_refuses_missing_or_foreign_files(tmp_path):
+    with pytest.raises(ck.CheckpointError, match="not found"):
+        ck.load(tmp_path / "nothing.json")
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    with pytest.raises(ck.CheckpointError, match="not a Splinetween checkpoint"):
+        ck.load(tmp_path / "x.json")
+    (tmp_path / "y.json").write_text("{not json")
+    with pytest.raises(ck.CheckpointError, match="not valid JSON"):
+        ck.load(tmp_path / "y.json")
