@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .features import FeatureLayout, Normalizer
-from .model import ModelConfig, SplineTransformer
+from .model import ModelConfig, build_model
 from .skeleton import Skeleton
 
 FORMAT = "splinetween-checkpoint"
@@ -41,8 +41,8 @@ class Checkpoint:
     window: int = 61  # frames per segment the model was trained on
     path: Path | None = None
 
-    def build_model(self) -> SplineTransformer:
-        model = SplineTransformer(self.config)
+    def build_model(self) -> torch.nn.Module:
+        model = build_model(self.config)
         try:
             model.load_state_dict(self.state, strict=True)
         except RuntimeError as e:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .bvh import BVHError, read_bvh, write_bvh
 from .checkpoint import CheckpointError
+from .keyframes import validate_keys
 
 
 def _add_common(p, default_help="the shipped motion autoencoder"):
@@ -30,6 +31,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("inputs", nargs="+", type=Path, metavar="IN.bvh")
     r.add_argument("--out-dir", required=True, type=Path)
     _add_common(r)
+    b = sub.add_parser("inbetween", help="fill every frame between key frames with learned motion",
+                       description="Keep the key frames of each BVH and predict every frame between them. "
+                                   "Frames that are not keys are never read (a stepped blocking pass is fine). "
+                                   "Writes DIR/<same name>.bvh with the input's hierarchy, channels, frame "
+                                   "time and frame count.")
+    b.add_argument("inputs", nargs="+", type=Path, metavar="IN.bvh")
+    keys = b.add_mutually_exclusive_group(required=True)
+    keys.add_argument("--keys", help="0-based key frames, comma separated: 0,15,30")
+    keys.add_argument("--every", type=int, metavar="K", help="keys at frames 0, K, 2K, ... and the last frame")
+    b.add_argument("--out-dir", required=True, type=Path)
+    _add_common(b, "the shipped in-betweening model")
     i = sub.add_parser("info", help="print what a checkpoint is", description="Print a checkpoint's skeleton, "
                        "sizes, training data and metrics.")
     i.add_argument("checkpoint", nargs="?", type=Path, metavar="CKPT")
@@ -71,6 +83,54 @@ def cmd_reconstruct(args) -> int:
     return 1 if errors else 0
 
 
+def _parse_keys(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.replace(" ", "").split(",") if k != ""]
+    except ValueError:
+        raise ValueError(f"--keys {text!r}: expected comma-separated frame numbers like 0,15,30") from None
+
+
+def cmd_inbetween(args) -> int:
+    from .engine import DEFAULT_INBETWEEN, Engine
+    from .keyframes import every_k
+    t0 = time.perf_counter()
+    if args.every is not None and args.every < 1:
+        print("error: --every must be at least 1", file=sys.stderr)
+        return 2
+    fixed = _parse_keys(args.keys) if args.keys else None
+    engine = Engine(args.checkpoint or DEFAULT_INBETWEEN, args.device)
+    errors, jobs = [], []
+    for p in args.inputs:
+        try:
+            clip = read_bvh(p)
+            keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
+            jobs.append((p, clip, keys))
+        except (BVHError, ValueError) as e:
+            errors.append(str(e) if str(p) in str(e) else f"{p}: {e}")
+    good = []
+    for p, clip, keys in jobs:  # validate each on its own so one bad file fails alone
+        try:
+            validate_keys(keys, clip.num_frames, engine.ckpt.window - 1)
+            engine.check_clip(clip, keys)
+            good.append((p, clip, keys))
+        except ValueError as e:
+            errors.append(f"{p}: {e}")
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"error: {args.out_dir}: cannot create the output folder ({e.strerror})", file=sys.stderr)
+        return 2
+    if good:
+        results = engine.inbetween([c for _, c, _ in good], [k for _, _, k in good])
+        for (p, _, keys), (out, _) in zip(good, results):
+            write_bvh(args.out_dir / p.name, out)
+            print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames, {len(keys)} keys)")
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"{len(good)} in-betweened, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 1 if errors else 0
+
+
 def cmd_info(args) -> int:
     from .checkpoint import load
     from .engine import DEFAULT_CHECKPOINT
@@ -99,7 +159,7 @@ def cmd_info(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"reconstruct": cmd_reconstruct, "info": cmd_info}[args.command](args)
+        return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "info": cmd_info}[args.command](args)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from .features import from_features, to_features
 from .skeleton import Clip
 
 DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
+DEFAULT_INBETWEEN = ckpt_io.DEFAULT_DIR / "inbetween.json"
 
 
 class EngineError(ValueError):
@@ -53,6 +54,9 @@ class Controls:
     template: np.ndarray  # [J, 3] local positions of joints the model does not move
     frame_time: float
     name: str = ""
+    keys: list[int] | None = None  # in-betweening: the key frames (clip-relative) ...
+    key_rotations: np.ndarray | None = None  # ... and their poses, which the decoder interpolates
+    key_positions: np.ndarray | None = None
 
     @property
     def num_frames(self) -> int:
@@ -70,19 +74,42 @@ class Engine:
         self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
 
     # -- checks -------------------------------------------------------------------------
-    def check_clip(self, clip: Clip):
+    @property
+    def task(self) -> str:
+        return "inbetween" if self.ckpt.config.kind == "keyframe" else "autoencoder"
+
+    def check_clip(self, clip: Clip, keys: list[int] | None = None):
+        """Skeleton, length and finiteness; with ``keys`` only the key frames are looked at."""
         if not self.skeleton.same_hierarchy(clip.skeleton):
             raise EngineError(f"{clip.name}: skeleton does not match the checkpoint "
                               f"{self.path.name} ({self.skeleton.describe_mismatch(clip.skeleton)})")
-        if clip.num_frames < self.min_frames:
+        if keys is None and clip.num_frames < self.min_frames:
             raise EngineError(f"{clip.name}: {clip.num_frames} frames; the model needs at least "
                               f"{self.min_frames} (use a longer range)")
-        if not (np.isfinite(clip.rotations).all() and np.isfinite(clip.positions).all()):
-            raise EngineError(f"{clip.name}: the clip contains NaN or infinite values")
+        frames = slice(None) if keys is None else keys
+        bad = ~(np.isfinite(clip.rotations[frames]).all((-1, -2)) & np.isfinite(clip.positions[frames]).all((-1, -2)))
+        if bad.any():
+            where = np.arange(clip.num_frames)[frames][bad]
+            raise EngineError(f"{clip.name}: NaN or infinite values in frame(s) {where[:5].tolist()}"
+                              + (" (key poses)" if keys is not None else ""))
+
+    def _require(self, task: str):
+        if self.task != task:
+            raise EngineError(f"{self.path.name} is an {self.task} checkpoint; this needs an {task} checkpoint "
+                              f"(pass --checkpoint with one)")
 
     # -- encode / decode ----------------------------------------------------------------
+    def inbetween(self, clips, key_frames):
+        """Fill every frame between keys: ``(clip, keys)`` -> ``(clip, controls)``; lists are batched."""
+        self._require("inbetween")
+        from .inbetween import inbetween
+        if isinstance(clips, Clip):
+            return inbetween(self, [clips], [key_frames])[0]
+        return inbetween(self, list(clips), list(key_frames))
+
     @torch.inference_mode()
     def encode(self, clips: Clip | list[Clip]) -> Controls | list[Controls]:
+        self._require("autoencoder")
         single = isinstance(clips, Clip)
         clips = [clips] if single else list(clips)
         for c in clips:

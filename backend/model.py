@@ -22,7 +22,7 @@ from torch import nn
 
 from . import splines
 
-MODEL_KINDS = ("spline", "alibi", "alibi_cat")
+MODEL_KINDS = ("spline", "alibi", "alibi_cat", "keyframe")
 
 
 @dataclass
@@ -108,11 +108,16 @@ class Transformer(nn.Module):
         self.norm = RMSNorm(width)
         self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
 
-    def forward(self, x, positions):
-        """x [B,L,c], positions [L] or [B,L] (in frames) -> [B,L,c]."""
+    def forward(self, x, positions, hidden=None):
+        """x [B,L,c], positions [L] or [B,L] (in frames) -> [B,L,c].
+
+        ``hidden`` [B,L] (bool) marks tokens no other token may attend to.
+        """
         bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
         if bias.dim() == 3:
             bias = bias.unsqueeze(0)
+        if hidden is not None:
+            bias = bias.masked_fill(hidden[:, None, None, :], float("-inf"))
         for blk in self.blocks:
             x = blk(x, bias)
         return self.norm(x)
@@ -182,6 +187,14 @@ class SplineTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x.shape[1])
+
+
+def build_model(cfg: ModelConfig) -> nn.Module:
+    """The module for a config: the autoencoder family or the keyframe in-betweener."""
+    if cfg.kind == "keyframe":
+        from .keyframe_model import KeyframeSplineTransformer
+        return KeyframeSplineTransformer(cfg)
+    return SplineTransformer(cfg)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -15,7 +15,7 @@ class TrainConfig:
     data: str = ""  # BVH folder, a .bvh, or the .tar.xz archive
     out: str = "runs/motion"  # run folder: config copy, log, checkpoints
     cache: str = ""  # folder for the parsed-data cache ("" = no cache)
-    task: str = "autoencoder"
+    task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
     kind: str = "spline"  # spline | alibi | alibi_cat
     latent: int = 64  # d
     width: int = 128  # c
@@ -44,8 +44,8 @@ class TrainConfig:
     def validate(self):
         if self.kind not in ("spline", "alibi", "alibi_cat"):
             raise ConfigError(f"kind={self.kind!r}: use spline, alibi or alibi_cat")
-        if self.task not in ("autoencoder",):
-            raise ConfigError(f"task={self.task!r}: use autoencoder")
+        if self.task not in ("autoencoder", "inbetween"):
+            raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:

@@ -14,10 +14,11 @@ import torch.distributed as dist
 from backend import checkpoint as ckpt_io
 from backend import quat_torch as QT
 from backend.features import Normalizer, detect_layout, split_features, to_features
-from backend.model import ModelConfig, SplineTransformer, count_parameters
+from backend.model import ModelConfig, build_model, count_parameters
 
 from .config import TrainConfig
-from .data import WindowSampler, load_split, protocol_windows, within_clip_position_std
+from .data import DataError, WindowSampler, load_split, protocol_windows, within_clip_position_std
+from .inbetween_task import InbetweenBatcher
 from .losses import pose_loss
 from .state import load_state, save_state
 
@@ -51,9 +52,11 @@ class Batcher:
         return rot, pos
 
     def __call__(self, idx, gen=None):
+        """-> (model inputs, normalised target, origin, template positions, true rotations)."""
         rot, pos = self.raw(idx, gen)
         feat, origin = to_features(rot, pos, self.layout)
-        return self.normalizer(feat), origin, pos[:, :1], rot
+        feat_n = self.normalizer(feat)
+        return (feat_n,), feat_n, origin, pos[:, :1], rot
 
 
 def lr_lambda(cfg: TrainConfig):
@@ -72,13 +75,21 @@ def rotation_error_deg(model, batcher, windows, layout, bs=256):
     errs = []
     model.eval()
     for i in range(0, len(windows), bs):
-        feat_n, origin, _, rot = batcher(windows[i:i + bs])
-        pred = batcher.normalizer.inverse(model(feat_n))
+        inputs, _, origin, _, rot = batcher(windows[i:i + bs])
+        pred = batcher.normalizer.inverse(model(*inputs))
         _, r6 = split_features(pred, layout, origin)
         q = QT.from_6d(r6)
         errs.append(torch.rad2deg(QT.angle_between(q, rot[..., layout.rotation_joints, :])).mean(dim=(1, 2)))
     model.train()
     return float(torch.cat(errs).mean())
+
+
+def val_key_masks(windows: np.ndarray, spacing: int = 15) -> np.ndarray:
+    """Fixed validation keys: every ``spacing`` frames plus the last (the protocol's middle case)."""
+    m = np.zeros(windows.shape, dtype=bool)
+    m[:, ::spacing] = True
+    m[:, -1] = True
+    return m
 
 
 class Progress:
@@ -96,6 +107,17 @@ class Progress:
         eta = (self.total - step) / max(rate, 1e-9)
         print(f"\r[{bar}] {step}/{self.total} {text} eta {int(eta // 60)}:{int(eta % 60):02d}",
               end="", file=sys.stderr, flush=True)
+
+
+class _FixedKeys:
+    """Validation batches with fixed keys, looked up by the window's first frame."""
+
+    def __init__(self, batcher, windows, masks):
+        self.batcher, self.normalizer = batcher, batcher.normalizer
+        self.masks = {int(w[0]): m for w, m in zip(windows, masks)}
+
+    def __call__(self, idx, gen=None):
+        return self.batcher(idx, gen, np.stack([self.masks[int(w[0])] for w in idx]))
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -117,7 +139,11 @@ def train(cfg: TrainConfig) -> Path:
     torch.manual_seed(cfg.seed)
     cache = cfg.cache or None
     train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0)
-    val_ms = load_split(cfg.data, "val", cache, verbose=False)
+    val_ms = load_split(cfg.data, "val", cache, verbose=rank == 0, skeleton=train_ms.skeleton)
+    for split, ms in (("train", train_ms), ("val", val_ms)):
+        if ms.lengths.max() < cfg.window:
+            raise DataError(f"{cfg.data}: every {split} clip is shorter than --window={cfg.window} frames "
+                            f"(the longest has {ms.lengths.max()}); lower --window")
     layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
     feats, _ = to_features(*Batcher(train_ms, layout).raw(stats_sampler.sample(2048)), layout)
@@ -126,9 +152,14 @@ def train(cfg: TrainConfig) -> Path:
     val_batcher = Batcher(val_ms, layout, normalizer)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
     val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
-    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=cfg.kind, width=cfg.width,
+    if cfg.task == "inbetween":
+        batcher = InbetweenBatcher(batcher, layout, normalizer, cfg.seed)
+        fixed = val_key_masks(val_windows)
+        val_batcher = _FixedKeys(InbetweenBatcher(val_batcher, layout, normalizer, cfg.seed), val_windows, fixed)
+    kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
+    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor)
-    model = SplineTransformer(mcfg)
+    model = build_model(mcfg)
     opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
     sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
@@ -149,6 +180,7 @@ def train(cfg: TrainConfig) -> Path:
     info_base = {"data": str(cfg.data), "split": "train (id % 10 not in {5, 8})", "task": cfg.task,
                  "parameters": count_parameters(model), "train_clips": len(train_ms.names),
                  "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
+                 "val_clips": len(val_ms.names), "skipped_val_clips": len(val_ms.skipped),
                  "processes": world}
     if rank == 0:
         print(f"{len(train_ms.names)} train clips ({train_ms.starts[-1]} frames, {sampler.short} shorter than "
@@ -160,10 +192,10 @@ def train(cfg: TrainConfig) -> Path:
     while step < cfg.steps:
         idx = sampler.sample(cfg.batch_size)
         gen_state = gen.get_state()
-        feat_n, origin, template, _ = batcher(idx, gen)
+        inputs, target_n, origin, template, _ = batcher(idx, gen)
         shard = slice(rank * cfg.batch_size // world, (rank + 1) * cfg.batch_size // world)
-        pred = net(feat_n[shard])
-        loss, parts = pose_loss(pred, feat_n[shard], normalizer, layout, origin[shard], template[shard],
+        pred = net(*(x[shard] for x in inputs))
+        loss, parts = pose_loss(pred, target_n[shard], normalizer, layout, origin[shard], template[shard],
                                 parents, cfg.fk_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -177,9 +209,14 @@ def train(cfg: TrainConfig) -> Path:
         if rank == 0:
             rate = seen / max(time.time() - t_rate, 1e-9)
             prog.show(step, f"loss {loss.item():.5f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
-        if step % cfg.log_every == 0 and rank == 0:
-            history.append({"step": step, "loss": float(loss), **{k: float(v) for k, v in parts.items()},
-                            "windows_per_s": rate})
+        if step % cfg.log_every == 0:
+            logged = torch.stack([loss.detach(), *parts.values()])
+            if world > 1:  # equal slices: the mean of the ranks' means is the whole batch's mean
+                dist.all_reduce(logged)
+                logged /= world
+            if rank == 0:
+                history.append({"step": step, **dict(zip(["loss", *parts], logged.tolist())),
+                                "windows_per_s": rate})
         is_last = step == cfg.steps
         if (step % cfg.val_every == 0 or is_last) and rank == 0:
             err = rotation_error_deg(model, val_batcher, val_windows, layout)
@@ -202,6 +239,7 @@ def train(cfg: TrainConfig) -> Path:
                                       "history": history})
     if world > 1:
         dist.barrier()
+        dist.destroy_process_group()
     if rank == 0:
         import json
         (out / "history.json").write_text(json.dumps(history))

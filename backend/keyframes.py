@@ -1,0 +1,111 @@
+"""Key-frame bookkeeping: masks, interpolation between keys, segments that end on keys.
+
+Pure functions (torch); the in-betweening model and the baselines both use them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import quat_torch as QT
+from .features import to_features
+
+
+def key_mask(num_frames: int, keys) -> np.ndarray:
+    m = np.zeros(num_frames, dtype=bool)
+    m[np.asarray(keys, dtype=np.int64)] = True
+    return m
+
+
+def every_k(num_frames: int, k: int) -> list[int]:
+    """Frames 0, k, 2k, ... and the last frame (the CLI's ``--every K``, the protocol's keys)."""
+    keys = list(range(0, num_frames, k))
+    if keys[-1] != num_frames - 1:
+        keys.append(num_frames - 1)
+    return keys
+
+
+def bracket(mask: torch.Tensor):
+    """For each frame, the previous and next key index and the blend weight: mask [..., N] (bool).
+
+    Key frames get prev == next == itself and alpha 0.
+    """
+    n = mask.shape[-1]
+    idx = torch.arange(n, device=mask.device).expand_as(mask)
+    prev = torch.where(mask, idx, torch.full_like(idx, -1)).cummax(-1).values
+    nxt = torch.where(mask, idx, torch.full_like(idx, n)).flip(-1).cummin(-1).values.flip(-1)
+    prev = prev.clamp(0, n - 1)
+    nxt = nxt.clamp(0, n - 1)
+    span = (nxt - prev).clamp_min(1)
+    alpha = ((idx - prev).float() / span.float()).clamp(0, 1)
+    return prev, nxt, alpha
+
+
+def interpolate(rot: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor):
+    """SLERP of local rotations and LERP of local positions between keys.
+
+    rot [B, N, J, 4], pos [B, N, J, 3], mask [B, N] -> same shapes; only key frames are read.
+    """
+    prev, nxt, alpha = bracket(mask)
+    def take(x, i):
+        return torch.gather(x, 1, i[..., None, None].expand(-1, -1, *x.shape[2:]))
+    a = alpha[..., None, None].to(rot.dtype)
+    r = QT.slerp(take(rot, prev), take(rot, nxt), a[..., 0])
+    p = take(pos, prev) * (1 - a) + take(pos, nxt) * a
+    return r, p
+
+
+def segments_on_keys(keys, window: int) -> list[tuple[int, int]]:
+    """Split a sorted key list into inclusive frame ranges of at most ``window`` frames that
+    start and end on keys, so neighbouring segments meet at a key (exact, no seam jump)."""
+    keys = list(keys)
+    segs, i = [], 0
+    while i < len(keys) - 1:
+        j = i + 1
+        while j + 1 < len(keys) and keys[j + 1] - keys[i] + 1 <= window:
+            j += 1
+        segs.append((keys[i], keys[j]))
+        i = j
+    return segs
+
+
+def validate_keys(keys, num_frames: int, max_gap: int) -> list[int]:
+    """Sorted, unique, in range, at least two, no gap above ``max_gap``; raises ValueError naming the problem."""
+    keys = [int(k) for k in keys]
+    if num_frames < 2:
+        raise ValueError(f"the clip has {num_frames} frame; in-betweening needs at least 2")
+    if len(keys) < 2:
+        raise ValueError(f"{len(keys)} key given; in-betweening needs at least two keys")
+    bad = [k for k in keys if not 0 <= k < num_frames]
+    if bad:
+        raise ValueError(f"keys {bad} are out of range (frames are 0..{num_frames - 1})")
+    if keys != sorted(keys):
+        raise ValueError(f"keys must be in increasing order, got {keys}")
+    if len(set(keys)) != len(keys):
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"keys {dup} are repeated")
+    gaps = np.diff(keys)
+    if gaps.size and gaps.max() > max_gap:
+        k = int(np.argmax(gaps))
+        raise ValueError(f"the gap between keys {keys[k]} and {keys[k + 1]} is {gaps[k]} frames; the model "
+                         f"fills gaps of up to {max_gap} frames (add a key in between)")
+    return keys
+
+
+def key_origin(pos: torch.Tensor, mask: torch.Tensor, layout) -> torch.Tensor:
+    """CITL's sequence-level re-centring on the keys: mean horizontal root position of the key frames."""
+    root = pos[..., layout.position_joints[0], :]
+    w = mask.to(root.dtype)[..., None]
+    return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * layout.horizontal_mask(root)
+
+
+def inbetween_inputs(rot, pos, mask, layout, normalizer):
+    """(keys_n, base_n, origin): normalised key poses, normalised SLERP/LERP base, origin [B,3].
+
+    Only key frames of ``rot``/``pos`` are read.
+    """
+    origin = key_origin(pos, mask, layout)
+    keys, _ = to_features(rot, pos, layout, origin)
+    brot, bpos = interpolate(rot, pos, mask)
+    base, _ = to_features(brot, bpos, layout, origin)
+    return normalizer(keys), normalizer(base), origin

@@ -1,0 +1,44 @@
+"""Batches for the in-betweening task: random keys, the interpolation base, targets.
+
+Key recipe after CITL: the first and last frame of a window are always keys; half the
+windows get regular spacing (as an animator blocks: every k frames), half a random
+number of keys at random frames, so one checkpoint serves gaps from 2 to 60 frames.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from backend.features import to_features
+from backend.keyframes import inbetween_inputs
+
+
+def sample_key_masks(rng: np.random.Generator, batch: int, n: int) -> np.ndarray:
+    """[batch, n] bool masks with frame 0 and n-1 always set."""
+    masks = np.zeros((batch, n), dtype=bool)
+    for b in range(batch):
+        if rng.random() < 0.5:
+            k = int(rng.integers(2, max(3, min(31, n))))
+            masks[b, ::k] = True
+        else:
+            m = int(rng.integers(0, max(1, n // 4) + 1))
+            masks[b, rng.choice(np.arange(1, n - 1), size=min(m, n - 2), replace=False)] = True
+        masks[b, 0] = masks[b, -1] = True
+    return masks
+
+
+class InbetweenBatcher:
+    """Frame indices -> model inputs and targets for the in-betweening task."""
+
+    def __init__(self, ae_batcher, layout, normalizer, seed: int):
+        self.ae, self.layout, self.normalizer = ae_batcher, layout, normalizer
+        self.rng = np.random.default_rng(seed + 7)
+
+    def __call__(self, idx, gen=None, masks=None):
+        rot, pos = self.ae.raw(idx, gen)
+        if masks is None:
+            masks = sample_key_masks(self.rng, idx.shape[0], idx.shape[1])
+        mask = torch.from_numpy(masks)
+        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, self.layout, self.normalizer)
+        target, _ = to_features(rot, pos, self.layout, origin)
+        return (keys_n, base_n, mask), self.normalizer(target), origin, pos[:, :1], rot
