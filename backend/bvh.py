@@ -251,7 +251,7 @@ def format_bvh(clip: Clip, precision: int = 6, reference: np.ndarray | None = No
 
 
 def _num(v: float) -> str:
-    return f"{v:.9g}"
+    return repr(float(v))  # shortest text that reads back to the same double
 
 
 def write_bvh(path, clip: Clip, precision: int = 6, reference: np.ndarray | None = None) -> None:

@@ -19,22 +19,31 @@ def example_clips():
     return [read_bvh(p) for p in EXAMPLES]
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory, example_clips):
-    """A small untrained-but-real checkpoint (random weights, real statistics) for I/O tests."""
+def _tiny(tmp_path_factory, clip, kind, task):
     from backend import checkpoint as ck
     from backend.features import Normalizer, detect_layout, to_features
-    from backend.model import ModelConfig, SplineTransformer
-    clip = example_clips[0]
+    from backend.model import ModelConfig, build_model
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
-    cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, width=32, heads=4, layers=1, latent=8)
+    cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=32, heads=4, layers=1, latent=8)
     torch.manual_seed(0)
-    model = SplineTransformer(cfg)
-    path = tmp_path_factory.mktemp("ckpt") / "tiny"
-    c = ck.Checkpoint(cfg, clip.skeleton, layout, Normalizer.fit(feat), {}, {"task": "autoencoder",
+    model = build_model(cfg)
+    path = tmp_path_factory.mktemp("ckpt") / f"tiny_{task}"
+    c = ck.Checkpoint(cfg, clip.skeleton, layout, Normalizer.fit(feat), {}, {"task": task,
                       "config": {"min_window": 8}}, window=16)
     return ck.save(path, c, model)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, example_clips):
+    """A small untrained-but-real autoencoder checkpoint (random weights, real statistics) for I/O tests."""
+    return _tiny(tmp_path_factory, example_clips[0], "spline", "autoencoder")
+
+
+@pytest.fixture(scope="session")
+def tiny_inbetween(tmp_path_factory, example_clips):
+    """A small keyframe-model checkpoint (random weights): exercises keys, segments and errors."""
+    return _tiny(tmp_path_factory, example_clips[0], "keyframe", "inbetween")
 
 
 def shipped_checkpoint():

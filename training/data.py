@@ -6,6 +6,7 @@ per-clip offsets; a window is then a gather of indices, which keeps batches chea
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 import tarfile
@@ -70,17 +71,22 @@ def _iter_sources(data: Path):
         raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH files")
 
 
-def load_split(data, split: str, cache_dir=None, verbose=True) -> MotionSet:
-    """Every clip of one split; clips with a different skeleton are skipped with a warning."""
+def load_split(data, split: str, cache_dir=None, verbose=True, skeleton: Skeleton | None = None) -> MotionSet:
+    """Every clip of one split that shares one skeleton; the others are skipped with a warning.
+
+    The reference skeleton is ``skeleton`` when given (the validation split is read against the
+    training skeleton), else the hierarchy most clips of the split share (ties: the first one),
+    so a single odd clip cannot make every other clip "different".
+    """
     data = Path(data)
     if not data.exists():
         raise DataError(f"{data}: data path does not exist (pass --data with a BVH folder or the .tar.xz)")
     if split not in SPLITS and split != "all":
         raise DataError(f"unknown split {split!r}; use one of {', '.join(SPLITS)} or all")
-    cache = _cache_path(data, split, cache_dir)
+    cache = _cache_path(data, split, cache_dir, skeleton)
     if cache and cache.exists():
         return _load_cache(cache)
-    skel, rots, poss, names, skipped, frame_time = None, [], [], [], [], None
+    clips, skipped = [], []  # (where, skeleton, float32 rotations, float32 positions, name, frame time)
     seen_any = False
     for name, where, read in _iter_sources(data):
         seen_any = True
@@ -91,20 +97,39 @@ def load_split(data, split: str, cache_dir=None, verbose=True) -> MotionSet:
         except (BVHError, DataError) as e:
             skipped.append(f"{e}")
             continue
-        if skel is None:
-            skel, frame_time = clip.skeleton, clip.frame_time
-        elif not skel.same_hierarchy(clip.skeleton):
-            skipped.append(f"{where}: different skeleton ({skel.describe_mismatch(clip.skeleton)})")
-            continue
-        rots.append(clip.rotations.astype(np.float32))
-        poss.append(clip.positions.astype(np.float32))
-        names.append(clip.name)
+        clips.append((where, clip.skeleton, clip.rotations.astype(np.float32), clip.positions.astype(np.float32),
+                      clip.name, clip.frame_time))
+        del clip
     if not seen_any:
         raise DataError(f"{data}: no BVH files found")
-    if skel is None:
-        raise DataError(f"{data}: no readable clips in split {split!r}" + (f" ({skipped[0]})" if skipped else ""))
+    skel = skeleton
+    if skel is None and clips:
+        groups = []  # [skeleton, count] in order of first appearance
+        for c in clips:
+            for g in groups:
+                if g[0].same_hierarchy(c[1]):
+                    g[1] += 1
+                    break
+            else:
+                groups.append([c[1], 1])
+        skel = max(groups, key=lambda g: g[1])[0]  # max keeps the first of equal counts
+    rots, poss, names, frame_time = [], [], [], None
+    for where, clip_skel, rot, pos, name, ft in clips:
+        if not skel.same_hierarchy(clip_skel):
+            skipped.append(f"{where}: different skeleton ({skel.describe_mismatch(clip_skel)})")
+            continue
+        if frame_time is None:
+            frame_time = ft
+        rots.append(rot)
+        poss.append(pos)
+        names.append(name)
+    del clips
+    if not names:
+        why = (f" ({skipped[0]})" if skipped else
+               " (a clip's split is the number at the end of its file name: id % 10 == 8 is val, 5 test, else train)")
+        raise DataError(f"{data}: no readable clips in split {split!r}" + why)
     if verbose and skipped:
-        print(f"warning: skipped {len(skipped)} clip(s): " + "; ".join(skipped[:5]), file=sys.stderr)
+        print(f"warning: skipped {len(skipped)} {split} clip(s): " + "; ".join(skipped[:5]), file=sys.stderr)
     lengths = [len(r) for r in rots]
     ms = MotionSet(skel, np.concatenate(rots), np.concatenate(poss), np.concatenate([[0], np.cumsum(lengths)]),
                    names, float(frame_time), skipped)
@@ -113,11 +138,12 @@ def load_split(data, split: str, cache_dir=None, verbose=True) -> MotionSet:
     return ms
 
 
-def _cache_path(data: Path, split: str, cache_dir):
+def _cache_path(data: Path, split: str, cache_dir, skeleton: Skeleton | None = None):
     if cache_dir is None:
         return None
     st = data.stat()
-    key = hashlib.sha1(f"{data.resolve()}|{st.st_size}|{st.st_mtime_ns}|{split}|v1".encode()).hexdigest()[:16]
+    ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
+    key = hashlib.sha1(f"{data.resolve()}|{st.st_size}|{st.st_mtime_ns}|{split}|v1{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{split}-{key}.npz"
 
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 
@@ -34,17 +35,26 @@ def _join(obj, tensors):
 
 
 def save_state(path: Path, state: dict):
+    """``path``.safetensors holds the tensors *and* the JSON document (in its metadata), so the
+    state is one atomic file: a kill between two renames cannot pair tensors of one step with
+    the JSON of another.  ``path``.json is the same document, for reading by eye."""
     tensors = {}
-    doc = _split(state, "", tensors)
+    doc = json.dumps(_split(state, "", tensors))
     tmp_w, tmp_j = path.with_suffix(".safetensors.tmp"), path.with_suffix(".json.tmp")
-    save_file(tensors, str(tmp_w))
-    tmp_j.write_text(json.dumps(doc))
+    save_file(tensors, str(tmp_w), metadata={"state": doc})
+    tmp_j.write_text(doc)
     os.replace(tmp_w, path.with_suffix(".safetensors"))
     os.replace(tmp_j, path.with_suffix(".json"))
 
 
 def load_state(path: Path) -> dict | None:
     j, w = path.with_suffix(".json"), path.with_suffix(".safetensors")
-    if not (j.exists() and w.exists()):
+    if not w.exists():
         return None
-    return _join(json.loads(j.read_text()), load_file(str(w)))
+    with safe_open(str(w), framework="pt") as f:
+        doc = (f.metadata() or {}).get("state")
+    if doc is None:  # written before the document moved into the weights file
+        if not j.exists():
+            return None
+        doc = j.read_text()
+    return _join(json.loads(doc), load_file(str(w)))

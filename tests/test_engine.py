@@ -1,0 +1,113 @@
+"""Engine: keys kept exactly, non-keys never read, segments, batching, refusals."""
+import numpy as np
+import pytest
+
+from backend import quat_np as Q
+from backend.bvh import format_bvh, parse_bvh, read_bvh
+from backend.engine import Engine, EngineError, segment_bounds
+from backend.keyframes import every_k, segments_on_keys
+from tests.conftest import EXAMPLES, TEST_CLIP
+
+
+@pytest.fixture(scope="module")
+def ib(tiny_inbetween):
+    return Engine(tiny_inbetween, "cpu")
+
+
+@pytest.fixture(scope="module")
+def ae(tiny_checkpoint):
+    return Engine(tiny_checkpoint, "cpu")
+
+
+def test_keys_come_out_exactly_and_nonkeys_are_filled(ib):
+    clip = read_bvh(TEST_CLIP)
+    keys = every_k(clip.num_frames, 5)
+    out, controls = ib.inbetween(clip, keys)
+    assert out.num_frames == clip.num_frames
+    written = parse_bvh(format_bvh(out)).meta["source_channels"]
+    assert np.abs(written[keys] - clip.meta["source_channels"][keys]).max() <= 1e-4
+    free = np.setdiff1d(np.arange(clip.num_frames), keys)
+    assert np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()
+    assert np.allclose(np.linalg.norm(out.rotations, axis=-1), 1, atol=1e-5)
+    # the filled frames are new poses, not copies of the blocking
+    assert np.degrees(Q.angle_between(out.rotations[free], clip.rotations[free])).max() > 0.01
+    assert controls.points.shape[1:] == (4, 8)
+    assert [s[0] for s in controls.segments][0] == 0 and controls.segments[-1][1] == clip.num_frames - 1
+
+
+def test_nonkey_frames_are_never_read(ib):
+    clip = read_bvh(TEST_CLIP)
+    keys = [0, 7, 15, 22, 30, 37, 38, 52, 55]  # the tiny model fills gaps up to 15
+    garbage = read_bvh(TEST_CLIP)
+    free = np.setdiff1d(np.arange(clip.num_frames), keys)
+    garbage.rotations[free] = np.nan
+    garbage.positions[free] = 1e9
+    a, _ = ib.inbetween(clip.slice(0, 56), keys)
+    b, _ = ib.inbetween(garbage.slice(0, 56), keys)
+    assert np.array_equal(a.rotations, b.rotations) and np.array_equal(a.positions, b.positions)
+
+
+def test_batched_equals_one_by_one(ib):
+    clips = [read_bvh(p) for p in EXAMPLES[:3]]
+    keys = [every_k(c.num_frames, k) for c, k in zip(clips, (4, 9, 15))]
+    batch = ib.inbetween(clips, keys)
+    for c, k, (out, _) in zip(clips, keys, batch):
+        single, _ = ib.inbetween(c, k)
+        assert np.allclose(single.rotations, out.rotations, atol=1e-5)
+
+
+@pytest.mark.parametrize("keys, words", [
+    ([0], "at least two keys"), ([0, 5, 5, 9], "repeated"), ([0, 9, 5], "increasing order"),
+    ([0, 500], "out of range"), ([-1, 5], "out of range"), ([0, 40], "gap between keys 0 and 40"),
+])
+def test_bad_keys_name_the_problem(ib, keys, words):
+    clip = read_bvh(TEST_CLIP)
+    with pytest.raises(ValueError, match=words) as e:
+        ib.inbetween(clip, keys)
+    assert clip.name in str(e.value)
+
+
+def test_nan_in_a_key_pose_and_one_frame_clips(ib):
+    clip = read_bvh(TEST_CLIP)
+    clip.rotations[10, 3] = np.nan
+    with pytest.raises(EngineError, match=r"NaN .*\[10\]"):
+        ib.inbetween(clip, [0, 10, 20])
+    ib.inbetween(clip, [0, 9, 20])  # NaN on a non-key frame is fine: it is never read
+    with pytest.raises(ValueError, match="at least 2"):
+        ib.inbetween(clip.slice(0, 1), [0, 0])
+
+
+def test_foreign_skeleton_lists_missing_joints(ib, tmp_path):
+    text = TEST_CLIP.read_text().replace("Toes_L", "Toe_Left")
+    clip = parse_bvh(text, tmp_path / "odd.bvh")
+    with pytest.raises(EngineError, match="missing joints: Toes_L.*extra joints: Toe_Left"):
+        ib.inbetween(clip, [0, 10])
+
+
+def test_task_mismatch_is_explained(ib, ae):
+    clip = read_bvh(TEST_CLIP)
+    with pytest.raises(EngineError, match="needs an autoencoder checkpoint"):
+        ib.encode(clip)
+    with pytest.raises(EngineError, match="needs an inbetween checkpoint"):
+        ae.inbetween(clip, [0, 10])
+
+
+def test_segments_share_ends():
+    assert segment_bounds(10, 16) == [(0, 9)]
+    segs = segment_bounds(267, 61)
+    assert segs[0][0] == 0 and segs[-1][1] == 266 and all(b - a + 1 <= 61 for a, b in segs)
+    assert all(segs[i][1] == segs[i + 1][0] for i in range(len(segs) - 1))
+    assert segments_on_keys([0, 15, 30, 45, 60, 75, 90], 61) == [(0, 60), (60, 90)]
+    assert segments_on_keys([0, 1], 61) == [(0, 1)]
+
+
+def test_autoencoder_round_trip_shapes_and_supersampling(ae):
+    clip = read_bvh(EXAMPLES[0])
+    controls = ae.encode(clip)
+    out = ae.decode(controls, like=clip)
+    assert out.num_frames == clip.num_frames and out.skeleton is clip.skeleton
+    dense = ae.decode(controls, scale=4)
+    assert dense.num_frames == 4 * (clip.num_frames - 1) + 1
+    assert np.isclose(dense.frame_time, clip.frame_time / 4)
+    with pytest.raises(EngineError, match="at least 8"):
+        ae.encode(clip.slice(0, 5))
