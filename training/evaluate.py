@@ -136,13 +136,15 @@ def markdown(report: dict) -> str:
     inb = report.get("inbetween")
     if inb:
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
-                  "| k | method | MPJPE (cm) | L2Q | NPSS |", "|---:|---|---:|---:|---:|"]
+                  "| k | method | MPJPE (cm) | L2Q | NPSS | L2Q ÷ LERP/SLERP |", "|---:|---|---:|---:|---:|---:|"]
+        labels = {"model": "Splinetween", "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
         for k, res in inb.items():
-            for name in ("model", "lerp_slerp"):
+            for name, label in labels.items():
                 if name in res:
                     s = res[name]
-                    label = "LERP/SLERP" if name == "lerp_slerp" else "model"
-                    lines.append(f"| {k} | {label} | {s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} |")
+                    ratio = s["l2q"] / res["lerp_slerp"]["l2q"]
+                    lines.append(f"| {k} | {label} | {s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} "
+                                 f"| {ratio:.3f} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -170,6 +172,11 @@ def run(args) -> dict:
     if args.baselines_only or task == "inbetween":
         predict = inbetween_predictor(engine) if task == "inbetween" and not args.baselines_only else None
         report["inbetween"] = {str(k): v for k, v in evaluate_inbetween(predict, rot, pos, parents).items()}
+        if args.blender_baseline:
+            from .blender_baseline import bezier_predictor
+            bez = evaluate_inbetween(bezier_predictor(ms.skeleton), rot, pos, parents)
+            for k, v in bez.items():
+                report["inbetween"][str(k)]["blender_bezier"] = v["model"]
     return report
 
 
@@ -184,6 +191,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     ap.add_argument("--baselines-only", action="store_true", help="LERP/SLERP in-betweening scores, no model")
+    ap.add_argument("--blender-baseline", action="store_true",
+                    help="also score Blender's default F-curve interpolation (Bezier, auto-clamped), via bpy")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,0 +1,81 @@
+"""python -m training.model_card CKPT EVAL.json --command "..." : write NAME.md, record test metrics.
+
+The card says what the checkpoint is (data, split, config, steps, wall time), how it was
+made (the exact command) and how it scores on the test split (from training.evaluate).
+The metrics are also copied into the checkpoint's JSON ``info.metrics`` (``backend info`` shows them).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from backend.checkpoint import paths_for
+
+ATTRIBUTION = ("Kobayashi et al., \"Motion Capture Dataset for Practical Use of AI-based Motion Editing and "
+               "Stylization\", arXiv:2306.08861, 2023. Bandai-Namco-Research-Motiondataset, CC BY-NC 4.0.")
+
+
+def flat_metrics(report: dict) -> dict:
+    out = {}
+    rec = report.get("reconstruction")
+    if rec:
+        out.update({f"test_{k}": round(v, 4) for k, v in rec.items() if isinstance(v, (int, float))})
+    for k, res in (report.get("inbetween") or {}).items():
+        for method in ("model", "lerp_slerp"):
+            for m, v in (res.get(method) or {}).items():
+                if isinstance(v, (int, float)):
+                    out[f"test_k{k}_{method}_{m}"] = round(v, 4)
+    return out
+
+
+def card(doc: dict, report: dict, command: str, name: str) -> str:
+    info, model = doc["info"], doc["model"]
+    cfg = info.get("config", {})
+    lines = [f"# Model card: {name}", "",
+             f"- **Task**: {info.get('task')} ({model['kind']} transformer: d={model['latent']}, c={model['width']}, "
+             f"n={model['layers']}, h={model['heads']}, {model['controls']} control points, "
+             f"{info.get('parameters')} parameters)",
+             f"- **Data**: Bandai-Namco-Research-Motiondataset-2, {info.get('train_clips')} train clips "
+             f"({info.get('train_frames')} frames); split: {info.get('split')}; validation on the val split "
+             f"(id % 10 == 8); test numbers on the test split (id % 10 == 5), never used for tuning.",
+             f"- **Training**: {info.get('steps')} steps, batch {cfg.get('batch_size')}, windows of "
+             f"{cfg.get('min_window')}–{cfg.get('window')} frames, RAdam lr {cfg.get('lr')} with {cfg.get('warmup')} "
+             f"warm-up steps and cosine annealing to {cfg.get('min_lr')}, gradient clipping {cfg.get('clip_grad')}, "
+             f"FK loss weight {cfg.get('fk_weight')}, yaw augmentation {cfg.get('augment_yaw')}, seed {cfg.get('seed')}; "
+             f"{info.get('wall_time_s')} s wall on {cfg.get('threads') or 'all'} CPU thread(s) "
+             f"({info.get('windows_per_s')} windows/s).",
+             f"- **Best validation** (mean local rotation error, {'keys every 15' if info.get('task') == 'inbetween' else 'reconstruction'}): "
+             f"{info.get('val_rot_deg', float('nan')):.3f} deg.",
+             "", "## Reproduce", "", "```bash", command, "```", "",
+             "## Test metrics (training.evaluate, the data README's protocol: 61-frame windows, stride 61)", ""]
+    md = report.get("markdown") or ""
+    lines += [md.strip(), ""] if md else []
+    lines += ["## Licence", "", "Trained on CC BY-NC 4.0 data: these weights are for non-commercial use only.",
+              "", f"> {ATTRIBUTION}", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m training.model_card", description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint", type=Path)
+    ap.add_argument("report", type=Path, help="eval-test.json from training.evaluate")
+    ap.add_argument("--command", required=True, help="the exact training command")
+    args = ap.parse_args(argv)
+    jpath, _ = paths_for(args.checkpoint)
+    doc = json.loads(jpath.read_text())
+    report = json.loads(args.report.read_text())
+    md_path = args.report.with_suffix(".md")
+    report["markdown"] = md_path.read_text().split("\n", 1)[1] if md_path.exists() else ""
+    doc["info"]["metrics"] = flat_metrics(report)
+    doc["info"]["command"] = args.command
+    jpath.write_text(json.dumps(doc, indent=1))
+    out = jpath.with_suffix(".md")
+    out.write_text(card(doc, report, args.command, jpath.stem))
+    print(f"wrote {out} and metrics into {jpath}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
