@@ -42,6 +42,23 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--every", type=int, metavar="K", help="keys at frames 0, K, 2K, ... and the last frame")
     b.add_argument("--out-dir", required=True, type=Path)
     _add_common(b, "the shipped in-betweening model")
+    e = sub.add_parser("edit", help="edit the latent spline of each BVH: amplify, re-time, super-sample",
+                       description="Encode each BVH with the autoencoder, edit its latent control points and "
+                                   "decode: --amplify moves the inner control points away from the chord (>1 "
+                                   "exaggerates, <1 tones down), --timing shifts where the motion happens, "
+                                   "--pc I=S adds S standard deviations of principal direction I, "
+                                   "--supersample N decodes N times as many frames (slow motion at the same "
+                                   "frame time, or the same motion at N x the frame rate with --keep-duration).")
+    e.add_argument("inputs", nargs="+", type=Path, metavar="IN.bvh")
+    e.add_argument("--amplify", type=float, default=1.0)
+    e.add_argument("--timing", type=float, default=0.0, help="-1..1; > 0 earlier, < 0 later")
+    e.add_argument("--pc", action="append", default=[], metavar="I=S",
+                   help="principal direction I (1-based) by S standard deviations; repeatable")
+    e.add_argument("--supersample", type=int, default=1, metavar="N")
+    e.add_argument("--keep-duration", action="store_true",
+                   help="with --supersample: divide the frame time by N (same duration, higher frame rate)")
+    e.add_argument("--out-dir", required=True, type=Path)
+    _add_common(e)
     i = sub.add_parser("info", help="print what a checkpoint is", description="Print a checkpoint's skeleton, "
                        "sizes, training data and metrics.")
     i.add_argument("checkpoint", nargs="?", type=Path, metavar="CKPT")
@@ -131,6 +148,50 @@ def cmd_inbetween(args) -> int:
     return 1 if errors else 0
 
 
+def _parse_pcs(items: list[str], available: int) -> list[float]:
+    amounts = [0.0] * available
+    for item in items:
+        try:
+            i, v = item.split("=")
+            i, v = int(i), float(v)
+        except ValueError:
+            raise ValueError(f"--pc {item!r}: expected I=S, for example --pc 1=2.0") from None
+        if not 1 <= i <= available:
+            raise ValueError(f"--pc {item!r}: the checkpoint has principal directions 1..{available}")
+        amounts[i - 1] = v
+    return amounts
+
+
+def cmd_edit(args) -> int:
+    from .edits import edit_points
+    from .engine import Engine
+    t0 = time.perf_counter()
+    if args.supersample < 1:
+        raise ValueError("--supersample must be at least 1")
+    if not -1.0 <= args.timing <= 1.0:
+        raise ValueError("--timing must be between -1 and 1")
+    engine = Engine(args.checkpoint, args.device)
+    pca = engine.principal()
+    if args.pc and pca is None:
+        raise ValueError(f"{engine.path}: this checkpoint has no principal directions (--pc needs them)")
+    amounts = _parse_pcs(args.pc, len(pca[1]) if pca else 0)
+    errors = []
+    clips = _read_inputs(args.inputs, engine, errors)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    for p, clip in clips:
+        controls = engine.encode(clip)
+        pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
+        out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=clip)
+        if args.keep_duration is False:
+            out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
+        write_bvh(args.out_dir / p.name, out)
+        print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames)")
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"{len(clips)} edited, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 1 if errors else 0
+
+
 def cmd_info(args) -> int:
     from .checkpoint import load
     from .engine import DEFAULT_CHECKPOINT
@@ -159,7 +220,8 @@ def cmd_info(args) -> int:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "info": cmd_info}[args.command](args)
+        return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "edit": cmd_edit,
+                "info": cmd_info}[args.command](args)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -136,24 +136,35 @@ class Engine:
 
     @torch.inference_mode()
     def decode_segments(self, points: np.ndarray, origins: np.ndarray, lengths: list[int],
-                        scale: float = 1.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames)."""
+                        scale: float = 1.0, timing: float = 0.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames),
+        ``timing`` re-times where along the segment the motion happens (see ``edits.warp_times``)."""
+        from .edits import warp_times
         out = [None] * len(lengths)
         jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
         for m, group in _by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
             idx = [g[0] for g in group]
             cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
-            times = torch.linspace(0, 1, m) if m > 1 else torch.zeros(1)
-            pos = times * (lengths[idx[0]] - 1)  # ALiBi distances in source frames; one length per group
+            uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
+            pos = (uniform * (lengths[idx[0]] - 1)).float()  # ALiBi distances in source frames
+            times = torch.as_tensor(warp_times(uniform.numpy(), timing), dtype=torch.float32)
             feat = self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
             for k, i in enumerate(idx):
                 out[i] = (feat[k], torch.as_tensor(origins[i], dtype=torch.float32, device=self.device))
         return out
 
-    def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None) -> Clip:
-        """Control points -> a clip (of ``(F-1)*scale + 1`` frames); ``like`` lends skeleton and Euler hints."""
+    def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
+               points: np.ndarray | None = None) -> Clip:
+        """Control points -> a clip (of ``(F-1)*scale + 1`` frames); ``like`` lends skeleton and Euler hints.
+
+        ``points`` replaces ``controls.points`` (edited control points); ``timing`` re-times.
+        """
+        if controls.keys is not None:
+            from .inbetween import decode_inbetween
+            return decode_inbetween(self, controls, points, int(round(scale)), timing, like)
         lengths = [b - a + 1 for a, b in controls.segments]
-        feats = self.decode_segments(controls.points, controls.origins, lengths, scale)
+        pts = controls.points if points is None else points
+        feats = self.decode_segments(pts, controls.origins, lengths, scale, timing)
         parts = []
         for si, (feat, origin) in enumerate(feats):
             rot, pos = from_features(feat, self.layout, origin, torch.as_tensor(controls.template),
@@ -162,12 +173,22 @@ class Engine:
         rot, pos = _join_segments(parts)
         skel = like.skeleton if like is not None else self.skeleton
         meta = {}
-        if like is not None and scale == 1.0 and "source_channels" in like.meta:
+        if like is not None and scale == 1.0 and points is None and timing == 0.0 and "source_channels" in like.meta:
             meta["source_channels"] = like.meta["source_channels"]
         return Clip(skel, rot, pos, controls.frame_time / scale, controls.name, meta)
 
     def reconstruct(self, clips: list[Clip]) -> list[Clip]:
         return [self.decode(c, like=clip) for c, clip in zip(self.encode(clips), clips)]
+
+    def principal(self):
+        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
+        ex = self.ckpt.extra
+        if "pca.components" not in ex:
+            return None
+        return ex["pca.components"].double().numpy(), ex["pca.std"].double().numpy()
+
+    def principal_names(self) -> list[str]:
+        return list(self.ckpt.info.get("principal_names", []))
 
     def describe(self) -> dict:
         c = self.ckpt
