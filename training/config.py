@@ -15,6 +15,7 @@ class TrainConfig:
     data: str = ""  # BVH folder, a .bvh, or the .tar.xz archive
     out: str = "runs/motion"  # run folder: config copy, log, checkpoints
     cache: str = ""  # folder for the parsed-data cache ("" = no cache)
+    init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
     kind: str = "spline"  # spline | alibi | alibi_cat
     latent: int = 64  # d

@@ -148,6 +148,11 @@ def train(cfg: TrainConfig) -> Path:
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
     feats, _ = to_features(*Batcher(train_ms, layout).raw(stats_sampler.sample(2048)), layout)
     normalizer = Normalizer.fit(feats)
+    init = ckpt_io.load(cfg.init) if cfg.init else None
+    if init is not None:
+        if init.layout != layout or not init.skeleton.same_hierarchy(train_ms.skeleton):
+            raise ValueError(f"{cfg.init}: --init checkpoint has a different skeleton or feature layout")
+        normalizer = init.normalizer  # keep the statistics the weights were trained with
     batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw)
     val_batcher = Batcher(val_ms, layout, normalizer)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
@@ -160,6 +165,11 @@ def train(cfg: TrainConfig) -> Path:
     mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor)
     model = build_model(mcfg)
+    if init is not None:
+        if init.config != mcfg:
+            raise ValueError(f"{cfg.init}: --init checkpoint's model config differs from this run's "
+                             f"({init.config} vs {mcfg})")
+        model.load_state_dict(init.state)
     opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
     sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
