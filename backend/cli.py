@@ -66,38 +66,50 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _read_inputs(paths, engine, errors):
-    clips = []
+def _load_inputs(paths, prepare):
+    """Read and prepare each input on its own: a failure is recorded with the file's name."""
+    jobs, errors = [], []
     for p in paths:
         try:
-            clip = read_bvh(p)
-            engine.check_clip(clip)
-            clips.append((p, clip))
+            jobs.append((p, *prepare(read_bvh(p))))
         except (BVHError, ValueError) as e:
             errors.append(str(e) if str(p) in str(e) else f"{p}: {e}")
-    return clips
+    return jobs, errors
+
+
+def _out_dir(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot create the output folder ({e.strerror})") from None
+    return path
+
+
+def _report(done: int, verb: str, errors: list[str], t0: float) -> int:
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"{done} {verb}, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _checked(engine):
+    def prepare(clip):
+        engine.check_clip(clip)
+        return (clip,)
+    return prepare
 
 
 def cmd_reconstruct(args) -> int:
     from .engine import Engine
     t0 = time.perf_counter()
     engine = Engine(args.checkpoint, args.device)
-    errors = []
-    clips = _read_inputs(args.inputs, engine, errors)
-    try:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        print(f"error: {args.out_dir}: cannot create the output folder ({e.strerror})", file=sys.stderr)
-        return 2
-    if clips:
-        outs = engine.reconstruct([c for _, c in clips])
-        for (p, _), out in zip(clips, outs):
-            write_bvh(args.out_dir / p.name, out)
-            print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames)")
-    for e in errors:
-        print(f"error: {e}", file=sys.stderr)
-    print(f"{len(clips)} reconstructed, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 1 if errors else 0
+    jobs, errors = _load_inputs(args.inputs, _checked(engine))
+    out_dir = _out_dir(args.out_dir)
+    if jobs:
+        for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs])):
+            write_bvh(out_dir / p.name, out)
+            print(f"wrote {out_dir / p.name} ({out.num_frames} frames)")
+    return _report(len(jobs), "reconstructed", errors, t0)
 
 
 def _parse_keys(text: str) -> list[int]:
@@ -112,40 +124,24 @@ def cmd_inbetween(args) -> int:
     from .keyframes import every_k
     t0 = time.perf_counter()
     if args.every is not None and args.every < 1:
-        print("error: --every must be at least 1", file=sys.stderr)
-        return 2
+        raise ValueError("--every must be at least 1")
     fixed = _parse_keys(args.keys) if args.keys else None
     engine = Engine(args.checkpoint or DEFAULT_INBETWEEN, args.device)
-    errors, jobs = [], []
-    for p in args.inputs:
-        try:
-            clip = read_bvh(p)
-            keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
-            jobs.append((p, clip, keys))
-        except (BVHError, ValueError) as e:
-            errors.append(str(e) if str(p) in str(e) else f"{p}: {e}")
-    good = []
-    for p, clip, keys in jobs:  # validate each on its own so one bad file fails alone
-        try:
-            validate_keys(keys, clip.num_frames, engine.ckpt.window - 1)
-            engine.check_clip(clip, keys)
-            good.append((p, clip, keys))
-        except ValueError as e:
-            errors.append(f"{p}: {e}")
-    try:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        print(f"error: {args.out_dir}: cannot create the output folder ({e.strerror})", file=sys.stderr)
-        return 2
-    if good:
-        results = engine.inbetween([c for _, c, _ in good], [k for _, _, k in good])
-        for (p, _, keys), (out, _) in zip(good, results):
-            write_bvh(args.out_dir / p.name, out)
-            print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames, {len(keys)} keys)")
-    for e in errors:
-        print(f"error: {e}", file=sys.stderr)
-    print(f"{len(good)} in-betweened, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 1 if errors else 0
+
+    def prepare(clip):
+        keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
+        validate_keys(keys, clip.num_frames, engine.ckpt.window - 1)
+        engine.check_clip(clip, keys)
+        return clip, keys
+
+    jobs, errors = _load_inputs(args.inputs, prepare)
+    out_dir = _out_dir(args.out_dir)
+    if jobs:  # all good inputs in one batched call
+        results = engine.inbetween([c for _, c, _ in jobs], [k for _, _, k in jobs])
+        for (p, _, keys), (out, _) in zip(jobs, results):
+            write_bvh(out_dir / p.name, out)
+            print(f"wrote {out_dir / p.name} ({out.num_frames} frames, {len(keys)} keys)")
+    return _report(len(jobs), "in-betweened", errors, t0)
 
 
 def _parse_pcs(items: list[str], available: int) -> list[float]:
@@ -175,21 +171,17 @@ def cmd_edit(args) -> int:
     if args.pc and pca is None:
         raise ValueError(f"{engine.path}: this checkpoint has no principal directions (--pc needs them)")
     amounts = _parse_pcs(args.pc, len(pca[1]) if pca else 0)
-    errors = []
-    clips = _read_inputs(args.inputs, engine, errors)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for p, clip in clips:
+    jobs, errors = _load_inputs(args.inputs, _checked(engine))
+    out_dir = _out_dir(args.out_dir)
+    for p, clip in jobs:
         controls = engine.encode(clip)
         pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
         out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=clip)
         if args.keep_duration is False:
             out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
-        write_bvh(args.out_dir / p.name, out)
-        print(f"wrote {args.out_dir / p.name} ({out.num_frames} frames)")
-    for e in errors:
-        print(f"error: {e}", file=sys.stderr)
-    print(f"{len(clips)} edited, {len(errors)} failed in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
-    return 1 if errors else 0
+        write_bvh(out_dir / p.name, out)
+        print(f"wrote {out_dir / p.name} ({out.num_frames} frames)")
+    return _report(len(jobs), "edited", errors, t0)
 
 
 def cmd_info(args) -> int:
