@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from .features import from_features
-from .keyframes import inbetween_inputs, segments_on_keys, validate_keys
+from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .skeleton import Clip
 
 
@@ -49,9 +49,10 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         mask = torch.zeros(len(group), n, dtype=torch.bool, device=dev)
         for g, (ci, _, a, b) in enumerate(group):
             mask[g, [k - a for k in prepared[ci][1] if a <= k <= b]] = True
-        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, layout, engine.norm)
+        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, layout, engine.norm, engine.ckpt.config.base)
         ctrl = engine.model.encode(keys_n, mask)
-        feat = engine.norm.inverse(engine.model.decode(ctrl, base_n, mask))
+        feat = snap_to_keys(engine.norm.inverse(engine.model.decode(ctrl, base_n, mask)),
+                            engine.norm.inverse(keys_n), mask)
         for g, (ci, si, a, b) in enumerate(group):
             results[ci, si] = (feat[g], origin[g], ctrl[g].cpu().numpy())
     out = []
@@ -120,12 +121,13 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         mask[0, [k * s - lo for k in keys if a <= k <= b]] = True
         r = torch.as_tensor(rot[lo:hi + 1], dtype=torch.float32, device=engine.device)[None]
         p = torch.as_tensor(pos[lo:hi + 1], dtype=torch.float32, device=engine.device)[None]
-        keys_n, base_n, origin = inbetween_inputs(r, p, mask, engine.layout, engine.norm)
+        keys_n, base_n, origin = inbetween_inputs(r, p, mask, engine.layout, engine.norm, engine.ckpt.config.base)
         uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
         times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
         positions = torch.as_tensor(uniform * (b - a), dtype=torch.float32)
         ctrl = torch.as_tensor(pts[si], dtype=torch.float32, device=engine.device)[None]
-        feat = engine.norm.inverse(engine.model.decode(ctrl, base_n, mask, times=times, positions=positions))[0]
+        feat = engine.norm.inverse(engine.model.decode(ctrl, base_n, mask, times=times, positions=positions))
+        feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         rr, pp = from_features(feat, engine.layout, origin[0], template, skel.num_joints)
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = rr.cpu().numpy(), pp.cpu().numpy()
     out_rot = Q.fix_hemisphere(out_rot)

@@ -99,13 +99,62 @@ def key_origin(pos: torch.Tensor, mask: torch.Tensor, layout) -> torch.Tensor:
     return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * layout.horizontal_mask(root)
 
 
-def inbetween_inputs(rot, pos, mask, layout, normalizer):
-    """(keys_n, base_n, origin): normalised key poses, normalised SLERP/LERP base, origin [B,3].
+def inbetween_inputs(rot, pos, mask, layout, normalizer, base: str = "slerp"):
+    """(keys_n, base_n, origin): normalised key poses, normalised interpolation base, origin [B,3].
 
-    Only key frames of ``rot``/``pos`` are read.
+    ``base`` is "slerp" (SLERP/LERP between keys) or "hermite" (C1 cubic through the key
+    features).  Only key frames of ``rot``/``pos`` are read.
     """
     origin = key_origin(pos, mask, layout)
     keys, _ = to_features(rot, pos, layout, origin)
+    if base == "hermite":
+        return normalizer(keys), normalizer(hermite_base(keys, mask)), origin
     brot, bpos = interpolate(rot, pos, mask)
-    base, _ = to_features(brot, bpos, layout, origin)
-    return normalizer(keys), normalizer(base), origin
+    base_feat, _ = to_features(brot, bpos, layout, origin)
+    return normalizer(keys), normalizer(base_feat), origin
+
+
+def snap_to_keys(feat: torch.Tensor, key_feat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Make decoded features pass through the keys without a kink.
+
+    The model's miss at each key (``key - decoded``) is spread over the neighbouring
+    frames with a smoothstep weight, which has zero slope at the keys: the output meets
+    every key exactly and keeps the model's own velocity there (offset propagation).
+    feat, key_feat [B, N, D] (key_feat read at key frames only), mask [B, N].
+    """
+    prev, nxt, alpha = bracket(mask)
+    miss = torch.where(mask[..., None], key_feat - feat, torch.zeros_like(feat))
+    def take(i):
+        return torch.gather(miss, 1, i[..., None].expand(-1, -1, miss.shape[-1]))
+    w = (alpha * alpha * (3 - 2 * alpha))[..., None].to(feat.dtype)
+    return feat + take(prev) * (1 - w) + take(nxt) * w
+
+
+def hermite_base(key_feat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """C1 cubic Hermite interpolation of key features (Catmull-Rom tangents for uneven spacing).
+
+    Unlike piecewise SLERP it has no velocity jump at the keys, so the model's residual
+    need not undo a kink at every key.  key_feat [B, N, D] (read at keys only), mask [B, N].
+    """
+    n = mask.shape[-1]
+    idx = torch.arange(n, device=mask.device).expand_as(mask)
+    prev, nxt, alpha = bracket(mask)
+    # the key strictly before ``prev`` and strictly after ``nxt`` (tangent neighbours)
+    before = torch.where(mask, idx, torch.full_like(idx, -1)).cummax(-1).values
+    before = torch.cat([torch.full_like(before[..., :1], -1), before[..., :-1]], -1)
+    after = torch.where(mask, idx, torch.full_like(idx, n)).flip(-1).cummin(-1).values.flip(-1)
+    after = torch.cat([after[..., 1:], torch.full_like(after[..., :1], n)], -1)
+    a2 = torch.gather(before, 1, prev)
+    b2 = torch.gather(after, 1, nxt)
+    def take(i):
+        return torch.gather(key_feat, 1, i.clamp(0, n - 1)[..., None].expand(-1, -1, key_feat.shape[-1]))
+    xa, xb = take(prev), take(nxt)
+    span = (nxt - prev).clamp_min(1).to(key_feat.dtype)[..., None]
+    chord = (xb - xa) / span
+    has_a2, has_b2 = (a2 >= 0)[..., None], (b2 < n)[..., None]
+    ma = torch.where(has_a2, (xb - take(a2)) / (nxt - a2).clamp_min(1).to(key_feat.dtype)[..., None], chord)
+    mb = torch.where(has_b2, (take(b2) - xa) / (b2 - prev).clamp_min(1).to(key_feat.dtype)[..., None], chord)
+    t = alpha.to(key_feat.dtype)[..., None]
+    t2, t3 = t * t, t * t * t
+    return ((2 * t3 - 3 * t2 + 1) * xa + (t3 - 2 * t2 + t) * span * ma
+            + (-2 * t3 + 3 * t2) * xb + (t3 - t2) * span * mb)

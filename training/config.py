@@ -17,6 +17,7 @@ class TrainConfig:
     cache: str = ""  # folder for the parsed-data cache ("" = no cache)
     init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
+    base: str = "hermite"  # inbetween: interpolation under the residual (hermite | slerp)
     kind: str = "spline"  # spline | alibi | alibi_cat
     latent: int = 64  # d
     width: int = 128  # c
@@ -47,6 +48,8 @@ class TrainConfig:
             raise ConfigError(f"kind={self.kind!r}: use spline, alibi or alibi_cat")
         if self.task not in ("autoencoder", "inbetween"):
             raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
+        if self.base not in ("hermite", "slerp"):
+            raise ConfigError(f"base={self.base!r}: use hermite or slerp")
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:

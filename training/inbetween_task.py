@@ -30,8 +30,8 @@ def sample_key_masks(rng: np.random.Generator, batch: int, n: int) -> np.ndarray
 class InbetweenBatcher:
     """Frame indices -> model inputs and targets for the in-betweening task."""
 
-    def __init__(self, ae_batcher, layout, normalizer, seed: int):
-        self.ae, self.layout, self.normalizer = ae_batcher, layout, normalizer
+    def __init__(self, ae_batcher, layout, normalizer, seed: int, base: str = "slerp"):
+        self.ae, self.layout, self.normalizer, self.base = ae_batcher, layout, normalizer, base
         self.rng = np.random.default_rng(seed + 7)
 
     def __call__(self, idx, gen=None, masks=None):
@@ -39,6 +39,6 @@ class InbetweenBatcher:
         if masks is None:
             masks = sample_key_masks(self.rng, idx.shape[0], idx.shape[1])
         mask = torch.from_numpy(masks)
-        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, self.layout, self.normalizer)
+        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, self.layout, self.normalizer, self.base)
         target, _ = to_features(rot, pos, self.layout, origin)
         return (keys_n, base_n, mask), self.normalizer(target), origin, pos[:, :1], rot

@@ -158,12 +158,14 @@ def train(cfg: TrainConfig) -> Path:
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
     val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
     if cfg.task == "inbetween":
-        batcher = InbetweenBatcher(batcher, layout, normalizer, cfg.seed)
+        batcher = InbetweenBatcher(batcher, layout, normalizer, cfg.seed, cfg.base)
         fixed = val_key_masks(val_windows)
-        val_batcher = _FixedKeys(InbetweenBatcher(val_batcher, layout, normalizer, cfg.seed), val_windows, fixed)
+        val_batcher = _FixedKeys(InbetweenBatcher(val_batcher, layout, normalizer, cfg.seed, cfg.base),
+                                 val_windows, fixed)
     kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
     mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
-                       latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor)
+                       latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
+                       base=cfg.base if cfg.task == "inbetween" else "slerp")
     model = build_model(mcfg)
     if init is not None:
         if init.config != mcfg:
