@@ -1,0 +1,69 @@
+"""ANIM_OT_splinetween_inbetween: fill the gaps between the selected keys with the model's motion."""
+from __future__ import annotations
+
+import bpy
+
+from . import fill, preferences
+from .properties import KEY_MODES
+
+
+class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
+    """Fill every frame between the selected keys of the active armature with learned motion"""
+
+    bl_idname = "anim.splinetween_inbetween"
+    bl_label = "Inbetween"
+    bl_options = {"REGISTER", "UNDO"}
+
+    blend: bpy.props.FloatProperty(name="Blend", default=1.0, min=0.0, max=1.0, subtype="FACTOR",
+                                   description="0 keeps the current curves, 1 writes the model's motion")
+    key_mode: bpy.props.EnumProperty(name="Keys", items=KEY_MODES, default="EVERY_FRAME")
+    step: bpy.props.IntProperty(name="Every", default=5, min=2, max=30, description="Frames between written keys")
+    all_bones: bpy.props.BoolProperty(name="All Bones", default=False,
+                                      description="Fill every matched bone, not only the bones with selected keys")
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            cls.poll_message_set("Make an armature the active object")
+            return False
+        if obj.animation_data is None or obj.animation_data.action is None:
+            cls.poll_message_set("The armature has no action: key a few poses first")
+            return False
+        return True
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "blend")
+        layout.prop(self, "key_mode")
+        row = layout.row()
+        row.active = self.key_mode == "EVERY_N"
+        row.prop(self, "step")
+        layout.prop(self, "all_bones")
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones)
+        fps = context.scene.render.fps / context.scene.render.fps_base
+        wm = context.window_manager
+        started = []
+
+        def progress(done: int, total: int) -> None:  # status-bar progress on long fills
+            if not started:
+                wm.progress_begin(0, total)
+                started.append(True)
+            wm.progress_update(done)
+
+        try:
+            message = fill.run(context.active_object, preferences.settings(context), options, fps, progress)
+        except fill.Refusal as e:
+            self.report({"ERROR"}, f"Inbetween: {e}")
+            return {"CANCELLED"}
+        finally:
+            if started:
+                wm.progress_end()
+        self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+
+classes = (ANIM_OT_splinetween_inbetween,)

@@ -1,0 +1,60 @@
+"""Add-on preferences: which backend runs the model, and where."""
+from __future__ import annotations
+
+import bpy
+
+from . import bridge
+
+_MODES = [
+    ("AUTO", "Automatic", "In Blender's Python when PyTorch imports there, else the backend process"),
+    ("IN_PROCESS", "In Blender", "Run the model inside Blender's Python (needs PyTorch installed there)"),
+    ("SUBPROCESS", "Backend Process", "Run the model in a separate Python that has PyTorch, kept warm between calls"),
+]
+_DEVICES = [
+    ("auto", "Automatic", "CUDA, then Apple MPS, then the CPU"),
+    ("cpu", "CPU", "Always the CPU"),
+    ("cuda", "CUDA", "An NVIDIA GPU (fails when the backend's PyTorch sees none)"),
+]
+
+
+class SplinetweenPreferences(bpy.types.AddonPreferences):
+    bl_idname = __package__
+
+    backend_mode: bpy.props.EnumProperty(name="Backend", items=_MODES, default="AUTO")
+    interpreter: bpy.props.StringProperty(
+        name="Python Interpreter", subtype="FILE_PATH",
+        description="A Python with torch, numpy and safetensors, for the backend process "
+                    "(empty: $SPLINETWEEN_PYTHON, a source checkout's .venv, or Blender's own Python)")
+    checkpoint: bpy.props.StringProperty(
+        name="Checkpoint", subtype="FILE_PATH",
+        description="An in-betweening checkpoint (.json next to its .safetensors); empty: the shipped one")
+    device: bpy.props.EnumProperty(name="Device", items=_DEVICES, default="auto")
+    timeout: bpy.props.FloatProperty(name="Timeout", default=120.0, min=1.0, max=3600.0, unit="TIME_ABSOLUTE",
+                                     description="Seconds to wait for the backend before stopping it")
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "backend_mode")
+        row = layout.row()
+        row.active = self.backend_mode != "IN_PROCESS"
+        row.prop(self, "interpreter")
+        layout.prop(self, "checkpoint")
+        layout.prop(self, "device")
+        layout.prop(self, "timeout")
+        layout.operator("anim.splinetween_check_backend", icon="PLUGIN")
+
+
+def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings:
+    """The preferences as backend settings; defaults when the add-on was registered by hand."""
+    context = context or bpy.context
+    addon = context.preferences.addons.get(__package__)
+    prefs = addon.preferences if addon else None
+    if prefs is None:
+        return bridge.BackendSettings()
+    return bridge.BackendSettings(prefs.backend_mode, bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else "",
+                                  prefs.device, bpy.path.abspath(prefs.interpreter) if prefs.interpreter else "",
+                                  prefs.timeout)
+
+
+classes = (SplinetweenPreferences,)

@@ -1,0 +1,157 @@
+"""blender_addon.rig_math and blender_addon.gaps on their own: numpy only, checked against
+backend.quat_np and (where Blender defines the convention) against mathutils."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+from backend import quat_np as Q
+from blender_addon import gaps
+from blender_addon import rig_math as R
+
+RNG = np.random.default_rng(7)
+
+
+def random_quats(n):
+    return R.qnormalize(RNG.normal(size=(n, 4)))
+
+
+def test_quaternion_basics_match_backend():
+    a, b = random_quats(50), random_quats(50)
+    np.testing.assert_allclose(R.qmul(a, b), Q.mul(a, b), atol=1e-14)
+    np.testing.assert_allclose(R.q_to_matrix(a), Q.to_matrix(a), atol=1e-14)
+    np.testing.assert_allclose(R.q_from_matrix(Q.to_matrix(a)), Q.from_matrix(Q.to_matrix(a)), atol=1e-12)
+    v = RNG.normal(size=(50, 3))
+    np.testing.assert_allclose(R.qrotate(a, v), Q.rotate(a, v), atol=1e-12)
+    np.testing.assert_allclose(R.slerp(a, b, 0.3), Q.slerp(a, b, 0.3), atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", R.EULER_MODES)
+def test_euler_matches_mathutils(mode):
+    import bpy  # noqa: F401  (mathutils comes with bpy)
+    from mathutils import Euler, Quaternion
+    e = RNG.uniform(-3, 3, size=(20, 3))
+    ours = R.euler_to_quat(e, mode)
+    for k in range(len(e)):
+        ref = np.array(Euler(e[k], mode).to_quaternion())
+        assert abs(abs(np.dot(ours[k], ref)) - 1) < 1e-6  # mathutils is float32
+        # decomposition: a valid triple, and the one mathutils picks for the same compat
+        compat = e[k] + RNG.normal(scale=0.3, size=3)
+        got = R.quat_to_euler(ours[k], mode, compat)
+        theirs = np.array(Quaternion(ours[k]).to_euler(mode, Euler(compat, mode)))
+        assert abs(abs(np.dot(R.euler_to_quat(got, mode), ours[k])) - 1) < 1e-12
+        np.testing.assert_allclose(got, theirs, atol=1e-5)
+
+
+def test_euler_sequence_has_no_flips_and_starts_at_the_key():
+    # a spin of two full turns about Z plus wobble, in a gimbal-prone mode
+    t = np.linspace(0, 4 * np.pi, 200)
+    e = np.stack([0.3 * np.sin(t), 0.2 * np.cos(t), t], -1)
+    q = R.euler_to_quat(e, "XYZ")
+    seq = R.euler_sequence(q, "XYZ", e[0])
+    assert np.abs(np.diff(seq, axis=0)).max() < 0.2
+    np.testing.assert_allclose(seq, e, atol=1e-9)  # continuous from the start = the original curve
+    shifted = R.euler_sequence(q, "XYZ", e[0] + [0, 0, 2 * np.pi])  # a key at +360 degrees
+    np.testing.assert_allclose(shifted[:, 2], e[:, 2] + 2 * np.pi, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "AXIS_ANGLE", "ZXY"])
+def test_channels_round_trip(mode):
+    q = Q.fix_hemisphere(R.qnormalize(np.cumsum(RNG.normal(scale=0.1, size=(30, 4)), 0) + [1, 0, 0, 0]))
+    start = {"QUATERNION": q[0], "AXIS_ANGLE": R.quat_to_axis_angle(q[0])}.get(mode)
+    start = R.quat_to_euler(q[0], mode) if start is None else start
+    ch = R.quat_to_channels(q, mode, start)
+    back = R.channels_to_quat(ch, mode)
+    np.testing.assert_allclose(np.abs(np.sum(back * q, -1)), 1, atol=1e-12)
+
+
+def test_two_euler_solutions_are_the_same_rotation():
+    q = random_quats(100)
+    for mode in R.EULER_MODES:
+        ang, alt = R._both_solutions(q, mode[::-1])
+        a, b = (R.euler_to_quat(R._to_axes(x, mode[::-1]), mode) for x in (ang, alt))
+        np.testing.assert_allclose(np.abs(np.sum(a * b, -1)), 1, atol=1e-12)
+
+
+def random_rig(n, local):
+    m = np.tile(np.eye(4), (n, 1, 1))
+    m[:, :3, :3] = R.q_to_matrix(random_quats(n))
+    m[:, :3, 3] = RNG.normal(scale=20, size=(n, 3))
+    pm = np.tile(np.eye(4), (n, 1, 1))
+    pm[1:] = m[:-1]
+    return R.RigFrames.from_rest(m, pm, np.full(n, local), cm_per_unit=100.0)
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_rig_conversion_round_trips_exactly(local):
+    rig = random_rig(22, local)
+    basis, loc = random_quats(40 * 22).reshape(40, 22, 4), RNG.normal(size=(40, 22, 3))
+    rot, pos = R.blender_to_bvh(rig, basis, loc)
+    b2, l2 = R.bvh_to_blender(rig, rot, pos)
+    np.testing.assert_allclose(R.align_hemisphere(b2, basis), basis, atol=1e-12)
+    np.testing.assert_allclose(l2, loc, atol=1e-12)
+    # at rest (identity basis, zero location) the BVH pose is identity rotations at the rest offsets
+    rot0, pos0 = R.blender_to_bvh(rig, np.tile([1.0, 0, 0, 0], (22, 1)), np.zeros((22, 3)))
+    np.testing.assert_allclose(np.abs(rot0[:, 0]), 1, atol=1e-12)
+    np.testing.assert_allclose(pos0, rig.bvh_offsets(), atol=1e-12)
+
+
+def test_axis_change_is_blenders_bvh_importer_default():
+    import bpy  # noqa: F401
+    from bpy_extras.io_utils import axis_conversion
+    blender = np.array(axis_conversion(from_forward="-Z", from_up="Y"))
+    np.testing.assert_allclose(R.q_to_matrix(R.BVH_TO_BLENDER), blender, atol=1e-7)
+
+
+def test_units_snap_to_powers_of_ten():
+    sk = RNG.normal(scale=10, size=(22, 3))
+    assert R.cm_per_unit(sk * 1.07, sk) == 1.0  # another performer, same units
+    assert R.cm_per_unit(sk / 100 * 0.93, sk) == 100.0  # imported in metres
+    assert R.cm_per_unit(sk * 10, sk) == 0.1
+
+
+def test_match_bones():
+    names, parents = ("root", "hips", "spine", "arm"), (-1, 0, 1, 2)
+    rig = {"root": None, "hips": "root", "spine": "hips", "arm": "spine", "prop": None}
+    assert R.match_bones(names, parents, rig) == list(names)
+    with pytest.raises(R.RigMismatch, match="missing bones: arm"):
+        R.match_bones(names, parents, {k: v for k, v in rig.items() if k != "arm"})
+    with pytest.raises(R.RigMismatch, match="another parent: arm"):
+        R.match_bones(names, parents, dict(rig, arm="hips"))
+    renamed = {"root": None, "hips": "root", "spine": "hips", "UpperArm": "spine"}
+    assert R.match_bones(names, parents, renamed, {"arm": "UpperArm"})[-1] == "UpperArm"
+
+
+def test_plan_per_bone_and_all_bones():
+    sel = {"a": [1.0, 16.0, 31.0], "b": [1.0, 31.0], "c": []}
+    p = gaps.plan(sel, ["a", "b", "c"], all_bones=False, max_gap=60)
+    assert p.keys == [1, 16, 31] and p.gaps == {"a": [(1, 16), (16, 31)], "b": [(1, 31)]}
+    assert p.written_frames("b").tolist() == list(range(2, 31))
+    q = gaps.plan(sel, ["a", "b", "c"], all_bones=True, max_gap=60)
+    assert q.gaps["c"] == [(1, 16), (16, 31)]
+
+
+@pytest.mark.parametrize("sel, match", [
+    ({"a": [1.0]}, "at least two keys"),
+    ({"a": [1.0], "b": [5.0]}, "at least two keys"),
+    ({"a": [1.0, 80.0]}, "up to 60 frames"),
+    ({"a": [1.0, 2.0]}, "no frame between"),
+    ({"a": [1.0, 7.5]}, "between frames"),
+])
+def test_plan_refusals(sel, match):
+    with pytest.raises(gaps.PlanError, match=match):
+        gaps.plan(sel, ["a", "b"], all_bones=False, max_gap=60)
+
+
+def test_sampling_and_handles_follow_the_motion():
+    assert gaps.sample_frames(1, 16, 5).tolist() == [6, 11]
+    assert gaps.sample_frames(1, 4, 5).tolist() == [2]
+    frames = np.arange(0, 21)
+    v = (0.01 * frames ** 2)[:, None]
+    at = np.array([5, 10, 15])
+    s = gaps.slopes(v, frames, at)
+    np.testing.assert_allclose(s[:, 0], 0.02 * at)  # exact for a quadratic
+    hl, hr = gaps.bezier_handles(at, v[at, 0], s[:, 0], 0, 20)
+    np.testing.assert_allclose(hl[:, 0], at - 5 / 3)
+    np.testing.assert_allclose((hr[:, 1] - v[at, 0]) / (hr[:, 0] - at), s[:, 0])

@@ -1,0 +1,171 @@
+"""The bridge and the backend service: framing, both modes equal, timeout, death, bad setups,
+and the add-on's import discipline (bridge.py alone reaches the backend; torch only lazily)."""
+from __future__ import annotations
+
+import ast
+import io
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from addon_helpers import ROOT, TEST_CLIP
+from backend import service
+from blender_addon import bridge
+
+KEYS = [0, 15, 30, 45, 60, 75]
+
+
+@pytest.fixture(scope="module")
+def key_poses():
+    from backend.bvh import read_bvh
+    clip = read_bvh(TEST_CLIP)
+    return clip.skeleton.offsets, clip.rotations[KEYS], clip.positions[KEYS]
+
+
+@pytest.fixture(autouse=True)
+def logs_in_tmp(tmp_path, monkeypatch):
+    """Backend logs (kept when a process fails) go to the test's folder, not the system's."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+@pytest.fixture
+def backend_settings():
+    yield bridge.BackendSettings(mode="SUBPROCESS", interpreter=sys.executable, timeout=120.0)
+    bridge.shutdown()
+
+
+def test_frames_round_trip_every_dtype():
+    arrays = {"a": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.linspace(0, 1, 5),
+              "c": np.array([[1, -2]], dtype=np.int32), "d": np.zeros((0, 3), dtype=np.int64)}
+    buf = io.BytesIO()
+    service.write_message(buf, {"op": "x", "n": [1, 2]}, arrays)
+    service.write_message(buf, {"op": "y"})
+    buf.seek(0)
+    header, got = service.read_message(buf)
+    assert header == {"op": "x", "n": [1, 2]}
+    for k, v in arrays.items():
+        assert got[k].dtype == v.dtype and np.array_equal(got[k], v)
+    assert service.read_message(buf) == ({"op": "y"}, {})
+    with pytest.raises(EOFError):
+        service.read_message(buf)
+
+
+@pytest.mark.parametrize("data, match", [
+    (b"hello world\n", "unexpected bytes"),
+    (service.MAGIC + b"\x09\x00\x00\x00{\"op\"", "stream ended inside a message"),
+    (service.MAGIC + b"\x02\x00\x00\x00[]", "unreadable header"),
+])
+def test_garbage_is_refused(data, match):
+    with pytest.raises(service.ProtocolError, match=match):
+        service.read_message(io.BytesIO(data))
+
+
+def test_service_answers_errors_and_keeps_serving():
+    req = io.BytesIO()
+    service.write_message(req, {"op": "nope"})
+    service.write_message(req, {"op": "inbetween", "keys": [3, 9]},
+                          {"offsets": np.zeros((22, 3)), "key_rotations": np.zeros((2, 22, 4)),
+                           "key_positions": np.zeros((2, 22, 3))})
+    service.write_message(req, {"op": "hello"})
+    req.seek(0)
+    out = io.BytesIO()
+    assert service.serve(req, out) == 0
+    out.seek(0)
+    replies = [service.read_message(out)[0] for _ in range(3)]
+    assert replies[0] == {"ok": False, "error": "unknown request 'nope'", "type": "ValueError"}
+    assert not replies[1]["ok"] and "keys must start at frame 0" in replies[1]["error"]
+    assert replies[2]["ok"] and replies[2]["protocol"] == service.PROTOCOL
+
+
+def test_in_process_and_backend_process_give_the_same_result(key_poses, backend_settings):
+    t0 = time.perf_counter()
+    sub = bridge.inbetween(backend_settings, *key_poses[:1], KEYS, *key_poses[1:])
+    cold = time.perf_counter() - t0
+    here = bridge.inbetween(bridge.BackendSettings(mode="IN_PROCESS"), *key_poses[:1], KEYS, *key_poses[1:])
+    print(f"backend process: cold call {cold:.2f} s; max difference to in-process "
+          f"{max(np.abs(a - b).max() for a, b in zip(sub, here)):.2e}")
+    for a, b in zip(sub, here):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    np.testing.assert_array_equal(sub[0][KEYS], key_poses[1])  # keys come back exactly
+
+
+def test_timeout_stops_the_process_and_the_next_call_restarts_it(key_poses, backend_settings, monkeypatch):
+    monkeypatch.setenv("SPLINETWEEN_SERVICE_DELAY", "30")
+    fast = bridge.BackendSettings(mode="SUBPROCESS", interpreter=sys.executable, timeout=1.0)
+    with pytest.raises(bridge.BridgeError, match="did not answer within 1 s; it was stopped"):
+        bridge.inbetween(fast, *key_poses[:1], KEYS, *key_poses[1:])
+    first = bridge.backend_process()
+    assert first is not None and not first.alive()
+    monkeypatch.delenv("SPLINETWEEN_SERVICE_DELAY")
+    rot, _ = bridge.inbetween(backend_settings, *key_poses[:1], KEYS, *key_poses[1:])
+    assert rot.shape == (KEYS[-1] + 1, 22, 4)
+    assert bridge.backend_process() is not first and bridge.backend_process().alive()
+
+
+def test_engine_errors_come_back_as_messages(key_poses, backend_settings):
+    with pytest.raises(bridge.BridgeError, match="gap between keys 0 and 75"):
+        bridge.inbetween(backend_settings, key_poses[0], [0, 75], key_poses[1][[0, -1]], key_poses[2][[0, -1]])
+    assert bridge.backend_process().alive()  # a refused request does not cost the warm process
+
+
+def test_missing_interpreter():
+    bad = bridge.BackendSettings(mode="SUBPROCESS", interpreter="/nonexistent/python")
+    with pytest.raises(bridge.BridgeError, match="cannot start the backend interpreter '/nonexistent/python'"):
+        bridge.inbetween(bad, np.zeros((22, 3)), [0, 2], np.zeros((2, 22, 4)), np.zeros((2, 22, 3)))
+
+
+def test_interpreter_without_the_packages(tmp_path):
+    """A bare virtual environment (no numpy, no torch): the message says what is missing."""
+    venv = tmp_path / "bare"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
+                   check=True, timeout=120)
+    python = next(p for p in (venv / "bin" / "python", venv / "Scripts" / "python.exe") if p.exists())
+    bare = bridge.BackendSettings(mode="SUBPROCESS", interpreter=str(python))
+    try:
+        with pytest.raises(bridge.BridgeError, match="exited with code 1: ModuleNotFoundError.*lacks a package"):
+            bridge.inbetween(bare, np.zeros((22, 3)), [0, 2], np.zeros((2, 22, 4)), np.zeros((2, 22, 3)))
+    finally:
+        bridge.shutdown()
+
+
+def test_auto_mode_and_the_shipped_checkpoint():
+    assert bridge.resolve_mode(bridge.BackendSettings()) == "IN_PROCESS"  # torch imports in this venv
+    info = bridge.describe(bridge.BackendSettings())
+    assert info.path == ROOT / "backend" / "checkpoints" / "inbetween.json"
+    assert info.names[:2] == ("joint_Root", "Hips") and info.position_joints == (1,) and info.max_gap == 60
+    with pytest.raises(bridge.BridgeError, match="unknown backend mode"):
+        bridge.resolve_mode(bridge.BackendSettings(mode="FAST"))
+
+
+def test_only_the_bridge_imports_the_backend_and_torch():
+    for path in sorted((ROOT / "blender_addon").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        assert not any(m.split(".")[0] == "torch" for m in names), path.name
+        if path.name != "bridge.py":
+            assert not any(m.split(".")[0] == "backend" for m in names), path.name
+            assert "import_module" not in path.read_text(), path.name
+
+
+def test_registering_the_addon_imports_no_torch(tmp_path):
+    code = ("import os, sys; import bpy, addon_utils; addon_utils.enable('blender_addon', default_set=True); "
+            "from blender_addon import bridge; bridge.describe(bridge.BackendSettings()); "
+            "print('TORCH', 'torch' in sys.modules, 'ENABLED', 'blender_addon' in bpy.context.preferences.addons)")
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path), PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert "TORCH False ENABLED True" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+
+
+def test_cuda_asked_for_without_cuda(key_poses):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(bridge.BridgeError, match="sees no CUDA device"):
+        bridge.inbetween(bridge.BackendSettings(mode="IN_PROCESS", device="cuda"), key_poses[0], KEYS, *key_poses[1:])

@@ -1,0 +1,95 @@
+"""build.py -> a valid extension zip -> installed and enabled from bpy -> Inbetween runs from it."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from addon_helpers import ROOT
+
+pytestmark = pytest.mark.blender
+
+INSTALL_AND_RUN = r"""
+import json, sys
+import numpy as np
+import bpy
+sys.path.insert(0, sys.argv[2])
+from addon_helpers import import_bvh, thin_keys, snapshot
+bpy.ops.wm.read_factory_settings(use_empty=True)
+res = bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
+mod_name = "bl_ext.user_default.splinetween"
+mod = sys.modules[mod_name]
+prefs = bpy.context.preferences.addons[mod_name].preferences
+obj = import_bvh()
+thin_keys(obj, [1, 16, 31, 46])
+copy = obj.copy(); copy.data = obj.data.copy(); bpy.context.collection.objects.link(copy)
+copy.animation_data.action = obj.animation_data.action.copy()
+out = {"install": sorted(res), "backend": mod.bridge.backend_package().__name__,
+       "checkpoint": str(mod.bridge.default_checkpoint()), "mode": prefs.backend_mode}
+out["in_process"] = sorted(bpy.ops.anim.splinetween_inbetween())
+prefs.backend_mode = "SUBPROCESS"
+bpy.context.view_layer.objects.active = copy
+out["subprocess"] = sorted(bpy.ops.anim.splinetween_inbetween())
+out["pythonpath_root"] = str(mod.bridge.backend_root())
+a, b = snapshot(obj), snapshot(copy)
+out["same"] = all(np.array_equal(a[k]["co"], b[k]["co"]) for k in a)
+out["keys"] = len(a[('pose.bones["Hips"].rotation_euler', 0)]["co"])
+mod.bridge.shutdown()
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    res = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out-dir", str(out),
+                          "--work-dir", str(tmp_path_factory.mktemp("stage"))],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    from backend import __version__
+    zpath = out / f"splinetween-{__version__}.zip"
+    assert zpath.exists(), res.stdout
+    return zpath
+
+
+def test_zip_holds_the_addon_the_backend_and_the_checkpoint(built):
+    from backend import __version__
+    names = set(zipfile.ZipFile(built).namelist())
+    for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service.py",
+                 "backend/engine.py", "backend/checkpoints/inbetween.json", "backend/checkpoints/inbetween.safetensors",
+                 "LICENSE", "LICENSE-weights-bandai-namco.txt"):
+        assert need in names, need
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    manifest = zipfile.ZipFile(built).read("blender_manifest.toml").decode()
+    assert re.search(rf'^version = "{re.escape(__version__)}"$', manifest, re.M)
+    assert re.search(r'^id = "splinetween"$', manifest, re.M)
+    import tomllib
+    assert set(tomllib.loads(manifest)["permissions"]) == {"files"}
+
+
+def test_blenders_validator_accepts_the_zip(built):
+    from build import find_blender_ext
+    res = subprocess.run([sys.executable, str(find_blender_ext()), "validate", str(built)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "Success" in res.stdout, res.stdout + res.stderr
+
+
+def test_installed_extension_runs_inbetween_both_ways(built, tmp_path):
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), OMP_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([sys.executable, "-c", INSTALL_AND_RUN, str(built), str(ROOT / "tests")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert res.returncode == 0 and line, res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads(line[0][7:])
+    assert out["install"] == ["FINISHED"] and out["mode"] == "AUTO"
+    assert out["backend"] == "bl_ext.user_default.splinetween.backend"  # the bundled copy, not the repo's
+    assert out["checkpoint"].startswith(str(tmp_path / "blender"))
+    assert out["pythonpath_root"].endswith(os.path.join("user_default", "splinetween"))
+    assert out["in_process"] == ["FINISHED"] and out["subprocess"] == ["FINISHED"]
+    assert out["same"] and out["keys"] == 46
