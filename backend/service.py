@@ -14,6 +14,18 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
 * ``inbetween`` ``{"checkpoint", "device", "keys", "frame_time"}`` + arrays ``offsets [J, 3]``,
   ``key_rotations [K, J, 4]``, ``key_positions [K, J, 3]`` -> arrays ``rotations [F, J, 4]``,
   ``positions [F, J, 3]`` with ``F = keys[-1] + 1`` (keys are 0-based and start at 0)
+  and the latent spline: header ``segments``, arrays ``points [S, 4, d]``, ``origins [S, 3]``,
+  ``template [J, 3]`` (the keys' frames and poses are the request's)
+* ``encode`` ``{"checkpoint", "device", "frame_time"}`` + arrays ``offsets [J, 3]``,
+  ``rotations [F, J, 4]``, ``positions [F, J, 3]`` (an autoencoder checkpoint) -> header
+  ``segments`` (inclusive, sharing end frames), ``principal_names``, ``min_frames``; arrays
+  ``points [S, 4, d]``, ``origins [S, 3]``, ``template [J, 3]``
+* ``decode`` ``{"checkpoint", "device", "task", "segments", "lengths", "amplify", "timing",
+  "principal", "keys"}`` + arrays ``points [P, 4, d]``, ``origins [P, 3]``, ``template [J, 3]``
+  (and ``key_rotations [K, J, 4]``, ``key_positions [K, J, 3]`` when ``keys`` is not null):
+  each listed segment decoded on its own (``lengths``: output frames, more or fewer than the
+  segment's to re-time it; edits as in ``backend.edits``) -> arrays ``rotations [sum, J, 4]``,
+  ``positions [sum, J, 3]``, the parts one after the other
 * ``shutdown`` -> ``{"ok": true}``, then the process exits
 
 A failure is answered ``{"ok": false, "error": message, "type": exception class}`` and the
@@ -104,11 +116,12 @@ def read_message(stream) -> tuple[dict, dict]:
 
 
 # -- the work, shared with the add-on's in-process mode ----------------------------------------
-def get_engine(checkpoint: str | None, device: str = "auto"):
-    """The in-betweening engine for a checkpoint (None or "" -> the shipped one), loaded once
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween"):
+    """The engine for a checkpoint (None or "" -> the shipped one for ``task``), loaded once
     (and again when the file is replaced, e.g. by a newer training checkpoint)."""
-    from .engine import DEFAULT_INBETWEEN, Engine
-    path = os.path.abspath(checkpoint) if checkpoint else str(DEFAULT_INBETWEEN)
+    from .engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine
+    default = DEFAULT_INBETWEEN if task == "inbetween" else DEFAULT_CHECKPOINT
+    path = os.path.abspath(checkpoint) if checkpoint else str(default)
     try:
         stamp = os.stat(path).st_mtime_ns
     except OSError:
@@ -117,17 +130,25 @@ def get_engine(checkpoint: str | None, device: str = "auto"):
     if key not in _engines:
         for old in [k for k in _engines if k[:2] == (path, device)]:
             del _engines[old]
-        engine = Engine(path, device)
-        if engine.task != "inbetween":
-            raise ValueError(f"{path}: this is an {engine.task} checkpoint; Inbetween needs an in-betweening one")
-        _engines[key] = engine
-    return _engines[key]
+        _engines[key] = Engine(path, device)
+    engine = _engines[key]
+    if engine.task != task:
+        need = "Inbetween needs an in-betweening one" if task == "inbetween" else \
+            "latent editing (Encode) needs a motion autoencoder one"
+        raise ValueError(f"{path}: this is an {engine.task} checkpoint; {need}")
+    return engine
 
 
 def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,
                    frame_time: float = 1.0 / 30.0) -> tuple[np.ndarray, np.ndarray]:
     """Key poses only (local rotations ``[K, J, 4]``, positions ``[K, J, 3]`` in the checkpoint's
     convention, keys 0-based from 0) -> every frame ``[F, J, 4]``, ``[F, J, 3]``."""
+    rot, pos, _ = inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions, frame_time)
+    return rot, pos
+
+
+def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions, frame_time=1.0 / 30.0):
+    """:func:`inbetween_keys` plus the latent spline it decoded: ``(rot, pos, Controls)``."""
     from dataclasses import replace
 
     from .skeleton import Clip
@@ -145,8 +166,79 @@ def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray,
     pos = np.broadcast_to(offsets, (f, j, 3)).astype(np.float64)
     rot[keys], pos[keys] = key_rotations, key_positions
     skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
-    out, _ = engine.inbetween(Clip(skel, rot, pos, frame_time, "blender"), keys)
-    return out.rotations, out.positions
+    out, controls = engine.inbetween(Clip(skel, rot, pos, frame_time, "blender"), keys)
+    return out.rotations, out.positions, controls
+
+
+def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0):
+    """Every frame of a clip (checkpoint convention) -> (header, arrays) of its latent spline."""
+    from dataclasses import replace
+
+    from .skeleton import Clip
+    j = engine.skeleton.num_joints
+    if rotations.shape[1:] != (j, 4) or positions.shape[1:] != (j, 3) or offsets.shape != (j, 3) \
+            or len(rotations) != len(positions):
+        raise ValueError(f"arrays {rotations.shape}, {positions.shape}, offsets {offsets.shape} do not match "
+                         f"{j} joints")
+    skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
+    c = engine.encode(Clip(skel, np.asarray(rotations, np.float64), np.asarray(positions, np.float64),
+                           frame_time, "blender"))
+    return ({"segments": [[int(a), int(b)] for a, b in c.segments], "principal_names": engine.principal_names(),
+             "min_frames": engine.min_frames},
+            {"points": c.points, "origins": c.origins, "template": c.template})
+
+
+def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The ``decode`` request: each listed segment decoded on its own (a batch of one, so a
+    segment decodes to the same numbers whichever others are asked for with it)."""
+    import torch
+
+    from .edits import edit_points
+    from .engine import Controls
+    from .features import from_features
+    from .inbetween import decode_inbetween
+    segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
+    amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
+    points, origins = np.asarray(arrays["points"], np.float64), np.asarray(arrays["origins"], np.float64)
+    template = np.asarray(arrays["template"], np.float64)
+    keys = header.get("keys")
+    if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points) == len(origins)):
+        raise ValueError("decode: segments, lengths, edits and points differ in count")
+    pca = engine.principal()
+    j = engine.skeleton.num_joints
+    rots, poss = [], []
+    for i, (a, b) in enumerate(segs):
+        n, m = int(b) - int(a) + 1, lengths[i]
+        amounts = [float(x) for x in principal[i]]
+        if any(amounts) and pca is None:
+            raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
+        if pca is not None and len(amounts) > len(pca[1]):
+            raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+        pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
+        if n < 2 or m < 2:
+            raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
+        if keys is None:
+            feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n], (m - 1) / (n - 1),
+                                                  float(timing[i]))[0]
+            r, p = from_features(feat, engine.layout, origin, torch.as_tensor(template, dtype=torch.float32,
+                                                                              device=engine.device), j)
+            r, p = r.cpu().numpy().astype(np.float64), p.cpu().numpy().astype(np.float64)
+        else:
+            if (m - 1) % (n - 1):
+                raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
+            inside = [k for k, key in enumerate(keys) if a <= key <= b]
+            sub = Controls(pts[None], origins[i:i + 1], [(0, n - 1)], template, 1.0 / 30.0,
+                           keys=[int(keys[k]) - int(a) for k in inside],
+                           key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
+                           key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
+            out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+            r, p = out.rotations, out.positions
+        if len(r) != m:
+            raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")
+        rots.append(r)
+        poss.append(p)
+    empty = (np.zeros((0, j, 4)), np.zeros((0, j, 3)))
+    return (np.concatenate(rots), np.concatenate(poss)) if rots else empty
 
 
 def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
@@ -165,8 +257,22 @@ def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
             time.sleep(delay)
         engine = get_engine(header.get("checkpoint"), header.get("device", "auto"))
         t0 = time.perf_counter()
-        rot, pos = inbetween_keys(engine, arrays["offsets"], header["keys"], arrays["key_rotations"],
-                                  arrays["key_positions"], float(header.get("frame_time", 1.0 / 30.0)))
+        rot, pos, c = inbetween_with_controls(engine, arrays["offsets"], header["keys"], arrays["key_rotations"],
+                                              arrays["key_positions"], float(header.get("frame_time", 1.0 / 30.0)))
+        return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0,
+                 "segments": [[int(a), int(b)] for a, b in c.segments]},
+                {"rotations": rot, "positions": pos, "points": c.points, "origins": c.origins,
+                 "template": c.template})
+    if op == "encode":
+        engine = get_engine(header.get("checkpoint"), header.get("device", "auto"), "autoencoder")
+        t0 = time.perf_counter()
+        reply, out = encode_clip(engine, arrays["offsets"], arrays["rotations"], arrays["positions"],
+                                 float(header.get("frame_time", 1.0 / 30.0)))
+        return dict(reply, ok=True, device=str(engine.device), seconds=time.perf_counter() - t0), out
+    if op == "decode":
+        engine = get_engine(header.get("checkpoint"), header.get("device", "auto"), header.get("task", "autoencoder"))
+        t0 = time.perf_counter()
+        rot, pos = decode_parts(engine, header, arrays)
         return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0},
                 {"rotations": rot, "positions": pos})
     if op == "shutdown":

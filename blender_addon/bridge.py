@@ -76,6 +76,11 @@ def default_checkpoint() -> Path:
     return Path(backend_package().__file__).resolve().parent / "checkpoints" / "inbetween.json"
 
 
+def default_autoencoder() -> Path:
+    """The shipped motion autoencoder (latent editing: Encode and its sliders)."""
+    return Path(backend_package().__file__).resolve().parent / "checkpoints" / "motion_autoencoder.json"
+
+
 def default_interpreter() -> str:
     """$SPLINETWEEN_PYTHON, else a source checkout's .venv, else this Python."""
     if os.environ.get("SPLINETWEEN_PYTHON"):
@@ -149,6 +154,23 @@ def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotation
               "frame_time": frame_time}
     _, out = _process(settings).call(header, arrays, settings.timeout)
     return out["rotations"], out["positions"]
+
+
+def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict, dict]:
+    """Any request of backend/service.py (``header["op"]`` and its arrays) -> (reply, arrays).
+
+    In-process the service's own dispatcher answers it, so both modes run the same code and
+    give the same numbers; failures come back as :class:`BridgeError` either way."""
+    header = dict(header, device=settings.device)
+    if resolve_mode(settings) == "IN_PROCESS":
+        if not torch_available():
+            raise BridgeError("PyTorch cannot be imported in this Python; choose the backend process "
+                              "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
+        try:
+            return _service().handle(header, arrays)
+        except Exception as e:  # what the backend process would answer as {"ok": false}
+            raise BridgeError(str(e)) from None
+    return _process(settings).call(header, arrays, settings.timeout)
 
 
 def check(settings: BackendSettings) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import bridge, gaps, rig_math, scene_io
+from . import bridge, gaps, latent_io, rig_math, scene_io
 
 
 class Refusal(Exception):
@@ -25,6 +25,7 @@ class Options:
     step: int = 5
     all_bones: bool = False  # write every matched bone, not only those with selected keys
     name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (identity by default)
+    editable: bool = False  # keep the control points as latent controls (when every frame of every bone is filled)
 
 
 def prepare(obj, settings: bridge.BackendSettings, options: Options):
@@ -63,8 +64,15 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     rot, pos = rig_math.blender_to_bvh(rig, basis, loc)
     keys = [k - plan.start for k in plan.keys]
     step(1, total)
+    editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones)
     try:
-        out_rot, out_pos = bridge.inbetween(settings, rig.bvh_offsets(), keys, rot, pos, 1.0 / fps)
+        if editable:
+            header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
+            reply, latent_out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "key_rotations": rot,
+                                                                  "key_positions": pos})
+            out_rot, out_pos = latent_out["rotations"], latent_out["positions"]
+        else:
+            out_rot, out_pos = bridge.inbetween(settings, rig.bvh_offsets(), keys, rot, pos, 1.0 / fps)
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     if out_rot.shape != (plan.num_frames, len(bones), 4) or not np.isfinite(out_rot).all() \
@@ -72,6 +80,15 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
     out_basis, out_loc = rig_math.bvh_to_blender(rig, out_rot, out_pos)
     step(2, total)
+    note = ""
+    st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
+    if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
+        from . import latent_edit
+        note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
+        latent_edit.bake(obj)
+    if editable:
+        channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
+        snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
     written = 0
     for j, bone in enumerate(bones):
         step(3 + j, total)
@@ -82,9 +99,22 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
             _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
                         rotate=j in info.rotation_joints, move=moves)
             written += 1
+    if editable:
+        from . import latent_edit
+        latent_edit.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
+                                      snap, out_rot, out_pos)
+        note += "; editable in Latent Controls"
     n_gaps = len({g for g_list in plan.gaps.values() for g in g_list})
     return (f"Inbetweened {n_gaps} gap{'s' * (n_gaps != 1)} on {written} bone{'s' * (written != 1)} "
-            f"({len(plan.keys)} key frames) in {1e3 * (time.perf_counter() - t0):.0f} ms")
+            f"({len(plan.keys)} key frames) in {1e3 * (time.perf_counter() - t0):.0f} ms{note}")
+
+
+def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bool:
+    """Whether the fill writes the model's motion on every frame between the first and last key
+    of every matched bone: only then can its control points drive the range afterwards."""
+    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
+    return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
+        all(plan.gaps.get(b, []) == whole for b in bones)
 
 
 def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,

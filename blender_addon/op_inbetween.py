@@ -20,6 +20,10 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
     step: bpy.props.IntProperty(name="Every", default=5, min=2, max=30, description="Frames between written keys")
     all_bones: bpy.props.BoolProperty(name="All Bones", default=False,
                                       description="Fill every matched bone, not only the bones with selected keys")
+    editable: bpy.props.BoolProperty(
+        name="Editable", default=True,
+        description="Keep the model's control points as Latent Controls (sliders per segment) when every frame "
+                    "of every bone between the first and last key is filled (Every Frame, Blend 1)")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -41,9 +45,10 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
         row.active = self.key_mode == "EVERY_N"
         row.prop(self, "step")
         layout.prop(self, "all_bones")
+        layout.prop(self, "editable")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones)
+        options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable)
         fps = context.scene.render.fps / context.scene.render.fps_base
         wm = context.window_manager
         started = []

@@ -28,6 +28,10 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
     checkpoint: bpy.props.StringProperty(
         name="Checkpoint", subtype="FILE_PATH",
         description="An in-betweening checkpoint (.json next to its .safetensors); empty: the shipped one")
+    autoencoder: bpy.props.StringProperty(
+        name="Autoencoder", subtype="FILE_PATH",
+        description="A motion autoencoder checkpoint for latent editing (Encode and its sliders); "
+                    "empty: the shipped one")
     device: bpy.props.EnumProperty(name="Device", items=_DEVICES, default="auto")
     timeout: bpy.props.FloatProperty(name="Timeout", default=120.0, min=1.0, max=3600.0, unit="TIME_ABSOLUTE",
                                      description="Seconds to wait for the backend before stopping it")
@@ -40,6 +44,7 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         row.active = self.backend_mode != "IN_PROCESS"
         row.prop(self, "interpreter")
         layout.prop(self, "checkpoint")
+        layout.prop(self, "autoencoder")
         layout.prop(self, "device")
         layout.prop(self, "timeout")
         layout.operator("anim.splinetween_check_backend", icon="PLUGIN")
@@ -55,6 +60,16 @@ def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings
     return bridge.BackendSettings(prefs.backend_mode, bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else "",
                                   prefs.device, bpy.path.abspath(prefs.interpreter) if prefs.interpreter else "",
                                   prefs.timeout)
+
+
+def autoencoder_path(context: bpy.types.Context | None = None):
+    """The motion autoencoder latent editing encodes with: the preference, else the shipped one."""
+    from pathlib import Path
+    context = context or bpy.context
+    addon = context.preferences.addons.get(__package__)
+    chosen = addon.preferences.autoencoder if addon and addon.preferences else ""
+    path = Path(bpy.path.abspath(chosen)).expanduser() if chosen else bridge.default_autoencoder()
+    return path if path.suffix == ".json" else path.with_suffix(".json")
 
 
 classes = (SplinetweenPreferences,)

@@ -1,0 +1,85 @@
+"""VIEW3D_PT_splinetween_latent: Encode, the per-segment sliders, Reset, Resample, Bake and Remove.
+
+A sub-panel of the Splinetween sidebar panel (3D Viewport > Sidebar > Animation).
+"""
+from __future__ import annotations
+
+import textwrap
+
+import bpy
+
+from . import latent
+from . import latent_math as LM
+
+
+def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: int = 44) -> None:
+    for i, line in enumerate(textwrap.wrap(text, width) or [""]):
+        layout.label(text=line, icon=icon if i == 0 else "BLANK1")
+
+
+class VIEW3D_PT_splinetween_latent(bpy.types.Panel):
+    bl_label = "Latent Controls"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Animation"
+    bl_parent_id = "VIEW3D_PT_splinetween_inbetween"
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        obj = context.active_object
+        st = obj.splinetween_latent
+        if not st.active:
+            _wrapped(layout, "Encode the armature's motion to edit it with sliders per segment.")
+            layout.operator("anim.splinetween_encode", icon="IPO_BEZIER")
+            return
+        kind = "in-betweened" if st.kind == "INBETWEEN" else "encoded"
+        layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
+        path, why = latent.checkpoint_for(st, context)
+        for problem in (why, st.status):
+            if problem:
+                box = layout.box()
+                box.alert = True
+                _wrapped(box, problem, icon="ERROR")
+        row = layout.row(align=True)
+        row.operator("anim.splinetween_latent_reset", text="Reset All", icon="LOOP_BACK").segment = -1
+        row.operator("anim.splinetween_bake", icon="CHECKMARK")
+        row.operator("anim.splinetween_remove", icon="X")
+        row = layout.row(align=True)
+        row.enabled = path is not None
+        row.label(text="Resample")
+        for factor in ((1.0, 2.0, 3.0, 4.0) if st.kind == "INBETWEEN" else (0.5, 1.0, 2.0, 4.0)):
+            op = row.operator("anim.splinetween_resample", text=f"{factor:g}x")
+            op.mode, op.factor = "FACTOR", factor
+        body = layout.column()
+        body.enabled = path is not None
+        self.draw_segments(body, obj, st)
+
+    @staticmethod
+    def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
+        names = latent.names(st)
+        bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
+        for s, seg in enumerate(st.segments):
+            a, b = (st.frame_start + f for f in bounds[s])
+            header, panel = layout.panel(f"splinetween_latent_segment_{s}", default_closed=s > 0)
+            header.label(text=f"Segment {s + 1}: frames {a}-{b}")
+            header.operator("anim.splinetween_latent_reset", text="", icon="LOOP_BACK").segment = s
+            if panel is None:
+                continue
+            panel.use_property_split = True
+            panel.prop(seg, "amplify")
+            panel.prop(seg, "timing")
+            for k, name in enumerate(names[:len(seg.principal)]):
+                panel.prop(seg, "principal", index=k, text=name.capitalize())
+            raw_header, raw = panel.panel(f"splinetween_latent_raw_{s}", default_closed=True)
+            raw_header.label(text="Control Points")
+            if raw is not None:
+                for c in range(LM.POINTS):
+                    raw.prop(obj, f'["{LM.raw_name(s, c)}"]', text=f"P{c + 1}")
+
+
+classes = (VIEW3D_PT_splinetween_latent,)

@@ -1,0 +1,32 @@
+"""ANIM_OT_splinetween_bake: keep the edited motion as plain keys and drop the latent controls."""
+from __future__ import annotations
+
+import bpy
+
+from . import latent_edit
+from .latent import Refusal
+from .op_latent_common import poll_latent
+
+
+class ANIM_OT_splinetween_bake(bpy.types.Operator):
+    """Keep the current motion as plain keys and remove the latent controls (works without the checkpoint)"""
+
+    bl_idname = "anim.splinetween_bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return poll_latent(cls, context)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            message = latent_edit.bake(context.active_object)
+        except Refusal as e:
+            self.report({"ERROR"}, f"Bake: {e}")
+            return {"CANCELLED"}
+        self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+
+classes = (ANIM_OT_splinetween_bake,)

@@ -1,0 +1,75 @@
+"""ANIM_OT_splinetween_encode: encode a frame range into editable latent control points."""
+from __future__ import annotations
+
+import bpy
+
+from . import latent_edit, preferences
+from .latent import Refusal
+
+RANGES = [
+    ("ACTION", "Action", "Every keyed frame of the armature's action"),
+    ("SCENE", "Scene", "The scene's frame range (its preview range when that is on)"),
+    ("CUSTOM", "Custom", "From Frame Start to Frame End"),
+]
+
+
+def frame_range(context: bpy.types.Context, obj, which: str, start: int, end: int) -> tuple[int, int]:
+    if which == "ACTION":
+        return latent_edit.action_range(obj)
+    if which == "SCENE":
+        s = context.scene
+        if s.use_preview_range:
+            return s.frame_preview_start, s.frame_preview_end
+        return s.frame_start, s.frame_end
+    return start, end
+
+
+class ANIM_OT_splinetween_encode(bpy.types.Operator):
+    """Encode a frame range of the active armature into latent control points you can edit with sliders"""
+
+    bl_idname = "anim.splinetween_encode"
+    bl_label = "Encode"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_range: bpy.props.EnumProperty(name="Range", items=RANGES, default="ACTION")
+    frame_start: bpy.props.IntProperty(name="Frame Start", default=1, description="First frame (Custom range)")
+    frame_end: bpy.props.IntProperty(name="Frame End", default=250, description="Last frame (Custom range)")
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            cls.poll_message_set("Make an armature the active object")
+            return False
+        if obj.animation_data is None or obj.animation_data.action is None:
+            cls.poll_message_set("The armature has no action: import or key some motion first")
+            return False
+        if obj.splinetween_latent.active:
+            cls.poll_message_set("The armature already has latent controls: Bake or Remove them first")
+            return False
+        return True
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "frame_range")
+        col = layout.column(align=True)
+        col.active = self.frame_range == "CUSTOM"
+        col.prop(self, "frame_start")
+        col.prop(self, "frame_end")
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        obj = context.active_object
+        start, end = frame_range(context, obj, self.frame_range, self.frame_start, self.frame_end)
+        fps = context.scene.render.fps / context.scene.render.fps_base
+        try:
+            message = latent_edit.encode(obj, preferences.settings(context), preferences.autoencoder_path(context),
+                                         start, end, fps)
+        except Refusal as e:
+            self.report({"ERROR"}, f"Encode: {e}")
+            return {"CANCELLED"}
+        self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+
+classes = (ANIM_OT_splinetween_encode,)

@@ -1,0 +1,111 @@
+"""Shared helpers for the latent-editing tests (real bpy, in-process backend unless a test says so).
+
+The autoencoder is the shipped one (backend/checkpoints/motion_autoencoder.json).  While it is
+still being trained, ``SPLINETWEEN_TEST_AUTOENCODER=/path/to/copy.json`` points the tests at
+another one (for example a copy with principal directions added by ``training.principal``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from addon_helpers import ROOT, bpy, channelbag, copy_armature, fresh_scene_with_addon, import_bvh, prefs
+
+EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 5 segments
+AUTOENCODER = Path(os.environ.get("SPLINETWEEN_TEST_AUTOENCODER")
+                   or ROOT / "backend" / "checkpoints" / "motion_autoencoder.json")
+
+
+def info() -> dict:
+    return json.loads(AUTOENCODER.read_text())["info"]
+
+
+def require_principal() -> list[str]:
+    """The principal directions' names; a clear failure while the checkpoint has none."""
+    names = info().get("principal_names", [])
+    assert names, (f"{AUTOENCODER} has no principal directions; ship it with them "
+                   f"(python -m training.principal {AUTOENCODER.name} --data ... , as scripts/ship_checkpoint.sh does)")
+    return names
+
+
+def setup_scene():
+    """Factory scene, add-on enabled, in-process backend, the test autoencoder; -> the example's armature."""
+    fresh_scene_with_addon()
+    prefs().backend_mode = "IN_PROCESS"
+    prefs().autoencoder = str(AUTOENCODER)
+    return import_bvh(EXAMPLE)
+
+
+def fresh_copy(name: str):
+    """A copy (own action) of the named armature, made active."""
+    return copy_armature(bpy().data.objects[name])
+
+
+def encoded_copy(name: str, **kw):
+    obj = fresh_copy(name)
+    assert bpy().ops.anim.splinetween_encode(**kw) == {"FINISHED"}
+    assert obj.splinetween_latent.active
+    return obj
+
+
+def curves(obj) -> dict:
+    """(data_path, index) -> key frames and values ``[n, 2]`` (float32, as stored)."""
+    out = {}
+    for fc in channelbag(obj).fcurves:
+        co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        out[fc.data_path, fc.array_index] = co.reshape(-1, 2)
+    return out
+
+
+def changed_frames(a: dict, b: dict) -> np.ndarray:
+    """Frames whose key value differs between two ``curves`` snapshots (same key frames)."""
+    frames = set()
+    for k in a:
+        assert np.array_equal(a[k][:, 0], b[k][:, 0]), k
+        frames |= set(a[k][a[k][:, 1] != b[k][:, 1], 0].astype(int).tolist())
+    return np.array(sorted(frames))
+
+
+def segment_frames(obj, s: int) -> tuple[int, int]:
+    """Scene frames of segment ``s`` now (shared ends included)."""
+    from blender_addon import latent_math as LM
+    st = obj.splinetween_latent
+    a, b = LM.output_bounds([(g.start, g.end) for g in st.segments], st.source_frames, st.frames)[s]
+    return st.frame_start + a, st.frame_start + b
+
+
+def reach(obj, s: int) -> tuple[int, int]:
+    """Scene frames a change of segment ``s`` may rewrite: the segment, and the frames over which
+    its neighbours ease into the seams they share with it (encoded ranges; see latent_math.ramp)."""
+    from blender_addon import latent_math as LM
+    a, b = segment_frames(obj, s)
+    st = obj.splinetween_latent
+    if st.kind != "AUTOENCODER":
+        return a, b
+    if s > 0:
+        pa, pb = segment_frames(obj, s - 1)
+        a -= len(LM.ramp(pb - pa + 1)) - 1
+    if s < len(st.segments) - 1:
+        na, nb = segment_frames(obj, s + 1)
+        b += len(LM.ramp(nb - na + 1)) - 1
+    return a, b
+
+
+def pose_bvh(obj, names, frames):
+    """The armature's F-curves at scene ``frames`` in the checkpoint's convention."""
+    from blender_addon import rig_math, scene_io
+    rig = scene_io.rig_frames(obj, names, np.zeros((len(names), 3)))
+    rig.cm_per_unit = obj.splinetween_latent.cm_per_unit if obj.splinetween_latent.active else 1.0
+    return rig_math.blender_to_bvh(rig, *scene_io.read_pose(obj, channelbag(obj), names, frames))
+
+
+def ui_edit(obj, name: str, index: int, value: float) -> None:
+    """Type a value into a raw property as the UI does (the RNA update tags the object), then let
+    the depsgraph update run, which is when Blender calls the add-on's handler."""
+    obj[name][index] = value
+    obj.path_resolve(f'["{name}"]', False).update()
+    bpy().context.view_layer.update()

@@ -1,0 +1,115 @@
+"""From in-betweening: Inbetween keeps the model's control points, so the filled range is editable
+at once; its keys never change, Remove gives back the keys as they were before Inbetween."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, driven, fresh_scene_with_addon,
+                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys)
+from latent_helpers import AUTOENCODER, changed_frames, curves, segment_frames
+
+bpy = bpy()
+from backend.keyframes import every_k  # noqa: E402
+
+pytestmark = pytest.mark.blender
+OP = bpy.ops.anim.splinetween_inbetween
+
+
+@pytest.fixture(scope="module")
+def walk():
+    fresh_scene_with_addon()
+    prefs().backend_mode = "IN_PROCESS"
+    prefs().autoencoder = str(AUTOENCODER)
+    obj = import_bvh()
+    n = int(obj.animation_data.action.frame_range[1])
+    keys = [1 + k for k in every_k(n, 15)]
+    thin_keys(obj, keys)
+    yield {"name": obj.name, "n": n, "keys": keys}
+    disable_addon()
+
+
+@pytest.fixture
+def thinned(walk):
+    arm = copy_armature(bpy.data.objects[walk["name"]])
+    name = arm.name
+    yield arm
+    if name in bpy.data.objects:
+        bpy.data.objects.remove(bpy.data.objects[name])
+
+
+def test_inbetween_leaves_editable_controls(walk, thinned):
+    assert OP() == {"FINISHED"}
+    st = thinned.splinetween_latent
+    assert st.active and st.kind == "INBETWEEN" and (st.frame_start, st.frames) == (1, walk["n"])
+    assert st.principal_names == "" and all(s.signature for s in st.segments)
+    assert st.segments[0].start == 0 and all(walk["keys"][0] - 1 <= s.start for s in st.segments)
+    assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}  # the keys already show the controls
+
+
+def test_sliders_write_between_the_keys_and_never_the_keys(walk, thinned):
+    assert OP() == {"FINISHED"}
+    st = thinned.splinetween_latent
+    before, full = curves(thinned), snapshot(thinned)
+    st.segments[1].amplify = 2.5
+    st.segments[1].timing = 0.5
+    a, b = segment_frames(thinned, 1)
+    frames = changed_frames(before, curves(thinned))
+    assert len(frames) and frames.min() > a and frames.max() < b and not set(frames) & set(walk["keys"])
+    after = snapshot(thinned)
+    for k in full:
+        assert_same_keys(full[k], after[k], keys_on(full[k], walk["keys"]), keys_on(after[k], walk["keys"]))
+    st.segments[1].amplify, st.segments[1].timing = 1.0, 0.0
+    for k, v in snapshot(thinned).items():  # back to the keys Inbetween wrote (their handles are flat
+        assert_same_keys(full[k], v, skip=("handle_left", "handle_right"))  # now: LINEAR keys ignore them)
+
+
+def test_remove_gives_back_the_keys_before_inbetween(walk, thinned):
+    before = snapshot(thinned)
+    assert OP() == {"FINISHED"}
+    thinned.splinetween_latent.segments[0].amplify = 0.3
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    after = snapshot(thinned)
+    assert after.keys() == before.keys()
+    for k in before:
+        assert_same_keys(before[k], after[k])
+
+
+def test_resample_by_whole_factors_moves_the_keys_exactly(walk, thinned):
+    assert OP() == {"FINISHED"}
+    full = snapshot(thinned)
+    with pytest.raises(RuntimeError, match="stretches only by whole factors"):
+        bpy.ops.anim.splinetween_resample(mode="LENGTH", frames=300)
+    assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
+    after = snapshot(thinned)
+    moved = [2 * (k - 1) + 1 for k in walk["keys"]]
+    for k in full:
+        old, new = full[k], after[k]
+        every = list(range(1, 2 * walk["n"])) if driven(k[0]) else moved
+        assert new["co"][:, 0].tolist() == every, k
+        o, n = keys_on(old, walk["keys"]), keys_on(new, moved)
+        assert np.array_equal(old["co"][o, 1], new["co"][n, 1]) and np.array_equal(old["type"][o], new["type"][n])
+
+
+def test_partial_fills_are_not_kept_editable(walk, thinned):
+    select_keys(thinned, None, {"UpperArm_L", "LowerArm_L", "Hand_L"})
+    assert OP() == {"FINISHED"}
+    assert not thinned.splinetween_latent.active
+    select_keys(thinned, walk["keys"])
+    assert OP(blend=0.5, all_bones=True) == {"FINISHED"}
+    assert not thinned.splinetween_latent.active
+    assert OP(key_mode="EVERY_N", all_bones=True) == {"FINISHED"}
+    assert not thinned.splinetween_latent.active
+    assert OP(editable=False) == {"FINISHED"} and not thinned.splinetween_latent.active
+    assert OP() == {"FINISHED"} and thinned.splinetween_latent.active
+
+
+def test_inbetween_again_bakes_the_previous_controls(walk, thinned):
+    assert OP() == {"FINISHED"}
+    thinned.splinetween_latent.segments[2].amplify = 2.0
+    edited = curves(thinned)
+    select_keys(thinned, [k for k in walk["keys"] if k <= 31], {"Hips"})
+    assert OP() == {"FINISHED"}
+    assert not thinned.splinetween_latent.active  # only Hips was filled: the new fill is not editable
+    later = curves(thinned)
+    assert changed_frames({k: v for k, v in edited.items()}, later).max() < 31

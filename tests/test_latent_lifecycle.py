@@ -1,0 +1,200 @@
+"""What happens around the sliders: undo, save and reload, two armatures, Bake, Remove, Resample,
+a missing or swapped checkpoint, and both backend modes (real bpy, headless)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from addon_helpers import assert_same_keys, bpy, channelbag, disable_addon, prefs, snapshot
+from latent_helpers import (AUTOENCODER, changed_frames, curves, encoded_copy, fresh_copy, reach,
+                            setup_scene)
+
+bpy = bpy()
+from blender_addon import bridge  # noqa: E402
+from blender_addon import latent_math as LM  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture(scope="module")
+def source():
+    obj = setup_scene()
+    yield obj.name
+    disable_addon()
+
+
+@pytest.fixture
+def enc(source):
+    obj = encoded_copy(source)
+    name = obj.name
+    yield obj
+    if name in bpy.data.objects:
+        bpy.data.objects.remove(bpy.data.objects[name])
+    prefs().autoencoder = str(AUTOENCODER)
+
+
+def same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert_same_keys(a[k], b[k])
+
+
+def test_undo_restores_the_keys_and_the_slider(enc):
+    name = enc.name
+    bpy.ops.ed.undo_push(message="before the slider")
+    before = snapshot(enc)
+    enc.splinetween_latent.segments[1].amplify = 2.5
+    bpy.ops.ed.undo_push(message="amplify")
+    assert changed_frames(curves(enc), {k: v["co"] for k, v in before.items()}).size
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    obj = bpy.data.objects[name]  # undo reloads data: fetch by name again
+    assert obj.splinetween_latent.segments[1].amplify == 1.0
+    same(before, snapshot(obj))
+    assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}  # keys and sliders agree after the undo
+    same(before, snapshot(obj))
+    bpy.ops.ed.undo_push(message="before Bake")
+    assert bpy.ops.anim.splinetween_bake("EXEC_DEFAULT", True) == {"FINISHED"}
+    assert not bpy.data.objects[name].splinetween_latent.active
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    assert bpy.data.objects[name].splinetween_latent.active and LM.raw_name(0, 0) in bpy.data.objects[name]
+
+
+def test_save_reload_and_the_slider_still_works(source, tmp_path):
+    obj = encoded_copy(source)
+    name = obj.name
+    obj.splinetween_latent.segments[0].timing = 0.4
+    path = tmp_path / "latent.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    saved = curves(obj)
+    assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
+    obj = bpy.data.objects[name]
+    st = obj.splinetween_latent
+    assert st.active and abs(st.segments[0].timing - 0.4) < 1e-6
+    same_keys = curves(obj)
+    assert changed_frames(saved, same_keys).size == 0
+    st.segments[3].amplify = 2.0
+    a, b = reach(obj, 3)
+    frames = changed_frames(same_keys, curves(obj))
+    assert len(frames) and frames.min() >= a and frames.max() <= b
+    bpy.data.objects.remove(obj)
+    assert source in bpy.data.objects  # the reloaded file has the module's source armature too
+
+
+def test_two_armatures_keep_separate_controls(source):
+    a = encoded_copy(source)
+    b = encoded_copy(source, frame_range="CUSTOM", frame_start=30, frame_end=150)
+    assert a.splinetween_latent.token != b.splinetween_latent.token
+    assert len(a.splinetween_latent.segments) == 5 and len(b.splinetween_latent.segments) == 2
+    before_a, before_b = curves(a), curves(b)
+    b.splinetween_latent.segments[0].amplify = 2.0
+    b[LM.raw_name(1, 1)][3] += 2.0
+    bpy.context.view_layer.objects.active = b
+    assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}
+    assert changed_frames(before_a, curves(a)).size == 0
+    assert set(changed_frames(before_b, curves(b))) <= set(range(30, 151))
+    shared = fresh_copy(source)
+    shared.animation_data.action = a.animation_data.action
+    with pytest.raises(RuntimeError, match=f"shares its action with {a.name}"):
+        bpy.ops.anim.splinetween_encode()
+    for o in (a, b, shared):
+        bpy.data.objects.remove(o)
+
+
+def test_bake_keeps_the_edited_keys_as_plain_keys(enc):
+    enc.splinetween_latent.segments[2].amplify = 2.0
+    enc[LM.raw_name(0, 1)][0] += 1.0
+    enc.keyframe_insert(f'["{LM.raw_name(0, 1)}"]', index=0, frame=1)
+    assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}
+    edited = snapshot(enc)
+    assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}
+    assert not enc.splinetween_latent.active and not [k for k in enc.keys() if k.startswith(LM.RAW_PREFIX)]
+    after = snapshot(enc)
+    assert after.keys() == {k for k in edited if not LM.is_raw_path(k[0])}
+    for k in after:
+        assert_same_keys(edited[k], after[k])
+    bpy.context.scene.frame_set(5)
+    assert curves(enc).keys() == after.keys()
+
+
+def test_remove_restores_the_original_keys_exactly(source, enc):
+    original = snapshot(bpy.data.objects[source])
+    enc.splinetween_latent.segments[1].amplify = 3.0
+    enc[LM.raw_name(4, 3)][9] -= 2.0
+    enc.keyframe_insert(f'["{LM.raw_name(4, 3)}"]', index=9, frame=3)
+    assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert not enc.splinetween_latent.active and not [k for k in enc.keys() if k.startswith(LM.RAW_PREFIX)]
+    same(original, snapshot(enc))
+
+
+@pytest.mark.parametrize("factor, frames", [(2.0, 545), (4.0, 1089), (0.5, 137)])
+def test_resample_stretches_the_range_and_remove_undoes_it(source, factor, frames):
+    obj = fresh_copy(source)
+    hips_x = channelbag(obj).fcurves.find('pose.bones["Hips"].location', index=0)
+    hips_x.keyframe_points.insert(300, 7.0)  # a key after the range, which must move with its end
+    original = snapshot(obj)
+    assert bpy.ops.anim.splinetween_encode(frame_range="CUSTOM", frame_start=1, frame_end=273) == {"FINISHED"}
+    assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=factor) == {"FINISHED"}
+    st = obj.splinetween_latent
+    assert (st.frames, st.frame_end) == (frames, frames)
+    keys = curves(obj)
+    hips = keys['pose.bones["Hips"].location', 0]
+    assert hips[:, 0].tolist()[:frames] == list(range(1, frames + 1)) and hips[-1].tolist() == [300 + frames - 273, 7.0]
+    st.segments[2].amplify = 2.0  # the sliders work on the new length
+    a, b = reach(obj, 2)
+    changed = changed_frames(keys, curves(obj))
+    assert len(changed) and changed.min() >= a and changed.max() <= b
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    same(original, snapshot(obj))
+    bpy.data.objects.remove(obj)
+
+
+def test_resample_refuses_lengths_it_cannot_make(enc):
+    with pytest.raises(RuntimeError, match="without frames"):
+        bpy.ops.anim.splinetween_resample(mode="LENGTH", frames=3)
+
+
+@pytest.mark.parametrize("damage", ["missing", "swapped"])
+def test_a_missing_or_swapped_checkpoint_turns_the_sliders_off(source, tmp_path, damage):
+    for f in AUTOENCODER.parent.glob(AUTOENCODER.stem + ".*"):
+        shutil.copy(f, tmp_path / f.name)
+    prefs().autoencoder = str(tmp_path / AUTOENCODER.name)
+    obj = encoded_copy(source)
+    original = snapshot(bpy.data.objects[source])
+    if damage == "missing":
+        (tmp_path / AUTOENCODER.name).unlink()
+        prefs().autoencoder = str(tmp_path / "elsewhere.json")
+    else:
+        doc = (tmp_path / AUTOENCODER.name).read_text().replace('"steps"', '"steps_"', 1)
+        (tmp_path / AUTOENCODER.name).write_text(doc)
+    from blender_addon import latent
+    path, why = latent.checkpoint_for(obj.splinetween_latent)
+    assert path is None and ("is missing" if damage == "missing" else "has changed since encoding") in why
+    before = snapshot(obj)
+    obj.splinetween_latent.segments[0].amplify = 2.0  # refused quietly: the panel shows why
+    assert "sliders are off" in obj.splinetween_latent.status
+    same(before, snapshot(obj))
+    with pytest.raises(RuntimeError, match="Bake keeps the motion, Remove restores the original keys"):
+        bpy.ops.anim.splinetween_resample()
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    same(original, snapshot(obj))
+    prefs().autoencoder = str(AUTOENCODER)
+    bpy.data.objects.remove(obj)
+
+
+def test_both_backend_modes_write_the_same_keys(source):
+    here = encoded_copy(source)
+    here.splinetween_latent.segments[1].amplify = 1.7
+    try:
+        prefs().backend_mode = "SUBPROCESS"
+        there = encoded_copy(source)
+        there.splinetween_latent.segments[1].amplify = 1.7
+        assert bridge.backend_process() is not None and bridge.backend_process().alive()
+        assert there.splinetween_latent.status == ""
+        same(snapshot(here), snapshot(there))
+    finally:
+        prefs().backend_mode = "IN_PROCESS"
+        bridge.shutdown()
+    for o in (here, there):
+        bpy.data.objects.remove(o)

@@ -1,0 +1,93 @@
+"""Registration of the latent-editing classes and handlers, and the panel's drawing code, run
+headless against a recording layout (every property it draws must resolve, every operator exist)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
+from latent_helpers import AUTOENCODER, encoded_copy, setup_scene
+
+bpy = bpy()
+pytestmark = pytest.mark.blender
+CLASSES = ("ANIM_OT_splinetween_encode", "ANIM_OT_splinetween_bake", "ANIM_OT_splinetween_remove",
+           "ANIM_OT_splinetween_latent_reset", "ANIM_OT_splinetween_redecode", "ANIM_OT_splinetween_resample",
+           "VIEW3D_PT_splinetween_latent")
+
+
+class Recorder:
+    """Stands in for a UILayout: records what is drawn, hands out sub-layouts and open panels."""
+
+    def __init__(self, log):
+        self.__dict__["log"] = log
+
+    def __setattr__(self, name, value):
+        self.log.append(("set", name, value))
+
+    def __getattr__(self, name):
+        def call(*args, **kw):
+            self.log.append((name, args, kw))
+            if name in ("row", "column", "box", "split"):
+                return Recorder(self.log)
+            if name == "panel":
+                return Recorder(self.log), Recorder(self.log)
+            if name == "operator":
+                return SimpleNamespace(idname=args[0])
+            return None
+        return call
+
+
+def draw(obj) -> list:
+    from blender_addon.latent_panel import VIEW3D_PT_splinetween_latent as P
+    log = []
+    me = SimpleNamespace(layout=Recorder(log), draw_segments=P.draw_segments)
+    P.draw(me, SimpleNamespace(active_object=obj, preferences=bpy.context.preferences, scene=bpy.context.scene))
+    for kind, args, kw in [e for e in log if e[0] in ("prop", "operator")]:
+        if kind == "prop":
+            data, name = args[:2]
+            assert (data.path_resolve(name, False) is not None) if name.startswith("[") else hasattr(data, name), name
+        else:
+            assert hasattr(bpy.types, "ANIM_OT_" + args[0].split(".")[1]), args[0]
+    return log
+
+
+def texts(log) -> str:
+    return " ".join(e[2].get("text", "") for e in log if e[0] == "label")
+
+
+def test_classes_and_handlers_come_and_go():
+    from blender_addon import latent_props
+    fresh_scene_with_addon()
+    assert all(hasattr(bpy.types, c) for c in CLASSES) and hasattr(bpy.types.Object, "splinetween_latent")
+    for name, fn in latent_props._HANDLERS:
+        assert getattr(bpy.app.handlers, name).count(fn) == 1
+    assert prefs().autoencoder == ""
+    disable_addon()
+    assert not any(hasattr(bpy.types, c) for c in CLASSES) and not hasattr(bpy.types.Object, "splinetween_latent")
+    for name, fn in latent_props._HANDLERS:
+        assert fn not in getattr(bpy.app.handlers, name)
+
+
+def test_the_panel_draws_every_state(tmp_path):
+    src = setup_scene()
+    log = draw(src)
+    assert ("operator", ("anim.splinetween_encode",), {"icon": "IPO_BEZIER"}) in log
+    obj = encoded_copy(src.name)
+    log = draw(obj)
+    st = obj.splinetween_latent
+    assert "Frames 1-273, 5 segments (encoded)" in texts(log) and "Segment 5: frames 219-273" in texts(log)
+    props = [e[1][1] for e in log if e[0] == "prop"]
+    names = [n for n in st.principal_names.split("\n") if n]
+    assert props.count("amplify") == 5 and props.count("principal") == 5 * len(names)
+    assert props.count('["splinetween_s04_c3"]') == 1
+    obj[("splinetween_s01_c0")][0] = float("nan")
+    assert bpy.ops.anim.splinetween_redecode.poll()
+    with pytest.raises(RuntimeError):
+        bpy.ops.anim.splinetween_redecode()
+    assert "splinetween_s01_c0[0] is nan;" in texts(draw(obj))
+    st.checkpoint, prefs().autoencoder = str(tmp_path / "gone.json"), str(tmp_path / "gone.json")
+    log = draw(obj)
+    assert "is missing: sliders are off;" in texts(log) and ("set", "enabled", False) in log
+    prefs().autoencoder = str(AUTOENCODER)
+    disable_addon()
