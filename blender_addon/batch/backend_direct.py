@@ -1,0 +1,95 @@
+"""Encode and edit of .bvh files: the backend's own ``Engine`` in this worker, as ``python -m backend
+edit`` runs it, so that a .bvh comes out exactly as the backend CLI writes it.
+
+The engine is the backend service's cached one (``backend.service.get_engine``, the cache the
+add-on's in-process mode uses too), found the way the bridge finds the backend (the copy bundled
+in the extension, else the source tree's).  This needs PyTorch in the worker's Python, as
+``python -m blender_addon.batch`` in the project's environment has; .blend files go through the
+add-on's latent controls and the bridge instead (in-process or the backend process).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .. import bridge
+from .jobs import JobError
+
+
+def _backend(name: str):
+    return importlib.import_module(f"{bridge.backend_package().__name__}.{name}")
+
+
+def autoencoder(state):
+    """The motion autoencoder (``--checkpoint``, default the shipped one), loaded once per worker."""
+    if not bridge.torch_available():
+        raise JobError("encode and edit of .bvh files run the model in the worker's Python, which cannot import "
+                       "PyTorch; run the batch with an interpreter that has it (python -m blender_addon.batch)")
+    try:
+        return _backend("service").get_engine(str(state.autoencoder), state.backend.device, "autoencoder")
+    except ValueError as e:
+        raise JobError(str(e)) from None
+
+
+def preload(state) -> str:
+    if bridge.resolve_mode(state.backend) == "IN_PROCESS":
+        engine = autoencoder(state)
+        return f"in-process backend, {engine.path.name} on {engine.device}"
+    info = bridge.describe(dataclasses.replace(state.backend, checkpoint=str(state.autoencoder)))
+    header = {"op": "decode", "checkpoint": str(state.autoencoder), "task": "autoencoder", "segments": [],
+              "lengths": [], "amplify": [], "timing": [], "principal": [], "keys": None}
+    arrays = {"points": np.zeros((0, 4, 1)), "origins": np.zeros((0, 3)), "template": np.zeros((len(info.names), 3))}
+    reply, _ = bridge.request(state.backend, header, arrays)  # an empty decode: loads the model, nothing else
+    return f"backend process, {Path(state.autoencoder).name} on {reply.get('device')}"
+
+
+def check_clip(engine, clip) -> None:
+    try:
+        engine.check_clip(clip)
+    except ValueError as e:
+        raise JobError(str(e)) from None
+
+
+def encode(engine, clip):
+    check_clip(engine, clip)
+    return engine.encode(clip)
+
+
+def edit(engine, clip, opts: dict):
+    """Encode, edit the control points (amplify, principal directions), decode (timing, supersample):
+    the steps of ``python -m backend edit``."""
+    edits = _backend("edits")
+    check_clip(engine, clip)
+    pca = engine.principal()
+    amounts = [float(v) for v in opts.get("pc") or []]
+    if any(amounts) and pca is None:
+        raise JobError(f"{engine.path.name} has no principal directions (--pc needs them)")
+    if pca is not None and len(amounts) > len(pca[1]):
+        raise JobError(f"--pc: {engine.path.name} has principal directions 1..{len(pca[1])}")
+    controls = engine.encode(clip)
+    pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,
+                            amounts=amounts)
+    out = engine.decode(controls, scale=int(opts.get("supersample", 1)), timing=float(opts.get("timing", 0.0)),
+                        points=pts, like=clip)
+    if not opts.get("keep_duration"):
+        out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
+    return out
+
+
+def controls_json(controls) -> dict:
+    return {"frames": controls.num_frames, "frame_time": controls.frame_time,
+            "segments": [list(s) for s in controls.segments], "points": np.asarray(controls.points).tolist(),
+            "origins": np.asarray(controls.origins).tolist(), "template": np.asarray(controls.template).tolist()}
+
+
+def json_writer(job: dict, engine, found: dict):
+    doc = {"format": "splinetween-controls", "version": 1, "source": job["source"], "checkpoint": str(engine.path),
+           "principal_names": engine.principal_names(), "clips": found}
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    return write

@@ -1,0 +1,190 @@
+"""``python -m blender_addon.batch``: arguments, the list of files, skipping what is done, the run.
+
+Exit status: 0 when every file is ok (or was already done), 1 when any file failed, 2 for a usage
+error (nothing is done), 130 when interrupted with Ctrl+C.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import inputs, report, safe_io
+
+COMMANDS = ("inbetween", "encode", "edit", "info")
+BACKENDS = {"auto": "AUTO", "in-process": "IN_PROCESS", "process": "SUBPROCESS"}
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
+
+
+def _frames(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.replace(" ", "").split(",") if k != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated frame numbers like 0,15,30") from None
+
+
+def _range(text: str) -> list[int]:
+    try:
+        a, b = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FIRST:LAST scene frames, like 1:120") from None
+    if b <= a:
+        raise argparse.ArgumentTypeError(f"{text!r}: LAST must be after FIRST")
+    return [a, b]
+
+
+def _pc(text: str) -> tuple[int, float]:
+    try:
+        i, v = text.split("=")
+        i, v = int(i), float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I=S, for example 1=2.0") from None
+    if i < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: principal directions are numbered from 1")
+    return i, v
+
+
+def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = True) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".blend / .bvh files, globs (quoted: 'shots/**/*.blend') "
+                   "or folders (every .blend and .bvh below)")
+    if writes:
+        where = p.add_mutually_exclusive_group(required=True)
+        where.add_argument("--out-dir", type=Path, help="write the outputs here, mirroring the input names")
+        if in_place:
+            where.add_argument("--in-place", action="store_true",
+                               help="overwrite each input, after copying it to NAME1 (as Blender's .blend1)")
+        p.add_argument("--force", action="store_true", help="redo files whose output is already complete")
+    else:
+        p.add_argument("--out-dir", type=Path, help="folder for the report")
+    p.add_argument("--objects", action="append", default=[], metavar="PATTERN",
+                   help="armatures whose name matches (fnmatch, repeatable; default: every armature)")
+    p.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
+                   help="worker processes (default: the number of cores, %(default)s here)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where the model runs: auto (CUDA when available), cpu, cuda")
+    p.add_argument("--backend", default="auto", choices=tuple(BACKENDS),
+                   help="the model in the worker's Python (in-process), in a backend process, or auto")
+    p.add_argument("--interpreter", default="", help="Python for --backend process (default: as the add-on)")
+    p.add_argument("--checkpoint", default="", help="checkpoint .json (default: the shipped one for the command)")
+    p.add_argument("--report", type=Path, help="the JSON report (default: OUT_DIR/splinetween-COMMAND-TIME.json)")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds one file may take before its worker is "
+                   "stopped and the file reported failed (0: no limit; default %(default)g)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m blender_addon.batch",
+                                 description="Splinetween without a window: in-between, encode, edit or describe many "
+                                             ".blend and .bvh files. .blend files are opened with scripts disabled.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("inbetween", help="fill the frames between keys with the model's motion")
+    _common(b)
+    keys = b.add_mutually_exclusive_group()
+    keys.add_argument("--selected", action="store_const", dest="key_source", const="selected",
+                      help=".blend: the keys selected in the file (the default), as the Inbetween button")
+    keys.add_argument("--present", action="store_const", dest="key_source", const="present",
+                      help=".blend: every key present on the rig's bones")
+    keys.add_argument("--every", type=_positive, metavar="K", help="keys at the first frame, every K-th frame and "
+                      "the last (.bvh: frames 0, K, ...; .blend: from the first key of the rig)")
+    keys.add_argument("--marker", metavar="PATTERN", help=".blend: the frames of timeline markers whose name "
+                      "matches (fnmatch)")
+    keys.add_argument("--keys", type=_frames, metavar="F,F,...", help="these frames (.bvh: 0-based frame indices; "
+                      ".blend: scene frame numbers)")
+    b.add_argument("--all-bones", action="store_true", help=".blend with --selected/--present: fill every bone of "
+                   "the rig, not only the bones with selected keys (always on for --every, --marker, --keys)")
+    b.add_argument("--write-every", type=_positive, default=1, metavar="N", help=".blend: a LINEAR key on every "
+                   "frame (1, default) or BEZIER keys every N frames whose handles follow the motion")
+    b.add_argument("--blend", type=float, default=1.0, help=".blend: 0 keeps the current curves, 1 (default) writes "
+                   "the model's motion")
+    b.add_argument("--no-editable", dest="editable", action="store_false",
+                   help=".blend: plain keys only; by default, as the button, a range filled on every frame of every "
+                        "bone keeps the model's control points as Latent Controls")
+    for name, text in (("encode", "latent control points: .blend -> Latent Controls on each armature (as the "
+                                  "Encode button); .bvh -> NAME.bvh.controls.json"),
+                       ("edit", "encode, edit the control points, decode: amplify, re-time, principal directions")):
+        e = sub.add_parser(name, help=text)
+        _common(e, in_place=True)
+        e.add_argument("--range", type=_range, metavar="FIRST:LAST",
+                       help=".blend: scene frames to encode (default: the action's frame range, as the button)")
+        if name == "edit":
+            e.add_argument("--amplify", type=float, default=1.0, help=">1 exaggerates, <1 tones down")
+            e.add_argument("--timing", type=float, default=0.0, help="-1..1; > 0 earlier, < 0 later")
+            e.add_argument("--pc", type=_pc, action="append", default=[], metavar="I=S",
+                           help="principal direction I (1-based) by S standard deviations; repeatable")
+            e.add_argument("--supersample", type=_positive, default=1, metavar="N", help=".bvh: N times the frames")
+            e.add_argument("--keep-duration", action="store_true",
+                           help=".bvh with --supersample: same duration at N times the frame rate")
+            e.add_argument("--bake", action="store_true", help=".blend: keep plain keys, drop the latent controls "
+                           "(default: the output keeps them, with the sliders set, for more editing in Blender)")
+    i = sub.add_parser("info", help="what each file holds: armatures, keys, markers, scripts; whether rigs fit")
+    _common(i, writes=False)
+    i.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    return ap
+
+
+def _options(args) -> dict:
+    """The options that change a file's output (they go into the done marker's digest)."""
+    opts = {"objects": sorted(args.objects), "checkpoint": str(Path(args.checkpoint).expanduser().resolve())
+            if args.checkpoint else ""}
+    if args.command == "inbetween":
+        src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
+               else args.key_source or "selected")
+        opts["keys"] = {"source": src, "every": args.every, "marker": args.marker, "frames": args.keys}
+        opts.update(all_bones=args.all_bones, write_every=args.write_every, blend=args.blend, editable=args.editable)
+    if args.command in ("encode", "edit"):
+        opts["range"] = args.range
+    if args.command == "edit":
+        pcs = dict(args.pc)
+        opts.update(amplify=args.amplify, timing=args.timing, supersample=args.supersample,
+                    keep_duration=args.keep_duration, bake=args.bake,
+                    pc=[pcs.get(i + 1, 0.0) for i in range(max(pcs, default=0))])
+    return opts
+
+
+def _validate(ap, args) -> None:
+    if args.command == "inbetween" and not 0.0 <= args.blend <= 1.0:
+        ap.error("--blend must be between 0 and 1")
+    if args.command == "edit" and not -1.0 <= args.timing <= 1.0:
+        ap.error("--timing must be between -1 and 1")
+    if args.timeout < 0:
+        ap.error("--timeout must be 0 (no limit) or more")
+
+
+def _output_name(command: str):
+    if command == "encode":  # a .bvh's latent spline goes beside it; a .blend keeps it on its armatures
+        return lambda rel: rel.with_name(rel.name + ".controls.json") if rel.suffix.lower() == ".bvh" else rel
+    return None
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)  # exits 2 on a usage error
+    _validate(ap, args)
+    writes = args.command != "info"
+    in_place = bool(getattr(args, "in_place", False))
+    try:
+        items = inputs.plan(args.inputs, args.out_dir if writes else None, in_place, _output_name(args.command))
+    except inputs.UsageError as e:
+        ap.error(str(e))
+    options = _options(args)
+    digest = safe_io.options_digest(args.command, options)
+    settings = {"command": args.command, "mode": BACKENDS[args.backend], "checkpoint": options["checkpoint"],
+                "device": args.device,
+                "interpreter": args.interpreter, "timeout": args.timeout or 1e9}
+    report_path = args.report
+    if report_path is None and (writes or args.out_dir):
+        folder = args.out_dir if args.out_dir else inputs.common_base(items)
+        report_path = report.default_path(Path(folder).resolve(), args.command)
+    from .run import execute
+    return execute(args, argv, items, options, digest, settings, report_path, in_place)

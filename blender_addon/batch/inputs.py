@@ -1,0 +1,109 @@
+"""Which files a run works on, and where each one's output goes (no bpy).
+
+Inputs are paths, globs (``shots/**/*.blend``, expanded here too, so quoting a glob works on every
+shell and avoids the command-line length limit) or folders (every .blend and .bvh below them).
+Outputs mirror the inputs below their common folder: ``a/x.blend a/sub/y.blend --out-dir o`` writes
+``o/x.blend`` and ``o/sub/y.blend``.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .safe_io import BACKUP_SUFFIX, MARKER_SUFFIX, TEMP_TAG
+
+KINDS = {".blend": "blend", ".bvh": "bvh"}
+
+
+class UsageError(ValueError):
+    """Bad arguments: exit status 2, nothing is done."""
+
+
+@dataclass
+class Item:
+    source: Path  # absolute
+    kind: str  # "blend", "bvh", or "" (not a supported file: reported as failed)
+    rel: Path  # mirrored name below the output folder
+    output: Path | None = None
+    problem: str = ""  # why it cannot be processed (missing, unsupported); reported as failed
+
+
+def _is_ours(p: Path) -> bool:
+    """Temporary files, markers and backups of earlier runs are never inputs."""
+    n = p.name
+    return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or any(n.endswith(s + BACKUP_SUFFIX) for s in KINDS)
+
+
+def _kind(p: Path) -> str:
+    return KINDS.get(p.suffix.lower(), "")
+
+
+def expand(patterns: list[str], exclude: Path | None = None) -> list[tuple[Path, str]]:
+    """-> [(absolute path, problem)] in the order given, duplicates removed.  A path that names
+    no file and no match of a glob is kept with its problem (reported as a failed file)."""
+    out: dict[Path, str] = {}
+    exclude = exclude.resolve() if exclude else None
+
+    def add(p: Path, explicit: bool):
+        p = p.resolve()
+        if exclude is not None and (p == exclude or exclude in p.parents):
+            return
+        if _is_ours(p) and not explicit:
+            return
+        if not _kind(p):
+            if explicit:
+                out.setdefault(p, "not a .blend or .bvh file")
+            return
+        out.setdefault(p, "")
+
+    for pat in patterns:
+        path = Path(pat).expanduser()
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for f in sorted(files):
+                    add(Path(root) / f, False)
+        elif path.is_file():
+            add(path, True)
+        elif glob.has_magic(pat):
+            for hit in sorted(glob.glob(os.path.expanduser(pat), recursive=True)):
+                if Path(hit).is_file():
+                    add(Path(hit), False)
+        else:
+            out.setdefault(path.resolve(), "no such file")
+    return list(out.items())
+
+
+def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=None) -> list[Item]:
+    """Inputs with their outputs; ``output_name(rel) -> rel`` renames (encode's sidecars).
+
+    Raises UsageError when nothing matched or an output would land on an input."""
+    out_dir = out_dir.resolve() if out_dir else None
+    found = expand(patterns, exclude=out_dir if not in_place else None)
+    if not found:
+        raise UsageError("no input matched: " + " ".join(patterns))
+    real = [p for p, problem in found if not problem]
+    base = Path(os.path.commonpath([str(p.parent) for p in real])) if real else Path.cwd()
+    items = []
+    for p, problem in found:
+        rel = p.relative_to(base) if not problem and base in p.parents else Path(p.name)
+        item = Item(p, _kind(p), rel, problem=problem)
+        if not problem:
+            if in_place:
+                item.output = p if output_name is None else p.with_name(output_name(rel).name)
+            elif out_dir is not None:
+                item.output = out_dir / (output_name(rel) if output_name else rel)
+        items.append(item)
+    sources = {i.source for i in items}
+    clash = [i for i in items if i.output is not None and i.output in sources and not (in_place and i.output == i.source)]
+    if clash:
+        raise UsageError(f"the output {clash[0].output} would overwrite an input; choose another --out-dir "
+                         "(or --in-place, which keeps a backup)")
+    return items
+
+
+def common_base(items: list[Item]) -> Path:
+    real = [i.source for i in items if not i.problem]
+    return Path(os.path.commonpath([str(p.parent) for p in real])) if real else Path.cwd()

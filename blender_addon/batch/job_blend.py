@@ -1,0 +1,336 @@
+"""The commands on a .blend file, in a worker (real bpy): open safely, work per armature, save a copy.
+
+Files are opened with ``use_scripts=False`` (and auto-execution off, see ``worker.secure``): the
+file's text blocks and Python drivers are neither run nor removed; the report says they exist.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from .. import bridge, fill, latent, latent_edit, rig_math, scene_io
+from .jobs import JobError
+
+_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "scenes", "shape_keys", "node_groups", "cameras",
+                   "lights", "worlds", "curves", "lattices", "textures", "particles", "grease_pencils")
+
+
+# -- opening and saving ------------------------------------------------------------------------
+def open_blend(path: str, entry: dict) -> None:
+    bpy.context.preferences.filepaths.use_scripts_auto_execute = False
+    try:
+        result = bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
+    except RuntimeError as e:
+        raise JobError(f"cannot open the .blend file: {str(e).strip().splitlines()[-1]}") from None
+    if result != {"FINISHED"} or Path(bpy.data.filepath).resolve() != Path(path).resolve():
+        raise JobError("cannot open the .blend file")
+    found = script_inventory()
+    entry["scripts"] = found
+    if found["text_blocks"] or found["python_drivers"]:
+        entry["warnings"].append(
+            f"the file holds {found['text_blocks']} text block(s) ({len(found['registered'])} registered to run "
+            f"on load) and {found['python_drivers']} Python driver(s); scripts are disabled: none was run "
+            "(they are kept unchanged in the output)")
+
+
+def script_inventory() -> dict:
+    """Code a .blend file carries: text blocks (registered ones would run on load when trusted) and
+    drivers whose expression needs Python (simple expressions are evaluated without Python)."""
+    drivers = 0
+    for name in _ID_COLLECTIONS:
+        for idb in getattr(bpy.data, name, ()):
+            ad = getattr(idb, "animation_data", None)
+            for fc in (ad.drivers if ad is not None else ()):
+                d = fc.driver
+                drivers += d.type == "SCRIPTED" and not d.is_simple_expression
+    return {"text_blocks": len(bpy.data.texts), "registered": [t.name for t in bpy.data.texts if t.use_module],
+            "python_drivers": drivers}
+
+
+def _compressed(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(4)
+    return head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd"  # gzip (old) or zstd
+
+
+def blend_writer(source: str):
+    compress = _compressed(source)
+
+    def write(tmp: Path) -> None:
+        result = bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, compress=compress,
+                                             relative_remap=True, check_existing=False)
+        if result != {"FINISHED"}:
+            raise JobError("Blender could not save the file")
+    return write
+
+
+# -- choosing armatures and keys ---------------------------------------------------------------
+def armatures(patterns: list[str], entry: dict) -> list:
+    objs = sorted((o for o in bpy.data.objects if o.library is None), key=lambda o: o.name)  # not linked ones
+    if patterns:
+        hits = [o for o in objs if any(fnmatch.fnmatchcase(o.name, p) for p in patterns)]
+        for o in hits:
+            if o.type != "ARMATURE":
+                entry["warnings"].append(f"{o.name} matches --objects but is a {o.type.lower()}, not an armature")
+        return [o for o in hits if o.type == "ARMATURE"]
+    return [o for o in objs if o.type == "ARMATURE"]
+
+
+def match(obj, info: bridge.ModelInfo) -> list[str] | str:
+    """The armature's bones in the model's joint order, or why it does not fit."""
+    try:
+        return rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj))
+    except rig_math.RigMismatch as e:
+        return f"does not match the model's skeleton ({e})"
+
+
+def key_range(curves: dict) -> tuple[int, int] | None:
+    xs = [fc.range() for fcs in curves.values() for fc in fcs if len(fc.keyframe_points)]
+    if not xs:
+        return None
+    return int(np.floor(min(x[0] for x in xs) + 1e-4)), int(np.ceil(max(x[1] for x in xs) - 1e-4))
+
+
+def _frames_of(obj, curves: dict, keys: dict) -> list[int]:
+    src = keys["source"]
+    if src == "every":
+        lo, hi = key_range(curves)
+        frames = list(range(lo, hi + 1, int(keys["every"])))
+        return frames + ([hi] if frames[-1] != hi else [])
+    if src == "marker":
+        scenes = list(obj.users_scene) or [bpy.context.scene]
+        return sorted({m.frame for s in scenes for m in s.timeline_markers
+                       if fnmatch.fnmatchcase(m.name, keys["marker"])})
+    return sorted({int(f) for f in keys["frames"]})
+
+
+def _read_x(fc) -> np.ndarray:
+    co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    return co[0::2].astype(np.float64)
+
+
+def select_frames(curves: dict, frames: list[int]) -> None:
+    """Select exactly the keys on ``frames`` on the matched bones' curves; where no curve has a key
+    on one of the frames, key one curve there with its own value (the handles of its other keys
+    are put back, so the curve outside the filled range does not move)."""
+    want = np.asarray(sorted(frames), dtype=np.float64)
+    covered = set()
+    for fcs in curves.values():
+        for fc in fcs:
+            x = _read_x(fc)
+            on = np.isin(np.round(x), want) & (np.abs(x - np.round(x)) < 1e-4)
+            fc.keyframe_points.foreach_set("select_control_point", on)
+            covered.update(int(round(v)) for v in x[on])
+    missing = [int(f) for f in want if int(f) not in covered]
+    anchor = next((fc for fcs in curves.values() for fc in fcs), None)
+    if not missing or anchor is None:
+        return
+    old = scene_io.read_keys(anchor)
+    for f in missing:
+        anchor.keyframe_points.insert(f, anchor.evaluate(f), options={"FAST"}).select_control_point = True
+    anchor.update()
+    new = scene_io.read_keys(anchor)
+    idx = np.searchsorted(new["co"][:, 0], old["co"][:, 0])
+    for a in ("handle_left", "handle_right"):
+        new[a][idx] = old[a]
+        anchor.keyframe_points.foreach_set(a, new[a].ravel())
+
+
+def _has_gap(selected: dict) -> bool:
+    return any(np.any(np.diff(sorted({round(f) for f in fr})) > 1) for fr in selected.values() if len(fr) >= 2)
+
+
+def _fps(obj) -> float:
+    scene = obj.users_scene[0] if obj.users_scene else bpy.context.scene
+    return scene.render.fps / scene.render.fps_base
+
+
+def _prepare(obj, info, entry: dict, need_keys: bool = True):
+    """(bones, bag, curves) for an armature that can take part, else a skip record."""
+    bones = match(obj, info)
+    if isinstance(bones, str):
+        return {"name": obj.name, "status": "skipped", "reason": bones}
+    bag = scene_io.channelbag(obj)
+    curves = scene_io.curves_by_bone(bag, bones) if bag is not None else {}
+    if need_keys and key_range(curves) is None:
+        return {"name": obj.name, "status": "skipped", "reason": "has no keys on the model's bones"}
+    return bones, bag, curves
+
+
+def _skip(rec: dict, entry: dict) -> None:
+    entry["objects"].append(rec)
+    entry["warnings"].append(f"{rec['name']}: skipped, {rec['reason']}")
+
+
+def _finish(entry: dict, what: str) -> None:
+    if not any(o["status"] == "ok" for o in entry["objects"]) and not entry["errors"]:
+        reasons = "; ".join(f"{o['name']}: {o['reason']}" for o in entry["objects"]) or "the file has no armature"
+        entry["errors"].append(f"no armature was {what} ({reasons})")
+
+
+# -- commands ----------------------------------------------------------------------------------
+def inbetween(job: dict, state, entry: dict, progress):
+    opts, keys = job["options"], job["options"]["keys"]
+    open_blend(job["source"], entry)
+    info = bridge.describe(state.backend)
+    fill_opts = fill.Options(blend=float(opts.get("blend", 1.0)),
+                             key_mode="EVERY_N" if int(opts.get("write_every", 1)) > 1 else "EVERY_FRAME",
+                             step=max(2, int(opts.get("write_every", 1))),
+                             all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
+                             editable=bool(opts.get("editable", True)))
+    for obj in armatures(opts.get("objects") or [], entry):
+        got = _prepare(obj, info, entry)
+        if isinstance(got, dict):
+            _skip(got, entry)
+            continue
+        bones, bag, curves = got
+        if keys["source"] == "present":
+            for fcs in curves.values():
+                for fc in fcs:
+                    fc.keyframe_points.foreach_set("select_control_point", np.ones(len(fc.keyframe_points), bool))
+        elif keys["source"] != "selected":
+            frames = _frames_of(obj, curves, keys)
+            if len(frames) < 2:
+                entry["objects"].append({"name": obj.name, "status": "failed", "error": "fewer than two key frames"})
+                entry["errors"].append(f"{obj.name}: fewer than two key frames ({keys['source']}: {frames})")
+                continue
+            select_frames(curves, frames)
+        selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
+        if not any(selected.values()):
+            _skip({"name": obj.name, "status": "skipped", "reason": "has no selected keys"}, entry)
+            continue
+        if not _has_gap({"all": sorted(set().union(*selected.values()))} if fill_opts.all_bones else selected):
+            _skip({"name": obj.name, "status": "skipped", "reason": "no frame lies between its selected keys"}, entry)
+            continue
+        try:
+            _, _, _, plan = fill.prepare(obj, state.backend, fill_opts)
+            message = fill.run(obj, state.backend, fill_opts, _fps(obj))
+        except fill.Refusal as e:
+            entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
+            entry["errors"].append(f"{obj.name}: {e}")
+            continue
+        written = sorted({int(f) for b in plan.gaps for f in plan.written_frames(b)})
+        rec = {"name": obj.name, "status": "ok", "keys": plan.keys, "gaps": len({g for gl in plan.gaps.values()
+                                                                               for g in gl}),
+               "frames_written": len(written), "bones_written": len(plan.gaps), "message": message,
+               "latent_controls": _latent_summary(obj)}
+        entry["objects"].append(rec)
+        progress(rec["frames_written"])
+    _finish(entry, "in-betweened")
+    return blend_writer(job["source"])
+
+
+def _latent_summary(obj) -> dict | None:
+    st = getattr(obj, "splinetween_latent", None)
+    if st is None or not st.active:
+        return None
+    return {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
+            "amplify": [round(seg.amplify, 6) for seg in st.segments],
+            "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent.names(st)}
+
+
+def _encode(obj, state, opts: dict) -> str:
+    """The Encode button on one armature (range: --range, else the action's frame range)."""
+    a, b = opts["range"] if opts.get("range") else latent_edit.action_range(obj)
+    return latent_edit.encode(obj, state.backend, state.autoencoder, int(a), int(b), _fps(obj))
+
+
+def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None):
+    opts = job["options"]
+    if edit_opts is not None and edit_opts.get("keep_duration"):
+        raise JobError("--keep-duration is for .bvh files (in a .blend, set the scene's frame rate)")
+    open_blend(job["source"], entry)
+    info = bridge.describe(dataclasses.replace(state.backend, checkpoint=str(state.autoencoder)))
+    for obj in armatures(opts.get("objects") or [], entry):
+        got = _prepare(obj, info, entry)
+        if isinstance(got, dict):
+            _skip(got, entry)
+            continue
+        st = obj.splinetween_latent
+        try:
+            if st.active and edit_opts is None:
+                _skip({"name": obj.name, "status": "skipped", "reason": f"already has latent controls (frames "
+                       f"{st.frame_start}-{st.frame_end})"}, entry)
+                continue
+            message = _encode(obj, state, opts) if not st.active else "its existing latent controls"
+            frames = st.frames
+            if edit_opts is not None:
+                edited, frames = _edit(obj, state, edit_opts)
+                message += "; " + edited
+        except (latent.Refusal, JobError) as e:
+            entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
+            entry["errors"].append(f"{obj.name}: {e}")
+            continue
+        rec = {"name": obj.name, "status": "ok", "message": message, "frames_written": frames,
+               "latent_controls": _latent_summary(obj)}
+        entry["objects"].append(rec)
+        progress(rec["frames_written"])
+    _finish(entry, "edited" if edit_opts is not None else "encoded")
+    return blend_writer(job["source"])
+
+
+def _edit(obj, state, opts: dict) -> tuple[str, int]:
+    """The sliders (every segment alike), then Resample and Bake as asked; -> (what, frames written)."""
+    st = obj.splinetween_latent
+    names = latent.names(st)
+    pcs = [float(v) for v in opts.get("pc") or []]
+    if len(pcs) > len(names):
+        raise JobError(f"--pc: the checkpoint has {len(names)} principal direction(s)"
+                       + (f" ({', '.join(names)})" if names else ""))
+    with latent.suspended():  # one decode below, not one per slider
+        for seg in st.segments:
+            seg.amplify = float(opts.get("amplify", 1.0))
+            seg.timing = float(opts.get("timing", 0.0))
+            seg.principal = tuple(pcs + [0.0] * (len(seg.principal) - len(pcs)))
+    latent.sync(obj)
+    done = [f"amplify {opts.get('amplify', 1.0):g}, timing {opts.get('timing', 0.0):g}"
+            + (f", principal {pcs}" if any(pcs) else "")]
+    n = int(opts.get("supersample", 1))
+    if n > 1:
+        done.append(latent_edit.resample(obj, state.backend, (st.frames - 1) * n + 1))
+    frames = st.frames
+    if opts.get("bake"):
+        done.append(latent_edit.bake(obj))
+    return "; ".join(done), frames
+
+
+def encode(job: dict, state, entry: dict, progress):
+    return _encode_each(job, state, entry, progress, None)
+
+
+def edit(job: dict, state, entry: dict, progress):
+    return _encode_each(job, state, entry, progress, job["options"])
+
+
+def info(job: dict, state, entry: dict, progress):
+    opts = job["options"]
+    open_blend(job["source"], entry)
+    model = bridge.describe(state.backend)
+    for obj in armatures(opts.get("objects") or [], entry):
+        bones = match(obj, model)
+        rec = {"name": obj.name, "bones": len(obj.data.bones), "fits_model": not isinstance(bones, str)}
+        if isinstance(bones, str):
+            rec["reason"] = bones
+        ad = obj.animation_data
+        rec["action"] = ad.action.name if ad is not None and ad.action is not None else None
+        bag = scene_io.channelbag(obj)
+        if bag is not None:
+            pose_curves = [fc for fc in bag.fcurves if fc.data_path.startswith("pose.bones[")]
+            rec["fcurves"] = len(bag.fcurves)
+            rec["keys"] = sum(len(fc.keyframe_points) for fc in bag.fcurves)
+            rng = key_range({"all": pose_curves})
+            rec["key_range"] = list(rng) if rng else None
+            rec["selected_key_frames"] = [int(round(f)) for f in scene_io.selected_frames(pose_curves)]
+        scenes = list(obj.users_scene)
+        rec["fps"] = _fps(obj)
+        rec["markers"] = sorted(([m.name, m.frame] for s in scenes for m in s.timeline_markers), key=lambda m: m[1])
+        rec["latent_controls"] = _latent_summary(obj)
+        entry["objects"].append(rec)
+    if not entry["objects"]:
+        entry["warnings"].append("the file has no armature" + (" matching --objects" if opts.get("objects") else ""))
+    return None

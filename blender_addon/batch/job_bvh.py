@@ -1,0 +1,139 @@
+"""The commands on a .bvh file: the backend's own BVH path, no Blender scene involved.
+
+In-betweening goes through ``bridge.inbetween`` (in-process or the backend process, as for the
+operator) with the key poses read by ``backend.bvh``; the output is written by ``backend.bvh``
+with the input's hierarchy, channel layout, frame time and frame count, keys as in the file --
+the same file ``python -m backend inbetween`` writes.  (Blender's BVH importer/exporter would
+not keep them: its exporter writes Z-up offsets and the scene's frame rate.)
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+
+from .. import bridge
+from . import backend_direct
+from .jobs import JobError
+
+
+def _backend(name: str):
+    return importlib.import_module(f"{bridge.backend_package().__name__}.{name}")
+
+
+def read(path: str):
+    bvh = _backend("bvh")
+    try:
+        return bvh.read_bvh(path)
+    except bvh.BVHError as e:
+        raise JobError(e.problem) from None
+
+
+def every_k(num_frames: int, k: int) -> list[int]:
+    """Frames 0, k, 2k, ... and the last (``backend.keyframes.every_k``, without importing torch)."""
+    keys = list(range(0, num_frames, k))
+    return keys + ([num_frames - 1] if keys[-1] != num_frames - 1 else [])
+
+
+def key_frames(clip, keys: dict, max_gap: int) -> list[int]:
+    if keys["source"] == "every":
+        frames = every_k(clip.num_frames, int(keys["every"]))
+    elif keys["source"] == "frames":
+        frames = [int(k) for k in keys["frames"]]
+    else:
+        raise JobError(f"a .bvh file has no {'selected' if keys['source'] == 'selected' else keys['source']} keys; "
+                       "give --every K or --keys F,F,... (0-based frames)")
+    n = clip.num_frames
+    if n < 2 or len(frames) < 2:
+        raise JobError(f"in-betweening needs at least two keys ({n} frames, keys {frames})")
+    if any(not 0 <= k < n for k in frames):
+        raise JobError(f"keys {[k for k in frames if not 0 <= k < n]} are out of range (frames are 0..{n - 1})")
+    if frames != sorted(set(frames)):
+        raise JobError(f"keys must be increasing and distinct, got {frames}")
+    gaps = np.diff(frames)
+    if gaps.max() > max_gap:
+        i = int(np.argmax(gaps))
+        raise JobError(f"the gap between keys {frames[i]} and {frames[i + 1]} is {gaps[i]} frames; the model "
+                       f"fills gaps of up to {max_gap} frames")
+    return frames
+
+
+def _check_skeleton(clip, info: bridge.ModelInfo) -> None:
+    names, parents = tuple(clip.skeleton.names), tuple(int(p) for p in clip.skeleton.parents)
+    if names != info.names or parents != info.parents:
+        missing = [n for n in info.names if n not in names]
+        raise JobError(f"the skeleton does not match the model's ({info.path.name})"
+                       + (f": missing joints {', '.join(missing)}" if missing else ": other joints or parents"))
+
+
+def _text_writer(text: str):
+    def write(tmp: Path) -> None:
+        tmp.write_text(text, encoding="utf-8")
+    return write
+
+
+def inbetween(job: dict, state, entry: dict, progress):
+    clip = read(job["source"])
+    info = bridge.describe(state.backend)
+    _check_skeleton(clip, info)
+    keys = key_frames(clip, job["options"]["keys"], info.max_gap)
+    k0, k1 = keys[0], keys[-1]
+    bad = ~(np.isfinite(clip.rotations[keys]).all((-1, -2)) & np.isfinite(clip.positions[keys]).all((-1, -2)))
+    if bad.any():
+        raise JobError(f"NaN or infinite values in key frame(s) {np.asarray(keys)[bad][:5].tolist()}")
+    rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
+                                clip.rotations[keys], clip.positions[keys], clip.frame_time)
+    if rot.shape != (k1 - k0 + 1,) + clip.rotations.shape[1:] or not np.isfinite(rot).all():
+        raise JobError("the backend returned an unusable result (wrong size or NaN)")
+    out_rot, out_pos = clip.rotations.copy(), clip.positions.copy()
+    out_rot[k0:k1 + 1], out_pos[k0:k1 + 1] = rot, pos
+    out_rot[keys], out_pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as in the file
+    meta = {}
+    src = clip.meta.get("source_channels")
+    if src is not None:  # Euler hints: keys (and untouched frames) as in the file, the filled frames continuous
+        ref = src.copy()
+        filled = np.setdiff1d(np.arange(k0, k1 + 1), keys)
+        ref[filled] = np.nan
+        meta["source_channels"] = ref
+    skeleton_mod, bvh = _backend("skeleton"), _backend("bvh")
+    result = skeleton_mod.Clip(clip.skeleton, out_rot, out_pos, clip.frame_time, clip.name, meta)
+    frames = int(k1 - k0 + 1 - len(keys))
+    entry["objects"].append({"name": clip.name or Path(job["source"]).stem, "status": "ok", "keys": keys,
+                             "gaps": int((np.diff(keys) > 1).sum()), "frames_written": frames})
+    progress(frames)
+    return _text_writer(bvh.format_bvh(result))
+
+
+def encode(job: dict, state, entry: dict, progress):
+    clip = read(job["source"])
+    engine = backend_direct.autoencoder(state)
+    controls = backend_direct.encode(engine, clip)
+    entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, clip.num_frames - 1],
+                             "segments": len(controls.segments)})
+    return backend_direct.json_writer(job, engine, {clip.name: backend_direct.controls_json(controls)})
+
+
+def edit(job: dict, state, entry: dict, progress):
+    clip = read(job["source"])
+    engine = backend_direct.autoencoder(state)
+    out = backend_direct.edit(engine, clip, job["options"])
+    entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, out.num_frames - 1], "gaps": 0,
+                             "frames_written": out.num_frames})
+    progress(out.num_frames)
+    return _text_writer(_backend("bvh").format_bvh(out))
+
+
+def info(job: dict, state, entry: dict, progress):
+    clip = read(job["source"])
+    model = bridge.describe(state.backend)
+    rec = {"name": clip.name, "frames": clip.num_frames, "frame_time": clip.frame_time,
+           "joints": clip.skeleton.num_joints, "fits_model": True}
+    try:
+        _check_skeleton(clip, model)
+    except JobError as e:
+        rec.update(fits_model=False, reason=str(e))
+    entry["objects"].append(rec)
+    return None
+
+

@@ -1,0 +1,124 @@
+"""encode, edit and info in the batch.  .blend files go through the add-on's own Encode, sliders
+and Bake (the output is what the buttons make); .bvh files through the backend (the same files as
+``python -m backend edit``)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import batch_helpers as H
+from addon_helpers import ROOT, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, prefs, snapshot
+
+bpy = bpy()
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture(scope="module")
+def blends():
+    made = H.shared_blends()  # (built before the add-on is enabled here)
+    fresh_scene_with_addon()  # the add-on's properties, to read and to redo what the batch did
+    prefs().backend_mode = "IN_PROCESS"
+    yield made
+    disable_addon()
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    return Engine(DEFAULT_CHECKPOINT, "cpu")
+
+
+def _open(path: Path):
+    assert bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False, use_scripts=False) == {"FINISHED"}
+    return next(o for o in bpy.data.objects if o.type == "ARMATURE")
+
+
+def _raw(obj) -> np.ndarray:
+    from blender_addon import latent
+    return latent.read_raw(obj, obj.splinetween_latent)
+
+
+def test_edit(blends, engine, tmp_path):
+    from backend.bvh import format_bvh, read_bvh
+    from backend.edits import edit_points
+    from blender_addon import latent, latent_edit, preferences
+    src, out = tmp_path / "in", tmp_path / "out"
+    (blend,) = H.copy_inputs(blends, ["run"], src)
+    bvh = Path(shutil.copy2(blends["turn"]["clip"], src / "turn.bvh"))
+    r = H.run_batch("edit", src, "--amplify", 1.5, "--timing", 0.25, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+
+    clip = read_bvh(bvh)
+    controls = engine.encode(clip)
+    expect = engine.decode(controls, timing=0.25, points=edit_points(controls.points, amplify_by=1.5), like=clip)
+    assert (out / "turn.bvh").read_text() == format_bvh(expect)  # what `python -m backend edit` writes
+
+    theirs = _open(out / "run.blend")  # the batch: Encode, every segment's sliders, re-decode
+    st = theirs.splinetween_latent
+    assert st.active and (st.frame_start, st.frames) == (1, blends["run"]["frames"])
+    assert [(s.amplify, s.timing) for s in st.segments] == [(1.5, 0.25)] * len(st.segments)
+    got, raw = snapshot(theirs), _raw(theirs)
+    ours = _open(blend)  # the same by hand, with the add-on's own functions
+    latent_edit.encode(ours, preferences.settings(), preferences.autoencoder_path(), 1, blends["run"]["frames"], 30.0)
+    with latent.suspended():
+        for seg in ours.splinetween_latent.segments:
+            seg.amplify, seg.timing = 1.5, 0.25
+    latent.sync(ours)
+    want = snapshot(ours)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert_same_keys(want[k], got[k])
+    np.testing.assert_array_equal(raw, _raw(ours))
+    entry = H.by_name(H.load_report(out, "edit"))["run.blend"]
+    assert entry["frames_written"] == blends["run"]["frames"]
+
+    baked = tmp_path / "baked"
+    r = H.run_batch("edit", out / "run.blend", "--amplify", 0.5, "--bake", "--out-dir", baked, "--jobs", 1)
+    assert r.returncode == 0, r.stderr
+    obj = _open(baked / "run.blend")  # the existing controls edited, then plain keys only
+    assert not obj.splinetween_latent.active and not any(k.startswith("splinetween_s") for k in obj.keys())
+
+
+def test_encode_and_info(blends, engine, tmp_path):
+    from backend.bvh import read_bvh
+    src, out = tmp_path / "in", tmp_path / "out"
+    H.build_blends(src, [blends["run"]["clip"]], dense=True)  # every imported key: the clip's own motion
+    H.build_no_armature(src / "props.blend")
+    bvh = Path(shutil.copy2(blends["run"]["clip"], src / "run.bvh"))
+    r = H.run_batch("encode", src / "run.blend", bvh, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "run.bvh.controls.json").read_text())
+    (controls,) = doc["clips"].values()
+    np.testing.assert_allclose(controls["points"], engine.encode(read_bvh(bvh)).points, atol=1e-5)
+    obj = _open(out / "run.blend")  # Latent Controls on the armature, as the Encode button leaves them
+    assert obj.splinetween_latent.active and len(obj.splinetween_latent.segments) == len(controls["segments"])
+    np.testing.assert_allclose(_raw(obj), controls["points"], atol=2e-3)  # the rig's curves give back the clip
+
+    # as Blender runs it: `blender -b --python <add-on>/batch/__main__.py -- ARGS` (here: plain Python + bpy)
+    info = subprocess.run([sys.executable, str(ROOT / "blender_addon" / "batch" / "__main__.py"), "--", "info",
+                           src, out / "run.blend", "--json", "--jobs", "1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert info.returncode == 0, info.stderr
+    files = {(Path(f["input"]).parent.name, Path(f["input"]).name): f for f in json.loads(info.stdout)["files"]}
+    (rig,) = files["in", "run.blend"]["objects"]
+    assert rig["fits_model"] and rig["selected_key_frames"] == [] and rig["key_range"] == [1, 70] and rig["fps"] == 30
+    assert rig["latent_controls"] is None
+    assert files["out", "run.blend"]["objects"][0]["latent_controls"]["frames"] == [1, 70]
+    assert files["in", "props.blend"]["objects"] == [] and files["in", "run.bvh"]["objects"][0]["frames"] == 70
+
+
+def test_workers_inside_a_blender_binary(monkeypatch):
+    """Under ``blender -b`` the workers are Blender binaries too, with auto-run scripts disabled."""
+    from blender_addon.batch import pool
+    monkeypatch.setattr(pool, "_blender_binary", lambda: "/opt/blender/blender")
+    cmd = pool.worker_command()
+    assert cmd[:4] == ["/opt/blender/blender", "-b", "--factory-startup", "--disable-autoexec"]
+    assert cmd[4] == "--python-expr" and "blender_addon.batch.worker" in cmd[5]
+    monkeypatch.setattr(pool, "_blender_binary", lambda: "")
+    assert pool.worker_command()[:2] == [sys.executable, "-c"]
