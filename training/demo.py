@@ -95,10 +95,14 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    clip = read_bvh(args.clip)
-    keys = every_k(clip.num_frames, args.every)
-    engine = Engine(args.checkpoint, args.device)
-    result, controls = engine.inbetween(clip, keys)
+    try:
+        clip = read_bvh(args.clip)
+        keys = every_k(clip.num_frames, args.every)
+        engine = Engine(args.checkpoint, args.device)
+        result, controls = engine.inbetween(clip, keys)
+    except ValueError as e:  # BVHError, CheckpointError, EngineError: the message names the file
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     write_bvh(args.out / args.clip.name, result)
     slerp = slerp_baseline(clip, keys)
