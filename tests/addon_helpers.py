@@ -140,9 +140,3 @@ def driven(path, hips="Hips"):
     return ".rotation" in path or path == f'pose.bones["{hips}"].location'
 
 
-def interim_checkpoint():
-    """The shipped checkpoint is still training (fewer steps than its run was configured for)."""
-    import json
-    from blender_addon import bridge
-    info = json.loads(bridge.default_checkpoint().read_text())["info"]
-    return int(info.get("steps", 0)) < int(info.get("config", {}).get("steps", 0))

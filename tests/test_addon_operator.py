@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, disable_addon, driven,
-                           fresh_scene_with_addon, heads, import_bvh, interim_checkpoint, keys_on, prefs,
+                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs,
                            select_keys, snapshot, thin_keys)
 
 bpy = bpy()
@@ -109,8 +109,6 @@ def test_closer_than_blenders_default_interpolation(walk, thinned, record_proper
     numbers = f"MPJPE on the gap frames: model {model:.3f} cm, Blender BEZIER {bezier:.3f} cm, LINEAR {linear:.3f} cm"
     print(numbers)
     record_property("mpjpe", numbers)
-    if model >= 0.95 * bezier and interim_checkpoint():
-        pytest.xfail(f"interim checkpoint (still training): {numbers}")
     assert model < 0.95 * bezier, numbers
 
 
