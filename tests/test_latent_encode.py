@@ -151,10 +151,14 @@ def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_prop
         return np.array([max(step[f - 1], step[f]) for f in seams])
 
     ours, theirs = seam_steps(rot), seam_steps(ref.rotations)
-    numbers = f"largest joint step at the seams: add-on {ours.round(2)}, engine {theirs.round(2)} deg"
+    step = np.degrees(Q.angle_between(rot[1:], rot[:-1]))[:, 1:].max(1)
+    away = np.delete(step, [f for s in seams for f in (s - 1, s)])
+    numbers = (f"largest joint step at the seams: add-on {ours.round(2)}, engine {theirs.round(2)} deg; "
+               f"elsewhere in the edited motion {away.max():.2f} deg")
     record_property("seam_steps", numbers)
     print(numbers)
-    assert ours.max() < 0.5 * theirs.max()
+    assert np.all(ours < theirs)  # easing beats the engine's one-frame average at every seam
+    assert ours.max() < away.max()  # and no seam steps further than the motion itself does elsewhere
 
 
 def test_principal_sliders_are_named_from_the_checkpoint(enc):
