@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import latent_edit, preferences
-from .latent import Refusal
+from .op_latent_common import run_reported
 
 RANGES = [
     ("ACTION", "Action", "Every keyed frame of the armature's action"),
@@ -62,14 +62,8 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
         obj = context.active_object
         start, end = frame_range(context, obj, self.frame_range, self.frame_start, self.frame_end)
         fps = context.scene.render.fps / context.scene.render.fps_base
-        try:
-            message = latent_edit.encode(obj, preferences.settings(context), preferences.autoencoder_path(context),
-                                         start, end, fps)
-        except Refusal as e:
-            self.report({"ERROR"}, f"Encode: {e}")
-            return {"CANCELLED"}
-        self.report({"INFO"}, message)
-        return {"FINISHED"}
+        settings, checkpoint = preferences.settings(context), preferences.autoencoder_path(context)
+        return run_reported(self, lambda: latent_edit.encode(obj, settings, checkpoint, start, end, fps))
 
 
 classes = (ANIM_OT_splinetween_encode,)

@@ -1,4 +1,4 @@
-"""What the operators on an existing latent range share: the poll."""
+"""What the latent operators share: the poll, and running one edit with its report."""
 from __future__ import annotations
 
 
@@ -11,3 +11,15 @@ def poll_latent(cls, context) -> bool:
         cls.poll_message_set("The armature has no latent controls: Encode a range first")
         return False
     return True
+
+
+def run_reported(op, edit) -> set[str]:
+    """Run one latent edit: report its message, or its refusal as an error named by the operator."""
+    from .latent import Refusal
+    try:
+        message = edit()
+    except Refusal as e:
+        op.report({"ERROR"}, f"{op.bl_label}: {e}")
+        return {"CANCELLED"}
+    op.report({"INFO"}, message)
+    return {"FINISHED"}

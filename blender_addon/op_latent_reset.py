@@ -4,8 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import latent_edit
-from .latent import Refusal
-from .op_latent_common import poll_latent
+from .op_latent_common import poll_latent, run_reported
 
 
 class ANIM_OT_splinetween_latent_reset(bpy.types.Operator):
@@ -23,13 +22,8 @@ class ANIM_OT_splinetween_latent_reset(bpy.types.Operator):
         return poll_latent(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        try:
-            message = latent_edit.reset(context.active_object, None if self.segment < 0 else self.segment)
-        except Refusal as e:
-            self.report({"ERROR"}, f"Reset: {e}")
-            return {"CANCELLED"}
-        self.report({"INFO"}, message)
-        return {"FINISHED"}
+        segment = None if self.segment < 0 else self.segment
+        return run_reported(self, lambda: latent_edit.reset(context.active_object, segment))
 
 
 classes = (ANIM_OT_splinetween_latent_reset,)

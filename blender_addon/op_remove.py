@@ -4,8 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import latent_edit
-from .latent import Refusal
-from .op_latent_common import poll_latent
+from .op_latent_common import poll_latent, run_reported
 
 
 class ANIM_OT_splinetween_remove(bpy.types.Operator):
@@ -20,13 +19,7 @@ class ANIM_OT_splinetween_remove(bpy.types.Operator):
         return poll_latent(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        try:
-            message = latent_edit.remove(context.active_object)
-        except Refusal as e:
-            self.report({"ERROR"}, f"Remove: {e}")
-            return {"CANCELLED"}
-        self.report({"INFO"}, message)
-        return {"FINISHED"}
+        return run_reported(self, lambda: latent_edit.remove(context.active_object))
 
 
 classes = (ANIM_OT_splinetween_remove,)

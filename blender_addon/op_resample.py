@@ -4,8 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import latent_edit, preferences
-from .latent import Refusal
-from .op_latent_common import poll_latent
+from .op_latent_common import poll_latent, run_reported
 
 MODES = [
     ("FACTOR", "Factor", "A multiple of the encoded length: 2 and 4 decode 2x / 4x as many frames (slow motion)"),
@@ -43,13 +42,7 @@ class ANIM_OT_splinetween_resample(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
         n = target_frames(obj.splinetween_latent.source_frames, self.mode, self.factor, self.frames)
-        try:
-            message = latent_edit.resample(obj, preferences.settings(context), n)
-        except Refusal as e:
-            self.report({"ERROR"}, f"Resample: {e}")
-            return {"CANCELLED"}
-        self.report({"INFO"}, message)
-        return {"FINISHED"}
+        return run_reported(self, lambda: latent_edit.resample(obj, preferences.settings(context), n))
 
 
 classes = (ANIM_OT_splinetween_resample,)
