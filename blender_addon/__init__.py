@@ -7,19 +7,27 @@ and ``bridge`` (the backend, imported lazily).
 """
 from __future__ import annotations
 
-import bpy
+# bpy and the submodules are imported in register(): ``python -m blender_addon.batch`` then
+# starts its workers without first paying for a bpy import in the coordinator.
+_unregister_classes = None
 
-from . import (bridge, keymaps, latent_panel, latent_props, op_bake, op_check_backend, op_encode, op_inbetween,
-               op_latent_reset, op_redecode, op_remove, op_resample, panel, preferences, properties)
 
-_register, _unregister = bpy.utils.register_classes_factory(
-    preferences.classes + properties.classes + latent_props.classes + op_inbetween.classes
-    + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
-    + op_latent_reset.classes + op_redecode.classes + op_resample.classes + panel.classes + latent_panel.classes)
+def _classes():
+    from . import (latent_panel, latent_props, op_bake, op_check_backend, op_encode, op_inbetween,
+                   op_latent_reset, op_redecode, op_remove, op_resample, panel, preferences, properties)
+    return (preferences.classes + properties.classes + latent_props.classes + op_inbetween.classes
+            + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
+            + op_latent_reset.classes + op_redecode.classes + op_resample.classes + panel.classes
+            + latent_panel.classes)
 
 
 def register() -> None:
-    _register()
+    import bpy
+
+    from . import keymaps, latent_props, panel, properties
+    global _unregister_classes
+    register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes())
+    register_classes()
     properties.register_props()
     latent_props.register_props()
     panel.register_menus()
@@ -27,9 +35,11 @@ def register() -> None:
 
 
 def unregister() -> None:
+    from . import bridge, keymaps, latent_props, panel, properties
     keymaps.unregister_keymaps()
     panel.unregister_menus()
     latent_props.unregister_props()
     properties.unregister_props()
-    _unregister()
+    if _unregister_classes is not None:
+        _unregister_classes()
     bridge.shutdown()

@@ -73,8 +73,10 @@ def main() -> int:
         except ValueError:
             continue
         op = msg.get("op")
-        if op == "exit":
-            break
+        if op == "exit":  # every output is already written and renamed into place:
+            channel.stream.flush()
+            sys.stderr.flush()
+            os._exit(0)  # skip Blender's teardown (about 0.4 s a worker)
         if op == "init":
             state = jobs.State(msg["settings"])
             model = jobs.preload(state, msg.get("preload"))  # the model, once, before the first file
