@@ -204,14 +204,37 @@ def _by_length(jobs):
     return groups
 
 
+def _ease_weights(n: int) -> np.ndarray:
+    """Smoothstep from 0 to 1 over ``n`` frames (the last is 1): a correction eased in this way
+    adds no velocity jump where it starts."""
+    t = np.linspace(0.0, 1.0, n + 1)[1:]
+    return t * t * (3 - 2 * t)
+
+
 def _join_segments(parts):
-    """Concatenate decoded segments; at each shared frame average the two sides."""
+    """Concatenate decoded segments that share their end frames.
+
+    The two sides of a seam rarely agree exactly; rather than stepping into their average at
+    the shared frame, each side eases into it over a quarter of its length (smoothstep), so
+    the seam has no jump in position or rotation.
+    """
     from . import quat_np as Q
-    rot, pos = [parts[0][0]], [parts[0][1]]
-    for r, p in parts[1:]:
-        prev_r, prev_p = rot[-1], pos[-1]
-        q = Q.slerp(prev_r[-1], r[0], 0.5)
-        prev_r[-1], prev_p[-1] = q, 0.5 * (prev_p[-1] + p[0])
-        rot.append(r[1:])
-        pos.append(p[1:])
-    return Q.fix_hemisphere(np.concatenate(rot)), np.concatenate(pos)
+    rot = [r.copy() for r, _ in parts]
+    pos = [p.copy() for _, p in parts]
+    for i in range(len(parts) - 1):
+        a_r, a_p, b_r, b_p = rot[i], pos[i], rot[i + 1], pos[i + 1]
+        target_r = Q.slerp(a_r[-1], b_r[0], 0.5)
+        target_p = 0.5 * (a_p[-1] + b_p[0])
+        for r, p, end in ((a_r, a_p, -1), (b_r, b_p, 0)):
+            n = max(1, len(r) // 4)
+            w = _ease_weights(n)  # 0 -> 1 towards the seam
+            idx = np.arange(len(r) - n, len(r)) if end == -1 else np.arange(n)[::-1]
+            delta_r = Q.mul(target_r, Q.inv(r[end]))  # rotation that takes this side's end onto the target
+            delta_p = target_p - p[end]
+            ident = np.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0]), delta_r.shape)
+            for k, f in enumerate(idx):
+                r[f] = Q.mul(Q.slerp(ident, delta_r, w[k]), r[f])
+                p[f] = p[f] + w[k] * delta_p
+    out_r = [rot[0]] + [r[1:] for r in rot[1:]]
+    out_p = [pos[0]] + [p[1:] for p in pos[1:]]
+    return Q.fix_hemisphere(np.concatenate(out_r)), np.concatenate(out_p)

@@ -73,3 +73,19 @@ def test_edit_cli(tiny_checkpoint, tmp_path):
                         "--out-dir", str(tmp_path), "--checkpoint", str(tiny_checkpoint)],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "no principal directions" in r.stderr
+
+
+def test_edited_seams_do_not_step_further_than_the_motion():
+    """Segments ease into their shared frame: an amplified decode has no seam jump of its own."""
+    from backend import quat_np as Q
+    eng = Engine(None, "cpu")  # the shipped autoencoder
+    clip = read_bvh(EXAMPLES[-1] if "walk_normal_001" in EXAMPLES[-1].name else
+                    next(p for p in EXAMPLES if "walk_normal_001" in p.name))
+    controls = eng.encode(clip)
+    out = eng.decode(controls, points=amplify(controls.points, 2.0))
+    step = np.degrees(Q.angle_between(out.rotations[1:], out.rotations[:-1]))[:, 1:].max(1)
+    seams = [a for a, _ in controls.segments[1:]]
+    assert len(seams) >= 3
+    at_seams = np.array([max(step[s - 1], step[s]) for s in seams])
+    elsewhere = np.delete(step, [f for s in seams for f in (s - 1, s)])
+    assert at_seams.max() < elsewhere.max()

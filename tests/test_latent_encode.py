@@ -124,9 +124,8 @@ def test_neutral_sliders_give_back_the_same_keys(enc):
 
 
 def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_property):
-    """Amplifying segment 2 in Blender gives what Engine.decode gives for the same edited points,
-    except near the seams: there each segment eases into the shared frame's pose (the mean of both
-    sides, as the engine joins them) instead of stepping into it."""
+    """Amplifying segment 2 in Blender gives what Engine.decode gives for the same edited points;
+    near the seams both ease each segment into the shared frame's pose (the mean of both sides)."""
     from backend.bvh import read_bvh
     from backend.edits import amplify
     st = enc.splinetween_latent
@@ -157,7 +156,7 @@ def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_prop
                f"elsewhere in the edited motion {away.max():.2f} deg")
     record_property("seam_steps", numbers)
     print(numbers)
-    assert np.all(ours < theirs)  # easing beats the engine's one-frame average at every seam
+    assert np.abs(ours - theirs).max() < 0.1  # the add-on and the engine ease seams the same way
     assert ours.max() < away.max()  # and no seam steps further than the motion itself does elsewhere
 
 
