@@ -1,6 +1,7 @@
-"""VIEW3D_PT_splinetween_latent: Encode, the per-segment sliders, Reset, Resample, Bake and Remove.
+"""Latent Controls: Encode, the per-segment sliders, Reset, Resample, Bake and Remove.
 
-A sub-panel of the Splinetween sidebar panel (3D Viewport > Sidebar > Animation).
+A sub-panel of the Inbetween panel in the *Splinetween* sidebar tab of the 3D Viewport, the Dope
+Sheet and the Graph Editor (``VIEW3D_PT_splinetween_latent`` and its twins).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import bpy
 
 from . import latent
 from . import latent_math as LM
+from .panel import sidebar_panels
 
 
 def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: int = 44) -> None:
@@ -17,12 +19,8 @@ def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: i
         layout.label(text=line, icon=icon if i == 0 else "BLANK1")
 
 
-class VIEW3D_PT_splinetween_latent(bpy.types.Panel):
+class LatentPanel:
     bl_label = "Latent Controls"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Animation"
-    bl_parent_id = "VIEW3D_PT_splinetween_inbetween"
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -82,4 +80,5 @@ class VIEW3D_PT_splinetween_latent(bpy.types.Panel):
                     raw.prop(obj, f'["{LM.raw_name(s, c)}"]', text=f"P{c + 1}")
 
 
-classes = (VIEW3D_PT_splinetween_latent,)
+classes = sidebar_panels(LatentPanel, "latent", parent="inbetween")
+VIEW3D_PT_splinetween_latent = classes[0]

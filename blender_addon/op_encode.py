@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import latent_edit, preferences
-from .op_latent_common import run_reported
+from .op_latent_common import poll_animated_armature, run_reported
 
 RANGES = [
     ("ACTION", "Action", "Every keyed frame of the armature's action"),
@@ -37,13 +37,9 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
+        if not poll_animated_armature(cls, context, "import or key some motion first"):
+            return False
         obj = context.active_object
-        if obj is None or obj.type != "ARMATURE":
-            cls.poll_message_set("Make an armature the active object")
-            return False
-        if obj.animation_data is None or obj.animation_data.action is None:
-            cls.poll_message_set("The armature has no action: import or key some motion first")
-            return False
         if obj.splinetween_latent.active:
             cls.poll_message_set("The armature already has latent controls: Bake or Remove them first")
             return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import fill, preferences
+from .op_latent_common import poll_animated_armature
 from .properties import KEY_MODES
 
 
@@ -27,14 +28,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        obj = context.active_object
-        if obj is None or obj.type != "ARMATURE":
-            cls.poll_message_set("Make an armature the active object")
-            return False
-        if obj.animation_data is None or obj.animation_data.action is None:
-            cls.poll_message_set("The armature has no action: key a few poses first")
-            return False
-        return True
+        return poll_animated_armature(cls, context, "key a few poses first")
 
     def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout

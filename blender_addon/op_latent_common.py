@@ -2,6 +2,18 @@
 from __future__ import annotations
 
 
+def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
+    """An active armature with an action; otherwise say why the button is greyed out."""
+    obj = context.active_object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("Make an armature the active object")
+        return False
+    if obj.animation_data is None or obj.animation_data.action is None:
+        cls.poll_message_set(f"The armature has no action: {no_action_hint}")
+        return False
+    return True
+
+
 def poll_latent(cls, context) -> bool:
     obj = context.active_object
     if obj is None or obj.type != "ARMATURE":

@@ -1,4 +1,4 @@
-"""VIEW3D_PT_splinetween_inbetween (sidebar, Animation tab) and the Key menu entries."""
+"""The *Splinetween* sidebar tab (3D Viewport, Dope Sheet, Graph Editor) and the Key menu entries."""
 from __future__ import annotations
 
 import bpy
@@ -12,11 +12,22 @@ def _inbetween_button(layout: bpy.types.UILayout, context: bpy.types.Context) ->
     op.blend, op.key_mode, op.step, op.all_bones = s.blend, s.key_mode, s.step, s.all_bones
 
 
-class VIEW3D_PT_splinetween_inbetween(bpy.types.Panel):
-    bl_label = "Splinetween"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Animation"
+EDITORS = (("VIEW3D", "VIEW_3D"), ("DOPESHEET", "DOPESHEET_EDITOR"), ("GRAPH", "GRAPH_EDITOR"))
+
+
+def sidebar_panels(mixin, name: str, parent: str | None = None) -> tuple:
+    """One panel class per editor's sidebar, in the Splinetween tab: ``VIEW3D_PT_splinetween_<name>`` ..."""
+    out = []
+    for prefix, space in EDITORS:
+        attrs = {"bl_space_type": space, "bl_region_type": "UI", "bl_category": "Splinetween"}
+        if parent:
+            attrs["bl_parent_id"] = f"{prefix}_PT_splinetween_{parent}"
+        out.append(type(f"{prefix}_PT_splinetween_{name}", (mixin, bpy.types.Panel), attrs))
+    return tuple(out)
+
+
+class InbetweenPanel:
+    bl_label = "Inbetween"
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -43,7 +54,8 @@ def menu_entry(self, context: bpy.types.Context) -> None:
 
 
 MENUS = ("DOPESHEET_MT_key", "GRAPH_MT_key", "DOPESHEET_MT_context_menu", "GRAPH_MT_context_menu")
-classes = (VIEW3D_PT_splinetween_inbetween,)
+classes = sidebar_panels(InbetweenPanel, "inbetween")
+VIEW3D_PT_splinetween_inbetween = classes[0]
 
 
 def register_menus() -> None:

@@ -18,7 +18,11 @@ def _keymap_items():
 def test_register_and_unregister():
     fresh_scene_with_addon()
     from blender_addon import panel
-    assert hasattr(bpy.types, "ANIM_OT_splinetween_inbetween") and hasattr(bpy.types, "VIEW3D_PT_splinetween_inbetween")
+    assert hasattr(bpy.types, "ANIM_OT_splinetween_inbetween")
+    for editor in ("VIEW3D", "DOPESHEET", "GRAPH"):  # the Splinetween sidebar tab of all three editors
+        for name in ("inbetween", "latent"):
+            panel_cls = getattr(bpy.types, f"{editor}_PT_splinetween_{name}")
+            assert panel_cls.bl_category == "Splinetween" and panel_cls.bl_region_type == "UI"
     assert hasattr(bpy.types, "ANIM_OT_splinetween_check_backend")
     for menu in panel.MENUS:  # Key menus and right-click menus of both editors
         assert panel.menu_entry in getattr(bpy.types, menu).draw._draw_funcs
