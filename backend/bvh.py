@@ -264,9 +264,3 @@ def write_bvh(path, clip: Clip, precision: int = 6, reference: np.ndarray | None
     finally:
         if tmp.exists():
             tmp.unlink()
-
-
-def read_channels(path) -> np.ndarray:
-    """The raw channel values of a BVH file, ``[F, channels]`` (degrees, file units)."""
-    clip = read_bvh(path)
-    return clip_to_channels(clip)

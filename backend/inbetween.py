@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import quat_np as Q
 from .features import from_features
 from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .skeleton import Clip
@@ -65,8 +66,8 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             r, p = from_features(feat, layout, origin, template.to(feat.device), clip.skeleton.num_joints)
             rot[a:b + 1], pos[a:b + 1] = r.cpu().numpy(), p.cpu().numpy()
         rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as given
-        from . import quat_np as Q
-        rot = _align_to_keys(Q.fix_hemisphere(rot), clip.rotations, keys)
+        rot = Q.fix_hemisphere(rot)
+        rot[keys] = clip.rotations[keys]  # hemisphere fixing may flip a key's sign: put it back
         meta = {}
         src = clip.meta.get("source_channels")
         if src is not None:
@@ -83,13 +84,6 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     return out
 
 
-def _align_to_keys(rot, key_rot, keys):
-    """Hemisphere fixing may flip a key's sign; put every key back exactly as it was given."""
-    rot = rot.copy()
-    rot[keys] = key_rot[keys]
-    return rot
-
-
 @torch.inference_mode()
 def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing: float = 0.0, like=None):
     """Re-decode in-betweened motion from its (possibly edited) control points.
@@ -98,7 +92,6 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     s the segment is decoded at s times the frame density (keys land on every s-th frame);
     ``timing`` re-times the latent spline.  Keys come out exactly as stored.
     """
-    from . import quat_np as Q
     from .edits import warp_times
     from .skeleton import Clip
     engine._require("inbetween")

@@ -203,7 +203,6 @@ def train(cfg: TrainConfig) -> Path:
     model.train()
     while step < cfg.steps:
         idx = sampler.sample(cfg.batch_size)
-        gen_state = gen.get_state()
         inputs, target_n, origin, template, _ = batcher(idx, gen)
         shard = slice(rank * cfg.batch_size // world, (rank + 1) * cfg.batch_size // world)
         pred = net(*(x[shard] for x in inputs))
@@ -217,7 +216,6 @@ def train(cfg: TrainConfig) -> Path:
         sched.step()
         step += 1
         seen += cfg.batch_size
-        del gen_state
         if rank == 0:
             rate = seen / max(time.time() - t_rate, 1e-9)
             prog.show(step, f"loss {loss.item():.5f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
