@@ -11,7 +11,7 @@ import bpy
 
 from . import latent
 from . import latent_math as LM
-from .panel import sidebar_panels
+from .panel import poll_armature, sidebar_panels
 
 
 def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: int = 44) -> None:
@@ -22,10 +22,7 @@ def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: i
 class LatentPanel:
     bl_label = "Latent Controls"
 
-    @classmethod
-    def poll(cls, context: bpy.types.Context) -> bool:
-        obj = context.active_object
-        return obj is not None and obj.type == "ARMATURE"
+    poll = classmethod(poll_armature)
 
     def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout

@@ -8,6 +8,16 @@ from .op_latent_common import poll_animated_armature
 from .properties import KEY_MODES
 
 
+def draw_options(layout: bpy.types.UILayout, data) -> None:
+    """The Inbetween options, from the operator (redo panel) or the scene (sidebar)."""
+    layout.prop(data, "blend")
+    layout.prop(data, "key_mode")
+    row = layout.row()
+    row.active = data.key_mode == "EVERY_N"
+    row.prop(data, "step")
+    layout.prop(data, "all_bones")
+
+
 class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
     """Fill every frame between the selected keys of the active armature with learned motion"""
 
@@ -31,15 +41,9 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
         return poll_animated_armature(cls, context, "key a few poses first")
 
     def draw(self, context: bpy.types.Context) -> None:
-        layout = self.layout
-        layout.use_property_split = True
-        layout.prop(self, "blend")
-        layout.prop(self, "key_mode")
-        row = layout.row()
-        row.active = self.key_mode == "EVERY_N"
-        row.prop(self, "step")
-        layout.prop(self, "all_bones")
-        layout.prop(self, "editable")
+        self.layout.use_property_split = True
+        draw_options(self.layout, self)
+        self.layout.prop(self, "editable")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from .op_inbetween import ANIM_OT_splinetween_inbetween
+from .op_inbetween import ANIM_OT_splinetween_inbetween, draw_options
 
 
 def _inbetween_button(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
@@ -26,25 +26,20 @@ def sidebar_panels(mixin, name: str, parent: str | None = None) -> tuple:
     return tuple(out)
 
 
+def poll_armature(cls, context: bpy.types.Context) -> bool:
+    obj = context.active_object
+    return obj is not None and obj.type == "ARMATURE"
+
+
 class InbetweenPanel:
     bl_label = "Inbetween"
-
-    @classmethod
-    def poll(cls, context: bpy.types.Context) -> bool:
-        obj = context.active_object
-        return obj is not None and obj.type == "ARMATURE"
+    poll = classmethod(poll_armature)
 
     def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        s = context.scene.splinetween
-        layout.prop(s, "blend")
-        layout.prop(s, "key_mode")
-        row = layout.row()
-        row.active = s.key_mode == "EVERY_N"
-        row.prop(s, "step")
-        layout.prop(s, "all_bones")
+        draw_options(layout, context.scene.splinetween)
         _inbetween_button(layout, context)
 
 
