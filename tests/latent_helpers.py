@@ -6,13 +6,16 @@ another one (for example a copy with principal directions added by ``training.pr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from addon_helpers import ROOT, bpy, channelbag, copy_armature, fresh_scene_with_addon, import_bvh, prefs
+from addon_helpers import (ROOT, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
+                           prefs)
 
 EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 5 segments
 AUTOENCODER = Path(os.environ.get("SPLINETWEEN_TEST_AUTOENCODER")
@@ -37,6 +40,26 @@ def setup_scene():
     prefs().backend_mode = "IN_PROCESS"
     prefs().autoencoder = str(AUTOENCODER)
     return import_bvh(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def source():
+    """The example's armature in a fresh scene with the add-on, for a whole test module (by name)."""
+    obj = setup_scene()
+    yield obj.name
+    disable_addon()
+
+
+@contextlib.contextmanager
+def temporary(obj):
+    """A test's own armature: removed afterwards (unless the test did) and the autoencoder preference reset."""
+    name = obj.name
+    try:
+        yield obj
+    finally:
+        if name in bpy().data.objects:
+            bpy().data.objects.remove(bpy().data.objects[name])
+        prefs().autoencoder = str(AUTOENCODER)
 
 
 def fresh_copy(name: str):

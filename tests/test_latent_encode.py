@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import assert_same_keys, bpy, disable_addon, snapshot
-from latent_helpers import (AUTOENCODER, EXAMPLE, changed_frames, curves, encoded_copy, info, pose_bvh,
-                            require_principal, reach, setup_scene, ui_edit)
+from addon_helpers import assert_same_keys, bpy, snapshot
+from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
+from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, curves, encoded_copy, info, pose_bvh,
+                            require_principal, reach, ui_edit)
 
 bpy = bpy()
 from backend import quat_np as Q  # noqa: E402
@@ -21,18 +22,10 @@ from blender_addon import latent_math as LM  # noqa: E402
 pytestmark = pytest.mark.blender
 
 
-@pytest.fixture(scope="module")
-def source():
-    obj = setup_scene()
-    yield obj.name
-    disable_addon()
-
-
 @pytest.fixture
 def enc(source):
-    obj = encoded_copy(source)
-    yield obj
-    bpy.data.objects.remove(bpy.data.objects[obj.name])
+    with temporary(encoded_copy(source)) as obj:
+        yield obj
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from addon_helpers import assert_same_keys, bpy, channelbag, disable_addon, prefs, snapshot
-from latent_helpers import (AUTOENCODER, changed_frames, curves, encoded_copy, fresh_copy, reach,
-                            setup_scene)
+from addon_helpers import assert_same_keys, bpy, channelbag, prefs, snapshot
+from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
+from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, encoded_copy, fresh_copy, reach)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402
@@ -17,21 +17,10 @@ from blender_addon import latent_math as LM  # noqa: E402
 pytestmark = pytest.mark.blender
 
 
-@pytest.fixture(scope="module")
-def source():
-    obj = setup_scene()
-    yield obj.name
-    disable_addon()
-
-
 @pytest.fixture
 def enc(source):
-    obj = encoded_copy(source)
-    name = obj.name
-    yield obj
-    if name in bpy.data.objects:
-        bpy.data.objects.remove(bpy.data.objects[name])
-    prefs().autoencoder = str(AUTOENCODER)
+    with temporary(encoded_copy(source)) as obj:
+        yield obj
 
 
 def same(a, b):

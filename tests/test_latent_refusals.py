@@ -4,29 +4,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import ROOT, assert_same_keys, bpy, disable_addon, prefs, snapshot
-from latent_helpers import AUTOENCODER, encoded_copy, fresh_copy, info, setup_scene
+from addon_helpers import ROOT, assert_same_keys, bpy, prefs, snapshot
+from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
+from latent_helpers import temporary, encoded_copy, fresh_copy, info
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_encode
 
 
-@pytest.fixture(scope="module")
-def source():
-    obj = setup_scene()
-    yield obj.name
-    disable_addon()
-
-
 @pytest.fixture
 def arm(source):
-    a = fresh_copy(source)
-    name = a.name
-    yield a
-    if name in bpy.data.objects:
-        bpy.data.objects.remove(bpy.data.objects[name])
-    prefs().autoencoder = str(AUTOENCODER)
+    with temporary(fresh_copy(source)) as obj:
+        yield obj
 
 
 def refused(obj, match, **kw):
