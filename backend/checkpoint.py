@@ -32,14 +32,19 @@ class CheckpointError(ValueError):
 @dataclass
 class Checkpoint:
     config: ModelConfig
-    skeleton: Skeleton
-    layout: FeatureLayout
+    skeleton: Skeleton | None  # None for a mesh asset
+    layout: FeatureLayout | None  # None for a mesh asset (features are basis coefficients)
     normalizer: Normalizer
     state: dict  # model weights
     info: dict = field(default_factory=dict)  # provenance: data, split, steps, metrics, wall time
     extra: dict = field(default_factory=dict)  # extra tensors (e.g. principal directions)
     window: int = 61  # frames per segment the model was trained on
     path: Path | None = None
+    asset: dict = field(default_factory=dict)  # mesh models: {"kind": "mesh", "vertices": V, "components": K}
+
+    @property
+    def is_mesh(self) -> bool:
+        return self.asset.get("kind") == "mesh"
 
     def build_model(self) -> torch.nn.Module:
         model = build_model(self.config)
@@ -73,10 +78,12 @@ def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
         "weights": wpath.name,
         "model": ckpt.config.to_json(),
         "window": ckpt.window,
-        "skeleton": ckpt.skeleton.to_json(),
-        "features": ckpt.layout.to_json(),
         "info": ckpt.info,
     }
+    if ckpt.is_mesh:
+        doc["asset"] = ckpt.asset
+    else:
+        doc["skeleton"], doc["features"] = ckpt.skeleton.to_json(), ckpt.layout.to_json()
     tmp_w, tmp_j = wpath.with_name(wpath.name + ".tmp"), jpath.with_name(jpath.name + ".tmp")
     save_file(tensors, str(tmp_w), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
     tmp_j.write_text(json.dumps(doc, indent=1))
@@ -112,6 +119,18 @@ def _check_safetensors(wpath: Path):
         raise CheckpointError(wpath, f"the weights file is truncated ({size} bytes, expected {8 + n + end})")
 
 
+def _check_mesh_basis(jpath: Path, wpath: Path, asset: dict, extra: dict, dim: int):
+    """A mesh checkpoint carries its basis: mean [V, 3] and components [K, 3V], K = the model's input."""
+    mean, comps = extra.get("basis.mean"), extra.get("basis.components")
+    if mean is None or comps is None:
+        raise CheckpointError(wpath, "a mesh checkpoint needs its vertex basis (extra.basis.mean and "
+                                     "extra.basis.components), and this one has none")
+    v = int(asset.get("vertices", -1))
+    if tuple(mean.shape) != (v, 3) or tuple(comps.shape) != (dim, 3 * v):
+        raise CheckpointError(jpath, f"the vertex basis ({tuple(mean.shape)}, {tuple(comps.shape)}) does not match "
+                                     f"{v} vertices and the model's input size {dim}")
+
+
 def load(path, map_location="cpu") -> Checkpoint:
     jpath, wpath = paths_for(path)
     if not jpath.exists():
@@ -132,8 +151,10 @@ def load(path, map_location="cpu") -> Checkpoint:
     try:
         tensors = load_file(str(wpath), device=str(map_location))
         config = ModelConfig.from_json(doc["model"])
-        skeleton = Skeleton.from_json(doc["skeleton"])
-        layout = FeatureLayout.from_json(doc["features"])
+        asset = dict(doc.get("asset") or {})
+        mesh = asset.get("kind") == "mesh"
+        skeleton = None if mesh else Skeleton.from_json(doc["skeleton"])
+        layout = None if mesh else FeatureLayout.from_json(doc["features"])
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(jpath, f"the config is incomplete or invalid ({e})") from None
     except Exception as e:  # safetensors raises its own error type for a corrupt file
@@ -142,12 +163,15 @@ def load(path, map_location="cpu") -> Checkpoint:
         normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"))
     except KeyError:
         raise CheckpointError(wpath, "normalisation statistics (stats.mean / stats.std) are missing") from None
-    if normalizer.mean.numel() != config.input_dim or layout.dim != config.input_dim:
-        raise CheckpointError(jpath, f"feature size {layout.dim} / statistics {normalizer.mean.numel()} do not "
+    dim = config.input_dim if mesh else layout.dim
+    if normalizer.mean.numel() != config.input_dim or dim != config.input_dim:
+        raise CheckpointError(jpath, f"feature size {dim} / statistics {normalizer.mean.numel()} do not "
                                      f"match the model's input size {config.input_dim}")
     state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
+    if mesh:
+        _check_mesh_basis(jpath, wpath, asset, extra, config.input_dim)
     ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info", {}), extra,
-                      int(doc.get("window", 61)), jpath)
+                      int(doc.get("window", 61)), jpath, asset)
     ckpt.build_model()  # validates weights against config now, not at first use
     return ckpt

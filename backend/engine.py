@@ -68,6 +68,9 @@ class Engine:
         self.path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
         self.device = pick_device(device)
         self.ckpt = ckpt_io.load(self.path)
+        if self.ckpt.is_mesh:
+            raise EngineError(f"{self.path.name} is a mesh-sequence checkpoint; armatures and BVH need a motion "
+                              "checkpoint (mesh checkpoints are used through backend.mesh_engine.MeshEngine)")
         self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
         self.norm = self.ckpt.normalizer

@@ -76,8 +76,54 @@ def _coerce(name: str, typ, value: str):
         raise ConfigError(f"--{name}={value}: expected {typ.__name__}") from None
 
 
-def load_config(path: str | None, overrides: list[str]) -> TrainConfig:
-    known = {f.name: f.type for f in fields(TrainConfig)}
+@dataclass
+class MeshTrainConfig:
+    """``python -m training.train mesh``: one model per mesh asset (same vertex count and order)."""
+    data: str = ""  # folder of PC2/MDD caches (train/val/test subfolders or split by id), files, or .blend files
+    out: str = "runs/mesh"  # run folder: config copy, checkpoints
+    init: str = ""  # start from this mesh checkpoint's weights, basis and statistics
+    object: str = ""  # .blend input: the mesh object (default: the only animated mesh)
+    task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned, over a Hermite base)
+    components: int = 64  # PCA coefficients per frame (the linear basis before the transformer)
+    latent: int = 64  # d
+    width: int = 128  # c
+    layers: int = 4  # n
+    heads: int = 8  # h
+    ffn_factor: int = 1
+    window: int = 61  # frames per training window (max)
+    min_window: int = 32
+    batch_size: int = 32
+    steps: int = 4000
+    lr: float = 3e-4
+    warmup: int = 200
+    min_lr: float = 1e-6
+    clip_grad: float = 1.0
+    weight_decay: float = 0.0
+    seed: int = 0
+    threads: int = 0
+    val_every: int = 250
+    val_windows: int = 64
+    ckpt_every: int = 250
+    principal: int = 8  # principal directions of the control points stored for the sliders (0 = none)
+    device: str = "cpu"
+
+    def validate(self):
+        if self.task not in ("autoencoder", "inbetween"):
+            raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
+        if not (2 <= self.min_window <= self.window):
+            raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
+        if self.width % self.heads:
+            raise ConfigError(f"width={self.width} must be divisible by heads={self.heads}")
+        for k in ("steps", "batch_size", "latent", "components"):
+            if getattr(self, k) < 1:
+                raise ConfigError(f"{k} must be at least 1")
+
+    def save(self, path: Path):
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+
+def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
+    known = {f.name: f.type for f in fields(cls)}
     values = {}
     if path:
         p = Path(path)
@@ -98,6 +144,6 @@ def load_config(path: str | None, overrides: list[str]) -> TrainConfig:
         if k not in known:
             raise ConfigError(f"--{k}: unknown config key (known: {', '.join(sorted(known))})")
         values[k] = _coerce(k, known[k], v)
-    cfg = TrainConfig(**values)
+    cfg = cls(**values)
     cfg.validate()
     return cfg

@@ -1,26 +1,49 @@
-"""python -m training.train CONFIG.json [--key=value ...]: train a Splinetween checkpoint."""
+"""python -m training.train [mesh] [CONFIG.json] [--key=value ...]: train a Splinetween checkpoint.
+
+Without ``mesh``: a motion model from BVH (keys of training.config.TrainConfig).
+With ``mesh``: a per-asset mesh-sequence model from PC2/MDD caches or .blend files
+(keys of training.config.MeshTrainConfig), e.g.
+
+    python -m training.train mesh --data=/data/cloth --out=runs/cloth --components=64
+"""
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 
-from .config import ConfigError, load_config
+from .config import ConfigError, MeshTrainConfig, TrainConfig, load_config
 from .data import DataError
 
 
+def _epilog(cls) -> str:
+    return "config keys (--key=value): " + ", ".join(f"{f.name}={f.default!r}" for f in fields(cls))
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m training.train", description=__doc__)
-    ap.add_argument("config", nargs="?", help="JSON config (keys of training.config.TrainConfig)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    mesh = bool(argv) and argv[0] == "mesh"
+    if mesh:
+        argv = argv[1:]
+    cls = MeshTrainConfig if mesh else TrainConfig
+    ap = argparse.ArgumentParser(prog="python -m training.train" + (" mesh" if mesh else ""), description=__doc__,
+                                 epilog=_epilog(cls), formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", nargs="?", help=f"JSON config (keys of training.config.{cls.__name__})")
     args, overrides = ap.parse_known_args(argv)
     if args.config and args.config.startswith("--"):
         overrides.insert(0, args.config)
         args.config = None
     try:
-        cfg = load_config(args.config, overrides)
+        cfg = load_config(args.config, overrides, cls)
         if not cfg.data:
-            raise ConfigError("no data: pass --data=PATH (a BVH folder or the .tar.xz archive)")
-        from .loop import train
-        train(cfg)
+            raise ConfigError("no data: pass --data=PATH (" + ("a folder of PC2/MDD caches or .blend files" if mesh
+                              else "a BVH folder or the .tar.xz archive") + ")")
+        if mesh:
+            from .mesh_loop import train_mesh
+            train_mesh(cfg)
+        else:
+            from .loop import train
+            train(cfg)
     except (ConfigError, DataError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

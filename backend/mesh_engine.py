@@ -1,0 +1,223 @@
+"""The inference API for mesh sequences: vertices -> basis coefficients -> latent splines -> vertices.
+
+One checkpoint per mesh asset (same vertex count and order).  An autoencoder checkpoint
+encodes a sequence into control points per segment (segments of at most the training
+window, sharing end frames, eased together as for armatures) and decodes (edited) control
+points back.  An in-between checkpoint encodes only key frames and decodes every frame as a
+residual over the cubic Hermite interpolation of the keys' coefficients; the result is then
+snapped onto the key *vertices*, so keys come out exactly, including what the basis misses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import checkpoint as ckpt_io
+from .edits import warp_times
+from .engine import EngineError, _by_length, _ease_weights, pick_device, segment_bounds
+from .keyframes import hermite_base, segments_on_keys, snap_to_keys, validate_keys
+from .mesh import MeshBasis, check_sequence, project
+
+DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"
+DEFAULT_MESH_INBETWEEN = ckpt_io.DEFAULT_DIR / "cloth_inbetween.json"
+
+
+@dataclass
+class MeshControls:
+    """A mesh sequence's latent spline: control points per segment plus what decoding needs."""
+    points: np.ndarray  # [S, K, d]
+    segments: list[tuple[int, int]]  # inclusive frame ranges sharing end frames
+    name: str = ""
+    keys: list[int] | None = None  # in-betweening: key frames (sequence-relative) ...
+    key_frames: np.ndarray | None = None  # ... and their vertices [len(keys), V, 3]
+
+    @property
+    def num_frames(self) -> int:
+        return self.segments[-1][1] + 1
+
+
+def basis_from(ex: dict) -> MeshBasis:
+    """The basis from a checkpoint's extra tensors (components may be stored in half precision)."""
+    return MeshBasis(ex["basis.mean"].float().numpy(), ex["basis.components"].float().numpy(),
+                     ex["basis.variance"].float().numpy() if "basis.variance" in ex
+                     else np.ones(ex["basis.components"].shape[0], np.float32))
+
+
+class MeshEngine:
+    def __init__(self, checkpoint=None, device: str = "auto"):
+        self.path = Path(checkpoint) if checkpoint else DEFAULT_MESH
+        self.device = pick_device(device)
+        self.ckpt = ckpt_io.load(self.path)
+        if not self.ckpt.is_mesh:
+            raise EngineError(f"{self.path.name} is a motion (armature) checkpoint; mesh sequences need a mesh "
+                              "checkpoint (train one with python -m training.train mesh)")
+        self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
+        self.norm = self.ckpt.normalizer
+        self.basis = basis_from(self.ckpt.extra)
+        self._comps = torch.as_tensor(self.basis.components, device=self.device)
+        self._mean = torch.as_tensor(self.basis.mean.reshape(-1), device=self.device)
+        self.window = self.ckpt.window
+        self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
+
+    @property
+    def task(self) -> str:
+        return "inbetween" if self.ckpt.config.kind == "keyframe" else "autoencoder"
+
+    @property
+    def num_vertices(self) -> int:
+        return self.basis.num_vertices
+
+    def _require(self, task: str):
+        if self.task != task:
+            raise EngineError(f"{self.path.name} is a mesh {self.task} checkpoint; this needs a mesh {task} "
+                              "checkpoint")
+
+    def _vertices(self, coeffs: torch.Tensor) -> torch.Tensor:
+        """Coefficients [..., K] -> flattened vertices [..., 3V] on the engine's device."""
+        return coeffs @ self._comps + self._mean
+
+    # -- autoencoder ----------------------------------------------------------------------
+    @torch.inference_mode()
+    def encode(self, frames: np.ndarray, name: str = "") -> MeshControls:
+        self._require("autoencoder")
+        frames = check_sequence(frames, self.num_vertices, name or "mesh sequence", self.min_frames)
+        coeffs = torch.as_tensor(project(frames, self.basis), device=self.device)
+        segs = segment_bounds(len(frames), self.window)
+        points = [None] * len(segs)
+        for _, group in _by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+            x = torch.stack([coeffs[a:b + 1] for _, _, a, b in group])
+            cp = self.model.encode(self.norm(x)).cpu().numpy()
+            for k, (i, _, _, _) in enumerate(group):
+                points[i] = cp[k]
+        return MeshControls(np.stack(points), segs, name)
+
+    @torch.inference_mode()
+    def decode(self, controls: MeshControls, scale: float = 1.0, timing: float = 0.0,
+               points: np.ndarray | None = None) -> np.ndarray:
+        """(Edited) control points -> vertices [(F-1)*scale + 1, V, 3] float32.
+
+        ``scale`` super-samples (the in-between model takes whole factors), ``timing`` re-times
+        the latent spline (see ``edits.warp_times``), ``points`` replaces ``controls.points``.
+        """
+        pts = controls.points if points is None else np.asarray(points)
+        if controls.keys is not None:
+            return self._decode_keyed(controls, pts, max(1, int(round(scale))), timing)
+        self._require("autoencoder")
+        lengths = [b - a + 1 for a, b in controls.segments]
+        parts = [None] * len(lengths)
+        jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
+        for m, group in _by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
+            idx = [g[0] for g in group]
+            cp = torch.as_tensor(pts[idx], dtype=torch.float32, device=self.device)
+            uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
+            times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
+            positions = torch.as_tensor(uniform * (lengths[idx[0]] - 1), dtype=torch.float32)
+            flat = self._vertices(self.norm.inverse(self.model.decode(cp, m, times=times, positions=positions)))
+            for k, i in enumerate(idx):
+                parts[i] = flat[k].cpu().numpy().reshape(m, -1, 3)
+        return join_frames(parts)
+
+    def reconstruct(self, frames: np.ndarray) -> np.ndarray:
+        return self.decode(self.encode(frames))
+
+    # -- in-betweening --------------------------------------------------------------------
+    @torch.inference_mode()
+    def inbetween(self, frames: np.ndarray, keys, name: str = "") -> tuple[np.ndarray, MeshControls]:
+        """Fill every frame between ``keys`` (only key frames of ``frames`` are read) -> (vertices, controls)."""
+        self._require("inbetween")
+        label = name or "mesh sequence"
+        arr = np.asarray(frames)
+        if arr.ndim == 3 and arr.shape[0] == 0:
+            check_sequence(arr, self.num_vertices, label)
+        try:
+            keys = validate_keys(keys, arr.shape[0] if arr.ndim == 3 else 0, self.window - 1)
+        except ValueError as e:
+            raise EngineError(f"{label}: {e}") from None
+        arr = check_sequence(arr, self.num_vertices, label, frames_to_check=keys)
+        segs = segments_on_keys(keys, self.window)
+        key_frames = arr[keys].copy()
+        key_coeffs = project(key_frames, self.basis)
+        pos_of = {k: i for i, k in enumerate(keys)}
+        points = [None] * len(segs)
+        for m, group in _by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+            mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
+            cp = self.model.encode(self.norm(keyed), mask).cpu().numpy()
+            for k, (i, _, _, _) in enumerate(group):
+                points[i] = cp[k]
+        controls = MeshControls(np.stack(points), segs, name, list(keys), key_frames)
+        return self._decode_keyed(controls, controls.points, 1, 0.0), controls
+
+    def _keyed_inputs(self, spans, keys, key_coeffs, pos_of, s):
+        """Masks [B, m] and key coefficients on the (s-times denser) frame grid [B, m, K]."""
+        m = (spans[0][1] - spans[0][0]) * s + 1
+        mask = torch.zeros(len(spans), m, dtype=torch.bool, device=self.device)
+        keyed = torch.zeros(len(spans), m, key_coeffs.shape[-1], device=self.device)
+        for g, (a, b) in enumerate(spans):
+            inside = [k for k in keys if a <= k <= b]
+            at = [(k - a) * s for k in inside]
+            mask[g, at] = True
+            keyed[g, at] = torch.as_tensor(key_coeffs[[pos_of[k] for k in inside]], device=self.device)
+        return mask, keyed
+
+    def _decode_keyed(self, controls: MeshControls, pts: np.ndarray, s: int, timing: float) -> np.ndarray:
+        """The one decoder for in-between controls: base + residual -> vertices, snapped onto the keys."""
+        self._require("inbetween")
+        keys = list(controls.keys)
+        key_coeffs = project(controls.key_frames, self.basis)
+        key_flat = torch.as_tensor(controls.key_frames.reshape(len(keys), -1), device=self.device)
+        pos_of = {k: i for i, k in enumerate(keys)}
+        total = (controls.num_frames - 1) * s + 1
+        out = np.empty((total, self.num_vertices, 3), np.float32)
+        for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)]).items():
+            spans = [controls.segments[i] for i, _, _, _ in group]
+            mask, keyed = self._keyed_inputs(spans, keys, key_coeffs, pos_of, s)
+            base_n = self.norm(hermite_base(keyed, mask))
+            uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
+            times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
+            positions = torch.as_tensor(uniform * (m - 1) / s, dtype=torch.float32)
+            cp = torch.as_tensor(pts[[i for i, _, _, _ in group]], dtype=torch.float32, device=self.device)
+            flat = self._vertices(self.norm.inverse(self.model.decode(cp, base_n, mask, times=times,
+                                                                      positions=positions)))
+            key_v = torch.zeros_like(flat)
+            for g, (a, b) in enumerate(spans):
+                inside = [k for k in keys if a <= k <= b]
+                key_v[g, [(k - a) * s for k in inside]] = key_flat[[pos_of[k] for k in inside]]
+            flat = snap_to_keys(flat, key_v, mask)
+            for g, (a, b) in enumerate(spans):
+                out[a * s:b * s + 1] = flat[g].cpu().numpy().reshape(m, -1, 3)
+        out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
+        return out
+
+    # -- editing helpers -----------------------------------------------------------------
+    def principal(self):
+        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
+        ex = self.ckpt.extra
+        if "pca.components" not in ex:
+            return None
+        return ex["pca.components"].double().numpy(), ex["pca.std"].double().numpy()
+
+    def principal_names(self) -> list[str]:
+        return list(self.ckpt.info.get("principal_names", []))
+
+    def describe(self) -> dict:
+        c = self.ckpt
+        return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, "asset": c.asset,
+                "info": c.info, "device": str(self.device)}
+
+
+def join_frames(parts: list[np.ndarray]) -> np.ndarray:
+    """Concatenate decoded segments [m, V, 3] that share end frames; each side eases into the
+    average over a quarter of its length (smoothstep), so a seam has no jump."""
+    parts = [p.copy() for p in parts]
+    for i in range(len(parts) - 1):
+        a, b = parts[i], parts[i + 1]
+        target = 0.5 * (a[-1] + b[0])
+        for p, end in ((a, -1), (b, 0)):
+            n = max(1, len(p) // 4)
+            w = _ease_weights(n).astype(np.float32)[:, None, None]
+            idx = np.arange(len(p) - n, len(p)) if end == -1 else np.arange(n)[::-1]
+            p[idx] += w * (target - p[end])
+    return np.concatenate([parts[0]] + [p[1:] for p in parts[1:]])

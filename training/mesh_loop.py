@@ -1,0 +1,239 @@
+"""Training a mesh-sequence model: caches -> PCA coefficients -> Spline-based Transformer.
+
+The basis is fitted once on the training frames; the model then only ever sees K
+coefficients per frame, so a training step costs the same for 500 or 50,000 vertices.
+Because the basis rows are orthonormal, the squared error of the coefficients *is* the
+squared vertex error (plus the constant part the basis cannot represent); the loss is that,
+per vertex, in (% of the asset's bounding-box diagonal)^2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from backend import checkpoint as ckpt_io
+from backend.features import Normalizer
+from backend.keyframes import hermite_base, snap_to_keys
+from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
+from backend.mesh_engine import basis_from
+from backend.model import ModelConfig, build_model, count_parameters
+
+from .config import MeshTrainConfig
+from .data import DataError, WindowSampler, protocol_windows
+from .inbetween_task import sample_key_masks
+from .loop import Progress, lr_lambda, val_key_masks
+from .mesh_data import MeshSet, load_mesh_split
+from .principal import pca
+from .state import load_state, save_state
+
+
+def basis_tensors(basis: MeshBasis) -> dict:
+    # The components are stored in float16: they are unit vectors, and half precision moves a
+    # vertex by well under 0.01 % of the asset's size while halving the checkpoint.
+    return {"basis.mean": torch.as_tensor(basis.mean, dtype=torch.float32),
+            "basis.components": torch.as_tensor(basis.components, dtype=torch.float16),
+            "basis.variance": torch.as_tensor(basis.variance, dtype=torch.float32)}
+
+
+def stored_basis(basis: MeshBasis) -> MeshBasis:
+    """The basis exactly as the checkpoint will hold it (training sees what inference sees)."""
+    return basis_from(basis_tensors(basis))
+
+
+class MeshBatcher:
+    """Frame indices -> (model inputs, normalised target, key mask or None)."""
+
+    def __init__(self, coeffs: np.ndarray, normalizer: Normalizer, task: str, seed: int):
+        self.coeffs = torch.from_numpy(coeffs)
+        self.norm, self.task = normalizer, task
+        self.rng = np.random.default_rng(seed + 7)
+
+    def __call__(self, idx: np.ndarray, masks: np.ndarray | None = None):
+        c = self.coeffs[torch.from_numpy(idx)]
+        target = self.norm(c)
+        if self.task != "inbetween":
+            return (target,), target, None
+        if masks is None:
+            masks = sample_key_masks(self.rng, idx.shape[0], idx.shape[1])
+        mask = torch.from_numpy(masks)
+        keyed = torch.where(mask[..., None], c, torch.zeros_like(c))
+        return (self.norm(keyed), self.norm(hermite_base(keyed, mask)), mask), target, mask
+
+
+def vertex_loss(pred_n, target_n, std, scale):
+    """Mean squared vertex distance, in (% of the bounding-box diagonal)^2, from coefficients."""
+    v = scale["vertices"]
+    d = (pred_n - target_n) * std
+    return (d * d).sum(-1).mean() / v / (scale["diag"] / 100.0) ** 2
+
+
+@torch.no_grad()
+def val_error_pct(model, batcher, ms: MeshSet, basis: MeshBasis, windows, masks=None, bs=16) -> float:
+    """Mean vertex error (% of each window's bounding-box diagonal), in vertex space, on non-key frames
+    for the in-between task (keys snapped exactly, as the engine does)."""
+    comps = torch.as_tensor(basis.components)
+    mean = torch.as_tensor(basis.mean.reshape(-1))
+    model.eval()
+    errs = []
+    for i in range(0, len(windows), bs):
+        w = windows[i:i + bs]
+        m = None if masks is None else masks[i:i + bs]
+        inputs, _, mask = batcher(w, m)
+        flat = batcher.norm.inverse(model(*inputs)) @ comps + mean
+        true = torch.from_numpy(ms.frames[w]).reshape(len(w), w.shape[1], -1)
+        if mask is not None:
+            flat = snap_to_keys(flat, torch.where(mask[..., None], true, torch.zeros_like(true)), mask)
+        err = (flat - true).reshape(len(w), w.shape[1], -1, 3).norm(dim=-1).mean(-1)  # [B, N]
+        rel = err / torch.tensor([bbox_diagonal(ms.frames[x]) for x in w])[:, None]
+        errs.append(float((rel[~mask] if mask is not None else rel).mean()) * 100.0)
+    model.train()
+    return float(np.mean(errs))
+
+
+def _mesh_checkpoint(mcfg, normalizer, basis, cfg, info) -> ckpt_io.Checkpoint:
+    return ckpt_io.Checkpoint(mcfg, None, None, normalizer, {}, info, basis_tensors(basis), cfg.window,
+                              asset={"kind": "mesh", "vertices": basis.num_vertices, "components": basis.size})
+
+
+def add_principal(path: Path, ms: MeshSet, count: int, windows: int = 2048, seed: int = 0):
+    """PCA of the control points of random train windows, stored for the sliders."""
+    from backend.mesh_engine import MeshEngine
+    engine = MeshEngine(path, "cpu")
+    sampler = WindowSampler(ms, engine.window, engine.window, seed)
+    rows = []
+    for a in range(0, windows, 64):
+        for w in sampler.sample(min(64, windows - a)):
+            rows.append(engine.encode(ms.frames[w]).points.reshape(-1))
+    x = np.stack(rows)
+    mean, comps, std = pca(x, count)
+    explained = (std ** 2) / x.var(0, ddof=1).sum()
+    c = engine.ckpt
+    c.extra.update({"pca.mean": torch.tensor(mean, dtype=torch.float32),
+                    "pca.components": torch.tensor(comps, dtype=torch.float32),
+                    "pca.std": torch.tensor(std, dtype=torch.float32)})
+    c.info["principal_names"] = [f"Mode {i + 1} ({100 * e:.0f} %)" for i, e in enumerate(explained)]
+    c.info["principal_explained"] = [round(float(e), 4) for e in explained]
+    c.info["principal_source"] = f"{windows} random train windows of {c.window} frames, seed {seed}"
+    ckpt_io.save(c.path, c)
+
+
+def train_mesh(cfg: MeshTrainConfig) -> Path:
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        cfg.save(out / "config.json")
+    except OSError as e:
+        raise ValueError(f"{out}: cannot write the run folder ({e.strerror}); choose a writable --out") from None
+    torch.manual_seed(cfg.seed)
+    init = ckpt_io.load(cfg.init) if cfg.init else None
+    if init is not None and not init.is_mesh:
+        raise ValueError(f"{cfg.init}: --init needs a mesh checkpoint; this one is for armatures")
+    want_v = init.asset["vertices"] if init is not None else None
+    train_ms = load_mesh_split(cfg.data, "train", cfg.object, want_v)
+    val_ms = load_mesh_split(cfg.data, "val", cfg.object, train_ms.num_vertices)
+    for split, ms in (("train", train_ms), ("val", val_ms)):
+        if ms.lengths.max() < cfg.window:
+            raise DataError(f"{cfg.data}: every {split} sequence is shorter than --window={cfg.window} frames "
+                            f"(the longest has {ms.lengths.max()}); lower --window")
+    t0 = time.time()
+    if init is not None:
+        basis, normalizer = basis_from(init.extra), init.normalizer
+    else:
+        basis = stored_basis(fit_basis(train_ms.frames, cfg.components, seed=cfg.seed))
+    train_c, val_c = project(train_ms.frames, basis), project(val_ms.frames, basis)
+    if init is None:
+        normalizer = Normalizer.fit(torch.from_numpy(train_c), floor=1e-6)
+    t_basis = time.time() - t0
+    scale = {"vertices": basis.num_vertices,
+             "diag": float(np.median([bbox_diagonal(train_ms.sequence(i)) for i in range(len(train_ms.names))]))}
+    kind = "keyframe" if cfg.task == "inbetween" else "spline"
+    mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
+                       layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
+                       base="hermite" if kind == "keyframe" else "slerp")
+    model = build_model(mcfg)
+    if init is not None:
+        if init.config != mcfg:
+            raise ValueError(f"{cfg.init}: --init checkpoint's model config differs from this run's")
+        model.load_state_dict(init.state)
+    batcher = MeshBatcher(train_c, normalizer, cfg.task, cfg.seed)
+    val_batcher = MeshBatcher(val_c, normalizer, cfg.task, cfg.seed)
+    val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
+    val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
+    val_masks = val_key_masks(val_windows, 5) if cfg.task == "inbetween" else None
+    std = normalizer.std
+    opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
+    sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
+    step, best, wall, history = 0, float("inf"), 0.0, []
+    state = load_state(out / "last")
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        sampler.set_state(state["sampler"])
+        batcher.rng.bit_generator.state = state["key_rng"]
+        step, best, wall, history = state["step"], state["best"], state["wall"], state["history"]
+        print(f"resuming {out} at step {step}", file=sys.stderr)
+    explained = float(basis.variance.sum() / max(train_c.var(0).sum(), 1e-12))
+    info_base = {"data": str(cfg.data), "task": cfg.task, "kind": "mesh", "parameters": count_parameters(model),
+                 "vertices": basis.num_vertices, "components": basis.size,
+                 "train_sequences": len(train_ms.names), "train_frames": int(train_ms.starts[-1]),
+                 "val_sequences": len(val_ms.names), "skipped_sequences": len(train_ms.skipped) + len(val_ms.skipped),
+                 "basis_fit_s": round(t_basis, 1), "scale_diag": scale["diag"], "basis_check": round(explained, 4)}
+    print(f"{len(train_ms.names)} train sequences ({train_ms.starts[-1]} frames of {basis.num_vertices} vertices), "
+          f"{len(val_windows)} val windows, basis of {basis.size} in {t_basis:.1f} s, "
+          f"{count_parameters(model)} parameters", file=sys.stderr)
+    prog = Progress(cfg.steps, step)
+    t_start, seen, t_rate = time.time() - wall, 0, time.time()
+    model.train()
+    rate = 0.0
+    while step < cfg.steps:
+        idx = sampler.sample(cfg.batch_size)
+        inputs, target_n, _ = batcher(idx)
+        loss = vertex_loss(model(*inputs), target_n, std, scale)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip_grad > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+        opt.step()
+        sched.step()
+        step += 1
+        seen += cfg.batch_size
+        rate = seen / max(time.time() - t_rate, 1e-9)
+        prog.show(step, f"loss {loss.item():.4f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
+        if step % 50 == 0:
+            history.append({"step": step, "loss": loss.item(), "windows_per_s": rate})
+        is_last = step == cfg.steps
+        if step % cfg.val_every == 0 or is_last:
+            err = val_error_pct(model, val_batcher, val_ms, basis, val_windows, val_masks)
+            history.append({"step": step, "val_vertex_pct": err})
+            print(f"\nstep {step}: val mean vertex error {err:.3f} % of the bounding-box diagonal", file=sys.stderr)
+            wall = time.time() - t_start
+            info = dict(info_base, steps=step, wall_time_s=round(wall, 1), val_vertex_pct=err,
+                        windows_per_s=round(rate, 1), config=vars(cfg).copy())
+            ck = _mesh_checkpoint(mcfg, normalizer, basis, cfg, info)
+            if err < best:
+                best = err
+                ckpt_io.save(out / "best", ck, model)
+            if is_last:
+                ckpt_io.save(out / "final", ck, model)
+        if step % cfg.ckpt_every == 0 or is_last:
+            wall = time.time() - t_start
+            save_state(out / "last", {"model": model.state_dict(), "opt": opt.state_dict(),
+                                      "sched": sched.state_dict(), "sampler": sampler.state(),
+                                      "key_rng": batcher.rng.bit_generator.state, "step": step, "best": best,
+                                      "wall": wall, "history": history})
+    (out / "history.json").write_text(json.dumps(history))
+    if cfg.task == "autoencoder" and cfg.principal > 0 and not os.environ.get("SPLINETWEEN_NO_PRINCIPAL"):
+        add_principal(out / "best", train_ms, cfg.principal, seed=cfg.seed)
+    print(f"\ndone: {out / 'best.json'} (val mean vertex error {best:.3f} % of the bounding-box diagonal)",
+          file=sys.stderr)
+    return out / "best.json"
