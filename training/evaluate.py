@@ -180,7 +180,21 @@ def run(args) -> dict:
     return report
 
 
+def _is_mesh_checkpoint(path) -> bool:
+    from backend.checkpoint import paths_for
+    try:
+        doc = json.loads(paths_for(path)[0].read_text())
+    except (OSError, ValueError):
+        return False  # the normal path reports why it cannot be read
+    return isinstance(doc, dict) and (doc.get("asset") or {}).get("kind") == "mesh"
+
+
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first and _is_mesh_checkpoint(first):
+        from .mesh_evaluate import main as mesh_main
+        return mesh_main(argv)
     ap = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")
     ap.add_argument("--data", required=True, help="BVH folder or .tar.xz archive")
