@@ -71,7 +71,15 @@ def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
     tensors = {f"model.{k}": v for k, v in state.items()}
     tensors["stats.mean"] = ckpt.normalizer.mean.cpu().contiguous()
     tensors["stats.std"] = ckpt.normalizer.std.cpu().contiguous()
-    tensors.update({f"extra.{k}": v.detach().cpu().contiguous() for k, v in ckpt.extra.items()})
+    extra = {k: v.detach().cpu().contiguous() for k, v in ckpt.extra.items()}
+    shared = ckpt.asset.get("basis") if ckpt.is_mesh else None
+    if shared:  # an asset's models share one basis file next to them (it is most of a mesh model's size)
+        basis = {k: extra.pop(k) for k in list(extra) if k.startswith("basis.")}
+        if basis:
+            tmp_b = jpath.with_name(shared + ".tmp")
+            save_file(basis, str(tmp_b), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
+            os.replace(tmp_b, jpath.with_name(shared))
+    tensors.update({f"extra.{k}": v for k, v in extra.items()})
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -169,6 +177,16 @@ def load(path, map_location="cpu") -> Checkpoint:
                                      f"match the model's input size {config.input_dim}")
     state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
+    if mesh and asset.get("basis"):
+        bpath = jpath.with_name(Path(asset["basis"]).name)  # a name next to the checkpoint, never a path elsewhere
+        if not bpath.exists():
+            raise CheckpointError(bpath, "the asset's shared vertex basis is missing (it ships next to the "
+                                         "checkpoint; copy it along)")
+        _check_safetensors(bpath)
+        try:
+            extra.update(load_file(str(bpath), device=str(map_location)))
+        except Exception as e:
+            raise CheckpointError(bpath, f"cannot read the vertex basis ({e})") from None
     if mesh:
         _check_mesh_basis(jpath, wpath, asset, extra, config.input_dim)
     ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info", {}), extra,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from backend import checkpoint as ck
 from backend.engine import Engine, EngineError
@@ -97,3 +98,21 @@ def test_mesh_checkpoint_without_its_basis_is_refused(tmp_path):
     path = _mesh_checkpoint(tmp_path, basis_ok=False)
     with pytest.raises(ck.CheckpointError, match="vertex basis"):
         ck.load(path)
+
+
+def test_models_of_one_asset_share_one_basis_file(tmp_path):
+    path = _mesh_checkpoint(tmp_path)
+    one = ck.load(path)
+    one.asset["basis"] = "asset_basis.safetensors"
+    a, b = ck.save(tmp_path / "ship" / "a", one), None
+    one.path = None
+    b = ck.save(tmp_path / "ship" / "b", one)
+    names = sorted(p.name for p in (tmp_path / "ship").iterdir())
+    assert names == ["a.json", "a.safetensors", "asset_basis.safetensors", "b.json", "b.safetensors"]
+    assert "extra.basis.components" not in load_file(str(tmp_path / "ship" / "a.safetensors"))
+    ea, eb = MeshEngine(a, "cpu"), MeshEngine(b, "cpu")
+    assert np.array_equal(ea.basis.components, MeshEngine(path, "cpu").basis.components)
+    assert np.array_equal(ea.basis.mean, eb.basis.mean)
+    (tmp_path / "ship" / "asset_basis.safetensors").unlink()
+    with pytest.raises(ck.CheckpointError, match="shared vertex basis is missing"):
+        ck.load(a)

@@ -28,8 +28,9 @@ def runs(data, tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     out = {}
     for task in ("autoencoder", "inbetween"):
+        shared = [f"--basis={root / 'autoencoder' / 'best.json'}"] if task == "inbetween" else []
         assert train_cli.main(["mesh", f"--data={data}", f"--out={root / task}", f"--task={task}", "--steps=30",
-                               *TINY]) == 0
+                               *shared, *TINY]) == 0
         out[task] = root / task / "best.json"
     return out
 
@@ -52,6 +53,8 @@ def test_autoencoder_run_gives_a_mesh_checkpoint_with_basis_and_sliders(runs, da
 
 def test_inbetween_run_keeps_keys_bit_exact_and_redecodes_the_same(runs):
     engine = MeshEngine(runs["inbetween"], "cpu")
+    # trained with --basis: the asset's two models read the same coefficients
+    assert np.array_equal(engine.basis.components, MeshEngine(runs["autoencoder"], "cpu").basis.components)
     seq = ripple(19, 50)
     keys = [0, 5, 10, 20, 30, 40, 49]
     holes = seq.copy()

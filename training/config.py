@@ -83,6 +83,7 @@ class MeshTrainConfig:
     out: str = "runs/mesh"  # run folder: config copy, checkpoints
     init: str = ""  # start from this mesh checkpoint's weights, basis and statistics
     object: str = ""  # .blend input: the mesh object (default: the only animated mesh)
+    basis: str = ""  # use this mesh checkpoint's vertex basis instead of fitting one (an asset's models share it)
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned, over a Hermite base)
     components: int = 64  # PCA coefficients per frame (the linear basis before the transformer)
     latent: int = 64  # d

@@ -136,7 +136,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     init = ckpt_io.load(cfg.init) if cfg.init else None
     if init is not None and not init.is_mesh:
         raise ValueError(f"{cfg.init}: --init needs a mesh checkpoint; this one is for armatures")
-    want_v = init.asset["vertices"] if init is not None else None
+    want_v = init.asset["vertices"] if init is not None else None  # the data must fit the model's asset
     train_ms = load_mesh_split(cfg.data, "train", cfg.object, want_v)
     val_ms = load_mesh_split(cfg.data, "val", cfg.object, train_ms.num_vertices)
     for split, ms in (("train", train_ms), ("val", val_ms)):
@@ -146,8 +146,16 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     t0 = time.time()
     if init is not None:
         basis, normalizer = basis_from(init.extra), init.normalizer
+    elif cfg.basis:
+        shared = ckpt_io.load(cfg.basis)
+        if not shared.is_mesh:
+            raise ValueError(f"{cfg.basis}: --basis needs a mesh checkpoint; this one is for armatures")
+        basis = basis_from(shared.extra)
     else:
         basis = stored_basis(fit_basis(train_ms.frames, cfg.components, seed=cfg.seed))
+    if basis.num_vertices != train_ms.num_vertices:
+        raise ValueError(f"{cfg.init or cfg.basis}: its basis is for {basis.num_vertices} vertices, the data has "
+                         f"{train_ms.num_vertices}")
     train_c, val_c = project(train_ms.frames, basis), project(val_ms.frames, basis)
     if init is None:
         normalizer = Normalizer.fit(torch.from_numpy(train_c), floor=1e-6)
