@@ -26,6 +26,8 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
   each listed segment decoded on its own (``lengths``: output frames, more or fewer than the
   segment's to re-time it; edits as in ``backend.edits``) -> arrays ``rotations [sum, J, 4]``,
   ``positions [sum, J, 3]``, the parts one after the other
+* ``mesh_encode``, ``mesh_inbetween``, ``mesh_decode``: mesh sequences (vertices ``[F, V, 3]``
+  float32), described in backend/service_mesh.py
 * ``shutdown`` -> ``{"ok": true}``, then the process exits
 
 A failure is answered ``{"ok": false, "error": message, "type": exception class}`` and the
@@ -275,6 +277,11 @@ def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
         rot, pos = decode_parts(engine, header, arrays)
         return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0},
                 {"rotations": rot, "positions": pos})
+    if isinstance(op, str) and op.startswith("mesh_"):
+        from . import service_mesh
+        t0 = time.perf_counter()
+        reply, out = service_mesh.handle(op, header, arrays)
+        return dict(reply, seconds=time.perf_counter() - t0), out
     if op == "shutdown":
         return {"ok": True}, {}
     raise ValueError(f"unknown request {op!r}")

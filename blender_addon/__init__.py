@@ -1,9 +1,10 @@
 """Splinetween for Blender: select keys in the Dope Sheet, click Inbetween, get learned motion;
-encode motion into latent control points and edit it with sliders.
+encode motion into latent control points and edit it with sliders; the same for mesh sequences.
 
 Registration only; the work is in ``fill`` (Inbetween), ``latent`` / ``latent_edit`` (latent
-editing), ``scene_io`` / ``latent_io`` (bpy <-> numpy), ``rig_math`` / ``latent_math`` (numpy)
-and ``bridge`` (the backend, imported lazily).
+editing), ``mesh_latent`` / ``mesh_io`` / ``mesh_cache`` (mesh sequences), ``scene_io`` /
+``latent_io`` (bpy <-> numpy), ``rig_math`` / ``latent_math`` / ``mesh_math`` (numpy) and
+``bridge`` (the backend, imported lazily).
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ _unregister_classes = None
 
 
 def _classes():
-    from . import (latent_panel, latent_props, op_bake, op_check_backend, op_encode, op_inbetween,
-                   op_latent_reset, op_redecode, op_remove, op_resample, panel, preferences, properties)
+    from . import (latent_panel, latent_props, mesh_panel, op_bake, op_check_backend, op_encode, op_inbetween,
+                   op_latent_reset, op_mesh_encode, op_mesh_inbetween, op_redecode, op_remove, op_resample, panel,
+                   preferences, properties)
     return (preferences.classes + properties.classes + latent_props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
-            + op_latent_reset.classes + op_redecode.classes + op_resample.classes + panel.classes
-            + latent_panel.classes)
+            + op_latent_reset.classes + op_redecode.classes + op_resample.classes + op_mesh_encode.classes
+            + op_mesh_inbetween.classes + panel.classes + latent_panel.classes + mesh_panel.classes)
 
 
 def register() -> None:

@@ -81,6 +81,19 @@ def default_autoencoder() -> Path:
     return Path(backend_package().__file__).resolve().parent / "checkpoints" / "motion_autoencoder.json"
 
 
+def default_mesh_checkpoint(task: str) -> Path:
+    """The shipped mesh-sequence checkpoint for ``task`` ("autoencoder" or "inbetween"): the cloth asset's."""
+    name = "cloth_inbetween.json" if task == "inbetween" else "cloth_autoencoder.json"
+    return Path(backend_package().__file__).resolve().parent / "checkpoints" / name
+
+
+def numpy_module(name: str):
+    """A numpy-only backend module (``pc2``, ``mesh``): safe to use in Blender without torch."""
+    if name not in ("pc2", "mesh"):
+        raise ValueError(f"backend.{name} is not a numpy-only module")
+    return importlib.import_module(f"{backend_package().__name__}.{name}")
+
+
 def default_interpreter() -> str:
     """$SPLINETWEEN_PYTHON, else a source checkout's .venv, else this Python."""
     if os.environ.get("SPLINETWEEN_PYTHON"):

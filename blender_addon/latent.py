@@ -62,7 +62,9 @@ def checkpoint_meta(path) -> dict:
         raise Refusal(f"{path} is not a Splinetween checkpoint ({e})") from None
 
 
-def configured_checkpoint(kind: str, context=None) -> Path:
+def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
+    if mesh:
+        return preferences.mesh_checkpoint_path("autoencoder" if kind == "AUTOENCODER" else "inbetween", context)
     if kind == "AUTOENCODER":
         return preferences.autoencoder_path(context)
     s = preferences.settings(context)
@@ -74,7 +76,7 @@ def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
     same hash), or None and why not."""
     stored = Path(st.checkpoint)
     try:
-        candidates = [stored, configured_checkpoint(st.kind, context)]
+        candidates = [stored, configured_checkpoint(st.kind, context, st.id_data.type == "MESH")]
     except bridge.BridgeError:
         candidates = [stored]
     for c in candidates:
@@ -169,10 +171,14 @@ def decode(obj, st, path: Path, settings, raw, need, bounds, sigs) -> dict:
 
 
 def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
-    """Re-decode and write the segments whose keys do not show their inputs; True if any was."""
+    """Re-decode and write the segments whose keys (a mesh: its cache file) do not show their
+    inputs; True if any was."""
     st = obj.splinetween_latent
     if not st.active:
         return False
+    if obj.type == "MESH":  # a mesh sequence: the decode goes to its PC2 file, not to F-curves
+        from . import mesh_latent
+        return mesh_latent.sync(obj, context, force)
     raw = read_raw(obj, st)
     bounds, sigs = plan(st, raw)
     count = len(st.segments)
@@ -250,18 +256,10 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             keys=None, key_rotations=None, key_positions=None) -> None:
     """Store a latent range on the object: bookkeeping, raw control points, original keys."""
     st = obj.splinetween_latent
-    points = np.asarray(points, dtype=np.float64)
+    install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
+                     principal_names=principal_names)
     with suspended():
-        st.active, st.kind = True, kind
-        st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
-        st.token = uuid.uuid4().hex[:16]
-        st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
-        st.latent_size, st.cm_per_unit = points.shape[-1], float(cm_per_unit)
-        st.principal_names, st.status, st.snapshot_all = "\n".join(principal_names), "", False
-        st.segments.clear()
-        for a, b in segments:
-            seg = st.segments.add()
-            seg.start, seg.end = int(a), int(b)
+        st.cm_per_unit = float(cm_per_unit)
         st["bones"] = list(bones)
         st["rotation_joints"] = np.asarray(rotation_joints, dtype=np.int32)
         st["position_joints"] = np.asarray(position_joints, dtype=np.int32)
@@ -272,6 +270,24 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             st["key_rotations"] = np.asarray(key_rotations, dtype=np.float64).ravel()
             st["key_positions"] = np.asarray(key_positions, dtype=np.float64).ravel()
         st["original"] = LM.pack_curves(snapshot)
+
+
+def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, segments, points,
+                     principal_names) -> None:
+    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points."""
+    st = obj.splinetween_latent
+    points = np.asarray(points, dtype=np.float64)
+    with suspended():
+        st.active, st.kind = True, kind
+        st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
+        st.token = uuid.uuid4().hex[:16]
+        st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
+        st.latent_size = points.shape[-1]
+        st.principal_names, st.status, st.snapshot_all = "\n".join(principal_names), "", False
+        st.segments.clear()
+        for a, b in segments:
+            seg = st.segments.add()
+            seg.start, seg.end = int(a), int(b)
         soft, hard = LM.soft_limits(points)
         for s, (a, b) in enumerate(segments):
             for c in range(LM.POINTS):
@@ -280,7 +296,8 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
                 obj.id_properties_ui(name).update(
                     min=-hard, max=hard, soft_min=-soft, soft_max=soft, precision=4,
                     description=f"Segment {s + 1} (frames {start + a}-{start + b}), control point {c + 1} of "
-                                f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the motion")
+                                f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
+                                f"{'mesh sequence' if obj.type == 'MESH' else 'motion'}")
 
 
 def clear(obj) -> None:

@@ -113,6 +113,9 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_ro
 
 
 def bake(obj) -> str:
+    if obj.type == "MESH":
+        from . import mesh_latent
+        return mesh_latent.bake(obj)
     st = obj.splinetween_latent
     if not st.active:
         raise Refusal(f"{obj.name} has no latent controls")
@@ -122,6 +125,9 @@ def bake(obj) -> str:
 
 
 def remove(obj) -> str:
+    if obj.type == "MESH":
+        from . import mesh_latent
+        return mesh_latent.remove(obj)
     st = obj.splinetween_latent
     if not st.active:
         raise Refusal(f"{obj.name} has no latent controls")
@@ -155,6 +161,9 @@ def reset(obj, segment: int | None = None) -> str:
 def resample(obj, settings, frames: int) -> str:
     """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
     compresses from its start, later keys move with its end, and the sliders keep working."""
+    if obj.type == "MESH":
+        from . import mesh_latent
+        return mesh_latent.resample(obj, settings, frames)
     st = obj.splinetween_latent
     if not st.active:
         raise Refusal(f"{obj.name} has no latent controls")

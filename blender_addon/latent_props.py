@@ -5,7 +5,7 @@ see ``latent_math.raw_name``), so they show under Custom Properties and can be k
 This group holds the rest: checkpoint, frame range, segments and their sliders, and (as ID
 properties inside the group) origins, template, key poses and the snapshot of the original keys.
 
-The F-curves always follow the raw points and sliders: each segment's ``signature`` names what
+The F-curves (a mesh: its PC2 cache file) always follow the raw points and sliders: each segment's ``signature`` names what
 its frames show, and ``latent.sync`` re-decodes the segments whose inputs no longer match.  It
 runs from the sliders' update callbacks, and from handlers for what fires no callback: raw
 properties typed in the UI (depsgraph update), keyed or driven ones (frame change), undo/redo.
@@ -60,6 +60,11 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
     cm_per_unit: bpy.props.FloatProperty(default=1.0, options={"HIDDEN"})
     snapshot_all: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     status: bpy.props.StringProperty(name="Status", description="Why the last change was not applied")
+    # mesh sequences: the decode lives in a PC2 file read by a MeshCache modifier (see mesh_latent)
+    cache_uid: bpy.props.IntProperty(options={"HIDDEN"}, description="persistent_uid of the MeshCache modifier")
+    cache_fingerprint: bpy.props.StringProperty(options={"HIDDEN"}, description="What the cache file shows")
+    made_animation_data: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
+    num_vertices: bpy.props.IntProperty(name="Vertices", description="Vertices of the encoded mesh")
     segments: bpy.props.CollectionProperty(type=SplinetweenLatentSegment)
 
     @property
@@ -70,7 +75,7 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
 def _sync_objects(objects) -> None:
     from . import latent
     for obj in objects:
-        if obj.type == "ARMATURE" and obj.splinetween_latent.active:
+        if obj.type in ("ARMATURE", "MESH") and obj.splinetween_latent.active:
             latent.sync_quietly(obj)
 
 

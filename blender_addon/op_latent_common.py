@@ -15,12 +15,13 @@ def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
 
 
 def poll_latent(cls, context) -> bool:
+    """An armature or a mesh with latent controls (the same sliders and buttons serve both)."""
     obj = context.active_object
-    if obj is None or obj.type != "ARMATURE":
-        cls.poll_message_set("Make an armature the active object")
+    if obj is None or obj.type not in ("ARMATURE", "MESH"):
+        cls.poll_message_set("Make an armature or a mesh the active object")
         return False
     if not obj.splinetween_latent.active:
-        cls.poll_message_set("The armature has no latent controls: Encode a range first")
+        cls.poll_message_set(f"The {obj.type.lower()} has no latent controls: Encode a range first")
         return False
     return True
 

@@ -32,6 +32,18 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         name="Autoencoder", subtype="FILE_PATH",
         description="A motion autoencoder checkpoint for latent editing (Encode and its sliders); "
                     "empty: the shipped one")
+    mesh_autoencoder: bpy.props.StringProperty(
+        name="Mesh Autoencoder", subtype="FILE_PATH",
+        description="A mesh-sequence autoencoder checkpoint (Encode Mesh and its sliders), trained on the mesh "
+                    "you encode (same vertex count and order); empty: the shipped cloth one")
+    mesh_inbetween: bpy.props.StringProperty(
+        name="Mesh Inbetween", subtype="FILE_PATH",
+        description="A mesh-sequence in-betweening checkpoint (Inbetween Mesh), trained on the mesh you fill; "
+                    "empty: the shipped cloth one")
+    mesh_cache_folder: bpy.props.StringProperty(
+        name="Mesh Cache Folder", subtype="DIR_PATH",
+        description="Where decoded mesh sequences are written as PC2 files; empty: a 'splinetween' folder next "
+                    "to the .blend (the .blend must be saved first)")
     device: bpy.props.EnumProperty(name="Device", items=_DEVICES, default="auto")
     timeout: bpy.props.FloatProperty(name="Timeout", default=120.0, min=1.0, max=3600.0, unit="TIME_ABSOLUTE",
                                      description="Seconds to wait for the backend before stopping it")
@@ -45,6 +57,9 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         row.prop(self, "interpreter")
         layout.prop(self, "checkpoint")
         layout.prop(self, "autoencoder")
+        layout.prop(self, "mesh_autoencoder")
+        layout.prop(self, "mesh_inbetween")
+        layout.prop(self, "mesh_cache_folder")
         layout.prop(self, "device")
         layout.prop(self, "timeout")
         layout.operator("anim.splinetween_check_backend", icon="PLUGIN")
@@ -70,6 +85,27 @@ def autoencoder_path(context: bpy.types.Context | None = None):
     chosen = addon.preferences.autoencoder if addon and addon.preferences else ""
     path = Path(bpy.path.abspath(chosen)).expanduser() if chosen else bridge.default_autoencoder()
     return path if path.suffix == ".json" else path.with_suffix(".json")
+
+
+def _prefs(context):
+    addon = (context or bpy.context).preferences.addons.get(__package__)
+    return addon.preferences if addon else None
+
+
+def mesh_checkpoint_path(task: str, context: bpy.types.Context | None = None):
+    """The mesh checkpoint for ``task`` ("autoencoder" or "inbetween"): the preference, else the shipped one."""
+    from pathlib import Path
+    prefs = _prefs(context)
+    chosen = (prefs.mesh_inbetween if task == "inbetween" else prefs.mesh_autoencoder) if prefs else ""
+    path = Path(bpy.path.abspath(chosen)).expanduser() if chosen else bridge.default_mesh_checkpoint(task)
+    return path if path.suffix == ".json" else path.with_suffix(".json")
+
+
+def mesh_cache_folder(context: bpy.types.Context | None = None) -> str:
+    """The Mesh Cache Folder preference as an absolute path ("" when unset: next to the .blend)."""
+    prefs = _prefs(context)
+    chosen = prefs.mesh_cache_folder if prefs else ""
+    return bpy.path.abspath(chosen) if chosen else ""
 
 
 classes = (SplinetweenPreferences,)

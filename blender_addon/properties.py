@@ -8,6 +8,11 @@ KEY_MODES = [
     ("EVERY_N", "Every N Frames", "BEZIER keys every N frames, handles along the model's motion"),
 ]
 
+MESH_KEY_MODES = [
+    ("EVERY", "Every N Frames", "Keep every N-th frame of the range (and its last frame) as a key frame"),
+    ("LIST", "Listed Frames", "Keep the listed scene frames as key frames (the range is from the first to the last)"),
+]
+
 
 class SplinetweenSceneSettings(bpy.types.PropertyGroup):
     blend: bpy.props.FloatProperty(name="Blend", default=1.0, min=0.0, max=1.0, subtype="FACTOR",
@@ -17,6 +22,13 @@ class SplinetweenSceneSettings(bpy.types.PropertyGroup):
                                 description="Frames between written keys")
     all_bones: bpy.props.BoolProperty(name="All Bones", default=False,
                                       description="Fill every matched bone, not only the bones with selected keys")
+
+    # Inbetween Mesh (sidebar defaults, copied into the operator)
+    mesh_key_mode: bpy.props.EnumProperty(name="Key Frames", items=MESH_KEY_MODES, default="EVERY")
+    mesh_key_step: bpy.props.IntProperty(name="Every", default=5, min=1, max=60,
+                                         description="Keep every N-th frame of the range as a key frame")
+    mesh_key_frames: bpy.props.StringProperty(name="Frames", default="",
+                                              description="Scene frames to keep, e.g. 1, 8, 20-40/5")
 
 
 def register_props() -> None:

@@ -1,0 +1,142 @@
+"""The service's mesh-sequence requests (``mesh_encode``, ``mesh_inbetween``, ``mesh_decode``).
+
+Shared by the backend process and the add-on's in-process mode (``service.handle`` dispatches
+here), so both give the same numbers.  Vertices travel as float32 ``[F, V, 3]`` in object
+space; frames are 0-based from the start of the sequence.
+
+* ``mesh_encode`` ``{"checkpoint", "device", "name", "decode"}`` + ``frames [F, V, 3]`` (a mesh
+  autoencoder) -> header ``segments``, ``principal_names``, ``min_frames``, ``window``,
+  ``num_vertices``; arrays ``points [S, 4, d]`` and, with ``"decode": true``, ``vertices
+  [sum of segment lengths, V, 3]``: each segment decoded on its own, neutral sliders (exactly
+  what ``mesh_decode`` answers for the same points)
+* ``mesh_inbetween`` ``{"checkpoint", "device", "keys", "name"}`` + ``key_frames [K, V, 3]``
+  (keys 0-based, starting at 0) -> header ``segments``; arrays ``vertices [keys[-1] + 1, V, 3]``
+  (the keys bit for bit), ``points [S, 4, d]``
+* ``mesh_decode`` ``{"checkpoint", "device", "task", "segments", "lengths", "amplify", "timing",
+  "principal", "keys"}`` + ``points [P, 4, d]`` (and ``key_frames [K, V, 3]`` when ``keys`` is not
+  null): each listed segment decoded on its own into ``lengths[i]`` frames, edits as in
+  ``backend.edits`` -> ``vertices [sum(lengths), V, 3]``, the parts one after the other
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+_engines: dict = {}
+
+
+def get_mesh_engine(checkpoint: str | None, device: str = "auto", task: str = "autoencoder"):
+    """The mesh engine for a checkpoint (None or "" -> the shipped cloth one for ``task``), loaded
+    once per (file, device) and again when the file is replaced."""
+    from .mesh_engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
+    default = DEFAULT_MESH_INBETWEEN if task == "inbetween" else DEFAULT_MESH
+    path = os.path.abspath(checkpoint) if checkpoint else str(default)
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = None  # the checkpoint loader names the missing file
+    key = (path, device, stamp)
+    if key not in _engines:
+        for old in [k for k in _engines if k[:2] == (path, device)]:
+            del _engines[old]
+        _engines[key] = MeshEngine(path, device)
+    engine = _engines[key]
+    if engine.task != task:
+        need = "Inbetween Mesh needs a mesh in-betweening one" if task == "inbetween" else \
+            "Encode Mesh needs a mesh autoencoder one"
+        raise ValueError(f"{path}: this is a mesh {engine.task} checkpoint; {need}")
+    return engine
+
+
+def _segments(controls) -> list[list[int]]:
+    return [[int(a), int(b)] for a, b in controls.segments]
+
+
+def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
+    """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
+    segment decodes to the same numbers whichever others are asked for with it)."""
+    from .edits import edit_points
+    from .mesh_engine import MeshControls
+    segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
+    amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
+    points = np.asarray(arrays["points"], np.float64)
+    keys = header.get("keys")
+    if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points)):
+        raise ValueError("mesh_decode: segments, lengths, edits and points differ in count")
+    if keys is not None:
+        key_frames = np.asarray(arrays["key_frames"], np.float32)
+        if len(key_frames) != len(keys):
+            raise ValueError(f"mesh_decode: {len(keys)} keys but {len(key_frames)} key frames")
+    pca = engine.principal()
+    parts = []
+    for i, (a, b) in enumerate(segs):
+        a, b = int(a), int(b)
+        n, m = b - a + 1, lengths[i]
+        if n < 2 or m < 2:
+            raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
+        amounts = [float(x) for x in principal[i]]
+        if any(amounts) and pca is None:
+            raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
+        if pca is not None and len(amounts) > len(pca[1]):
+            raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+        pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
+        if keys is None:
+            controls = MeshControls(pts[None], [(0, n - 1)])
+            out = engine.decode(controls, scale=(m - 1) / (n - 1), timing=float(timing[i]))
+        else:
+            if (m - 1) % (n - 1):
+                raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
+            inside = [k for k, key in enumerate(keys) if a <= int(key) <= b]
+            controls = MeshControls(pts[None], [(0, n - 1)], keys=[int(keys[k]) - a for k in inside],
+                                    key_frames=key_frames[inside])
+            out = engine.decode(controls, scale=(m - 1) // (n - 1), timing=float(timing[i]))
+        if len(out) != m:
+            raise ValueError(f"segment {a}-{b} decoded to {len(out)} frames, not {m}")
+        parts.append(np.asarray(out, np.float32))
+    return np.concatenate(parts) if parts else np.zeros((0, engine.num_vertices, 3), np.float32)
+
+
+def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
+    frames = arrays["frames"]
+    controls = engine.encode(frames, header.get("name", ""))
+    segs = _segments(controls)
+    reply = {"segments": segs, "principal_names": engine.principal_names(), "min_frames": engine.min_frames,
+             "window": engine.window, "num_vertices": engine.num_vertices}
+    out = {"points": controls.points}
+    if header.get("decode"):
+        neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
+                   "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
+        out["vertices"] = decode_parts(engine, neutral, out)
+    return reply, out
+
+
+def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
+    keys = [int(k) for k in header["keys"]]
+    key_frames = np.asarray(arrays["key_frames"])
+    if not keys or keys[0] != 0:
+        raise ValueError(f"keys must start at frame 0, got {keys[:3]}")
+    if key_frames.ndim != 3 or len(key_frames) != len(keys):
+        raise ValueError(f"key_frames {key_frames.shape} do not match {len(keys)} keys")
+    if keys != sorted(set(keys)):
+        raise ValueError(f"keys must be increasing and unique, got {keys}")
+    frames = np.zeros((keys[-1] + 1,) + key_frames.shape[1:], np.float32)  # only the keys are read
+    frames[keys] = key_frames
+    vertices, controls = engine.inbetween(frames, keys, header.get("name", ""))
+    return {"segments": _segments(controls)}, {"vertices": vertices, "points": controls.points}
+
+
+def handle(op: str, header: dict, arrays: dict) -> tuple[dict, dict]:
+    device = header.get("device", "auto")
+    if op == "mesh_encode":
+        engine = get_mesh_engine(header.get("checkpoint"), device, "autoencoder")
+        reply, out = encode(engine, header, arrays)
+    elif op == "mesh_inbetween":
+        engine = get_mesh_engine(header.get("checkpoint"), device, "inbetween")
+        reply, out = inbetween(engine, header, arrays)
+    elif op == "mesh_decode":
+        engine = get_mesh_engine(header.get("checkpoint"), device, header.get("task", "autoencoder"))
+        reply, out = {}, {"vertices": decode_parts(engine, header, arrays)}
+    else:
+        raise ValueError(f"unknown request {op!r}")
+    return dict(reply, ok=True, device=str(engine.device)), out

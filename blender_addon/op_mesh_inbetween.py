@@ -1,0 +1,69 @@
+"""ANIM_OT_splinetween_mesh_inbetween: keep key frames of a mesh sequence and fill the frames between them."""
+from __future__ import annotations
+
+import bpy
+
+from . import mesh_latent, preferences
+from .op_latent_common import run_reported
+from .op_mesh_encode import RANGES, poll_mesh, scene_range
+from .properties import MESH_KEY_MODES
+
+
+def draw_key_options(layout: bpy.types.UILayout, data, prefix: str = "") -> None:
+    """The key-frame options, from the operator (redo panel) or the scene (sidebar, ``mesh_`` prefix)."""
+    layout.prop(data, prefix + "key_mode")
+    every = getattr(data, prefix + "key_mode") == "EVERY"
+    row = layout.row()
+    row.active = every
+    row.prop(data, prefix + "key_step")
+    row = layout.row()
+    row.active = not every
+    row.prop(data, prefix + "key_frames")
+
+
+class ANIM_OT_splinetween_mesh_inbetween(bpy.types.Operator):
+    """Keep the active mesh's evaluated shape on key frames (every N frames, or listed frames) and fill every frame
+    between them with the mesh in-betweening model; shown through a MeshCache modifier, keys exactly as they were"""
+
+    bl_idname = "anim.splinetween_mesh_inbetween"
+    bl_label = "Inbetween Mesh"
+    bl_options = {"REGISTER", "UNDO"}
+
+    key_mode: bpy.props.EnumProperty(name="Key Frames", items=MESH_KEY_MODES, default="EVERY")
+    key_step: bpy.props.IntProperty(name="Every", default=5, min=1, max=60,
+                                    description="Keep every N-th frame of the range as a key frame")
+    key_frames: bpy.props.StringProperty(name="Frames", default="",
+                                         description="Scene frames to keep, e.g. 1, 8, 20-40/5")
+    frame_range: bpy.props.EnumProperty(name="Range", items=RANGES, default="SCENE")
+    frame_start: bpy.props.IntProperty(name="Frame Start", default=1, description="First frame (Custom range)")
+    frame_end: bpy.props.IntProperty(name="Frame End", default=60, description="Last frame (Custom range)")
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return poll_mesh(cls, context)
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.use_property_split = True
+        draw_key_options(layout, self)
+        col = layout.column(align=True)
+        col.active = self.key_mode == "EVERY"
+        col.prop(self, "frame_range")
+        sub = col.column(align=True)
+        sub.active = self.key_mode == "EVERY" and self.frame_range == "CUSTOM"
+        sub.prop(self, "frame_start")
+        sub.prop(self, "frame_end")
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        obj = context.active_object
+        start, end = scene_range(context) if self.frame_range == "SCENE" else (self.frame_start, self.frame_end)
+        settings = preferences.settings(context)
+        ckpt = preferences.mesh_checkpoint_path("inbetween", context)
+
+        def run():
+            keys = mesh_latent.key_frames(self.key_mode, start, end, self.key_step, self.key_frames)
+            return mesh_latent.inbetween(context, obj, settings, ckpt, keys)
+        return run_reported(self, run)
+
+
+classes = (ANIM_OT_splinetween_mesh_inbetween,)

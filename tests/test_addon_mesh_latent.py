@@ -1,0 +1,200 @@
+"""Encode Mesh and its sliders on the cloth flag (a 121-frame sequence: two segments), Remove, Bake,
+Resample, undo, save and reload, and both backend modes (real bpy, headless)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from addon_helpers import bpy, disable_addon, prefs
+from mesh_addon_helpers import (MESH_AUTOENCODER, cache_file, cached_grid, evaluated, evaluated_range, long_flag,
+                                mesh_data, raw_props, setup_scene, stack, ui_edit)
+
+bpy = bpy()
+from blender_addon import latent_math as LM  # noqa: E402
+
+pytestmark = pytest.mark.blender
+N = 121
+
+
+@pytest.fixture(scope="module")
+def source():
+    """The 121-frame flag as a PC2, the engine's own decode of it, and the module's scene."""
+    seq = long_flag(N)
+    from backend.mesh_engine import MeshEngine
+    engine = MeshEngine(MESH_AUTOENCODER, "cpu")
+    controls = engine.encode(seq["frames"])
+    setup_scene()
+    yield {**seq, "engine": engine, "controls": controls, "decoded": engine.decode(controls)}
+    disable_addon()
+
+
+@pytest.fixture
+def flag_obj(source):
+    obj = cached_grid(source["pc2"], "Flag")
+    name = obj.name
+    yield obj
+    if name in bpy.data.objects:
+        obj = bpy.data.objects[name]
+        if obj.splinetween_latent.active:
+            bpy.context.view_layer.objects.active = obj
+            bpy.ops.anim.splinetween_remove()
+        bpy.data.objects.remove(obj)
+
+
+def encode(obj, start=1, end=N):
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.anim.splinetween_mesh_encode(frame_range="CUSTOM", frame_start=start, frame_end=end) == {"FINISHED"}
+    return obj.splinetween_latent
+
+
+def test_encode_shows_the_models_decode_and_the_sliders_edit_it(source, flag_obj):
+    obj = flag_obj
+    data, mods = mesh_data(obj), stack(obj)
+    st = encode(obj)
+    assert st.active and st.kind == "AUTOENCODER" and [(s.start, s.end) for s in st.segments] == [(0, 60), (60, 120)]
+    assert obj.modifiers[-1].name == "Splinetween" and obj.modifiers[-1].type == "MESH_CACHE"
+    assert stack(obj)[:-1] == mods and np.array_equal(mesh_data(obj), data)  # the mesh itself is untouched
+    assert raw_props(obj) == [LM.raw_name(s, c) for s in range(2) for c in range(4)]
+    neutral = evaluated_range(obj, 1, N)
+    np.testing.assert_allclose(neutral, source["decoded"], atol=1e-5)  # what MeshEngine.decode gives
+    assert np.abs(neutral - source["frames"]).max() > 0  # and it is the decode, not the source
+    st.segments[1].amplify = 2.0
+    edited = evaluated_range(obj, 1, N)
+    ramp = N // 2 // 4  # segment 0 eases into the seam over its last quarter
+    assert np.array_equal(edited[:61 - ramp], neutral[:61 - ramp])
+    assert np.abs(edited[62:] - neutral[62:]).max() > 1e-3
+    st.segments[1].amplify = 1.0  # back to neutral: the very same decode
+    assert np.array_equal(evaluated_range(obj, 1, N), neutral)
+    st.segments[0].timing = 0.5
+    assert np.abs(evaluated(obj, 20) - neutral[19]).max() > 1e-4
+    st.segments[0].timing = 0.0
+    name = LM.raw_name(0, 1)
+    old = obj[name][0]
+    ui_edit(obj, name, 0, old + 3.0)  # a raw control point typed in the UI
+    assert np.abs(evaluated(obj, 15) - neutral[14]).max() > 1e-4
+    ui_edit(obj, name, 0, old)
+    assert np.array_equal(evaluated(obj, 15), neutral[14])
+
+
+def test_principal_sliders_move_the_mesh(source, flag_obj):
+    st = encode(flag_obj)
+    names = [n for n in st.principal_names.split("\n") if n]
+    assert names, f"{MESH_AUTOENCODER.name} has no principal directions"
+    before = evaluated(flag_obj, 30)
+    st.segments[0].principal[0] = 2.0
+    assert st.status == "" and np.abs(evaluated(flag_obj, 30) - before).max() > 1e-3
+
+
+def test_remove_puts_everything_back(source, flag_obj):
+    obj = flag_obj
+    data, mods, shown = mesh_data(obj), stack(obj), evaluated_range(obj, 1, N)
+    st = encode(obj)
+    path = cache_file(obj)
+    st.segments[0].amplify = 0.2
+    assert path.exists()
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert not obj.splinetween_latent.active and not raw_props(obj) and obj.animation_data is None
+    assert stack(obj) == mods and np.array_equal(mesh_data(obj), data) and not path.exists()
+    assert np.array_equal(evaluated_range(obj, 1, N), shown)
+
+
+def test_bake_keeps_the_cache_and_drops_the_controls(source, flag_obj):
+    obj = flag_obj
+    st = encode(obj, 1, 61)
+    st.segments[0].amplify = 1.8
+    shown, path = evaluated_range(obj, 1, 70), cache_file(obj)
+    assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}
+    assert not obj.splinetween_latent.active and not raw_props(obj) and path.exists()
+    assert obj.modifiers[-1].name == "Splinetween Baked"
+    assert obj.animation_data.drivers[0].data_path == 'modifiers["Splinetween Baked"].factor'
+    assert np.array_equal(evaluated_range(obj, 1, 70), shown)  # frames 62-70 show the source again
+    st = encode(obj, 1, 61)  # encodes what it shows now, into a file of its own
+    assert cache_file(obj) != path and path.exists()
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert obj.modifiers[-1].name == "Splinetween Baked" and path.exists()
+
+
+def test_resample_decodes_more_frames_and_the_range_grows(source, flag_obj):
+    obj = flag_obj
+    st = encode(obj, 1, 61)
+    neutral = evaluated_range(obj, 1, 61)
+    assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
+    assert (st.frames, st.frame_end) == (121, 121)
+    from backend.pc2 import read_pc2
+    assert read_pc2(cache_file(obj))[0].shape == (121, 5041, 3)
+    dense = evaluated_range(obj, 1, 121)
+    np.testing.assert_allclose(dense[::2], neutral, atol=2e-3 * np.abs(neutral).max())  # same motion, twice as slow
+    assert np.array_equal(evaluated(obj, 122), source["frames"][-1])  # after the range: the source again
+    st.segments[0].amplify = 2.0  # sliders work on the new length
+    assert np.abs(evaluated(obj, 60) - dense[59]).max() > 1e-4
+    assert bpy.ops.anim.splinetween_resample(mode="LENGTH", frames=61) == {"FINISHED"} and st.frame_end == 61
+
+
+def test_undo_takes_the_modifier_away_and_restores_sliders(source, flag_obj):
+    name = flag_obj.name
+    mods, shown = stack(flag_obj), evaluated_range(flag_obj, 1, 10)
+    bpy.context.view_layer.objects.active = flag_obj
+    bpy.ops.ed.undo_push(message="before Encode Mesh")
+    assert bpy.ops.anim.splinetween_mesh_encode("EXEC_DEFAULT", True, frame_range="CUSTOM", frame_start=1,
+                                                frame_end=61) == {"FINISHED"}
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    obj = bpy.data.objects[name]  # undo reloads data: fetch by name again
+    assert not obj.splinetween_latent.active and stack(obj) == mods and not raw_props(obj)
+    assert np.array_equal(evaluated_range(obj, 1, 10), shown)
+    st = encode(obj, 1, 61)
+    neutral = evaluated_range(obj, 1, 61)
+    bpy.ops.ed.undo_push(message="encoded")
+    st.segments[0].amplify = 2.5
+    bpy.ops.ed.undo_push(message="amplify")
+    assert not np.array_equal(evaluated(obj, 30), neutral[29])
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    obj = bpy.data.objects[name]
+    assert obj.splinetween_latent.segments[0].amplify == 1.0
+    assert np.array_equal(evaluated_range(obj, 1, 61), neutral)  # the file was written again for the old sliders
+
+
+def test_save_next_to_the_blend_and_reload(source, tmp_path):
+    folder = prefs().mesh_cache_folder
+    prefs().mesh_cache_folder = ""  # the default: //splinetween/ next to the .blend
+    try:
+        assert bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend")) == {"FINISHED"}
+        obj = cached_grid(source["pc2"], "Saved")
+        st = encode(obj, 1, 61)
+        mod = obj.modifiers["Splinetween"]
+        assert mod.filepath == "//splinetween/scene_Saved_encoded.pc2"
+        assert (tmp_path / "splinetween" / "scene_Saved_encoded.pc2").exists()
+        st.segments[0].amplify = 1.5
+        shown = evaluated_range(obj, 1, 61)
+        assert bpy.ops.wm.save_mainfile() == {"FINISHED"}
+        assert bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "scene.blend")) == {"FINISHED"}
+        obj = bpy.data.objects["Saved"]
+        assert obj.splinetween_latent.active and np.array_equal(evaluated_range(obj, 1, 61), shown)
+        obj.splinetween_latent.segments[0].amplify = 1.0
+        assert obj.splinetween_latent.status == "" and not np.array_equal(evaluated(obj, 30), shown[29])
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+        assert not (tmp_path / "splinetween" / "scene_Saved_encoded.pc2").exists()
+        bpy.data.objects.remove(obj)
+    finally:
+        prefs().mesh_cache_folder = folder
+
+
+def test_both_backend_modes_write_the_same_cache(source):
+    from backend.pc2 import read_pc2
+    from blender_addon import bridge
+    here = cached_grid(source["pc2"], "Here")
+    encode(here, 1, 61).segments[0].amplify = 1.7
+    try:
+        prefs().backend_mode = "SUBPROCESS"
+        there = cached_grid(source["pc2"], "There")
+        encode(there, 1, 61).segments[0].amplify = 1.7
+        assert bridge.backend_process() is not None and bridge.backend_process().alive()
+        assert there.splinetween_latent.status == ""
+        np.testing.assert_allclose(read_pc2(cache_file(there))[0], read_pc2(cache_file(here))[0], atol=1e-5)
+    finally:
+        prefs().backend_mode = "IN_PROCESS"
+        bridge.shutdown()
+    for o in (here, there):
+        bpy.context.view_layer.objects.active = o
+        bpy.ops.anim.splinetween_remove()
+        bpy.data.objects.remove(o)
