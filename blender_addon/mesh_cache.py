@@ -158,7 +158,7 @@ def find(obj, uid: int):
 
 
 def file_of(obj, mod) -> Path:
-    return Path(bpy.path.abspath(mod.filepath, library=obj.library))
+    return Path(os.path.normpath(bpy.path.abspath(mod.filepath, library=obj.library)))
 
 
 def _driver_path(mod) -> str:

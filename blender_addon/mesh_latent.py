@@ -53,6 +53,8 @@ def _free_mesh(obj) -> None:
         mesh_io.require_mesh(obj)
     except mesh_io.MeshReadError as e:
         raise Refusal(str(e)) from None
+    if obj.mode == "EDIT":
+        raise Refusal(f"{obj.name} is in Edit Mode: switch to Object Mode first")
     st = obj.splinetween_latent
     if st.active:
         raise Refusal(f"{obj.name} already has latent controls (frames {st.frame_start}-{st.frame_end}); Bake or "
@@ -155,6 +157,18 @@ def modifier(obj, st):
     return mod
 
 
+def _sharing(obj, path: Path) -> str | None:
+    """Another mesh with latent controls whose cache file is this one (a duplicated object), or None."""
+    import bpy
+    for other in bpy.data.objects:
+        if other is obj or other.type != "MESH" or not other.splinetween_latent.active:
+            continue
+        mod = mesh_cache.find(other, other.splinetween_latent.cache_uid)
+        if mod is not None and mesh_cache.file_of(other, mod) == path:
+            return other.name
+    return None
+
+
 def sync(obj, context=None, force: bool = False) -> bool:
     """Decode and write the cache file when it does not show the raw points and sliders; True if written."""
     from . import preferences
@@ -166,6 +180,10 @@ def sync(obj, context=None, force: bool = False) -> bool:
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
     if not stale and all(sigs[s] == seg.signature for s, seg in enumerate(st.segments)):
         return False
+    other = _sharing(obj, path)
+    if other:
+        raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
+                      f"Remove or Bake the latent controls of one of them (and Encode it again)")
     ckpt, why = latent.checkpoint_for(st, context)
     if ckpt is None:
         raise Refusal(why)

@@ -65,6 +65,30 @@ def test_shape_key_animation_is_read_exactly(tmp_grid):
     assert bpy.context.scene.frame_current == 7  # the current frame is put back
 
 
+def test_an_alembic_cache_is_read_as_exported(tmp_grid, tmp_path):
+    obj = tmp_grid
+    obj.shape_key_add(name="Basis")
+    key = obj.shape_key_add(name="Lift")
+    lifted = mesh_data(obj) + np.float32([0.0, 0.0, 0.5])
+    key.data.foreach_set("co", lifted.ravel())
+    key.value = 0.0
+    key.keyframe_insert("value", frame=1)
+    key.value = 1.0
+    key.keyframe_insert("value", frame=8)
+    expected = read(obj, 1, 8)
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o == obj)
+    assert bpy.ops.wm.alembic_export(filepath=str(tmp_path / "grid.abc"), start=1, end=8, selected=True) == {"FINISHED"}
+    before = set(bpy.data.objects)
+    assert bpy.ops.wm.alembic_import(filepath=str(tmp_path / "grid.abc")) == {"FINISHED"}
+    (imported,) = set(bpy.data.objects) - before
+    try:
+        assert [m.type for m in imported.modifiers] == ["MESH_SEQUENCE_CACHE"]
+        np.testing.assert_allclose(read(imported, 1, 8), expected, atol=1e-6)
+    finally:
+        bpy.data.objects.remove(imported)
+
+
 def test_an_armature_deformed_mesh_is_read_exactly(tmp_grid):
     obj = tmp_grid
     base = mesh_data(obj)

@@ -198,3 +198,20 @@ def test_both_backend_modes_write_the_same_cache(source):
         bpy.context.view_layer.objects.active = o
         bpy.ops.anim.splinetween_remove()
         bpy.data.objects.remove(o)
+
+
+def test_a_duplicated_object_does_not_fight_over_the_cache_file(source, flag_obj):
+    st = encode(flag_obj, 1, 61)
+    path = cache_file(flag_obj)
+    copy = flag_obj.copy()  # Shift+D: the copy has the same modifier, file and controls
+    bpy.context.collection.objects.link(copy)
+    before = evaluated(flag_obj, 30)
+    copy.splinetween_latent.segments[0].amplify = 2.0
+    assert "write the same cache file" in copy.splinetween_latent.status
+    assert np.array_equal(evaluated(flag_obj, 30), before)
+    bpy.context.view_layer.objects.active = copy
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert path.exists()  # still read by the original's modifier
+    bpy.data.objects.remove(copy)
+    st.segments[0].amplify = 2.0
+    assert st.status == "" and not np.array_equal(evaluated(flag_obj, 30), before)
