@@ -3,8 +3,9 @@
     python build.py [--out-dir dist] [--blender-ext PATH]
 
 Stages ``blender_addon/`` as the extension root with ``backend/`` (code and checkpoints) inside
-it as the ``backend`` subpackage, the manifest stamped with ``backend.__version__`` (the one place
-the version is written), the GPL licence and the data licence the shipped weights inherit; then
+it as the ``backend`` subpackage and ``training/`` beside it (the add-on's Train Mesh Model runs
+``python -m training.train mesh`` from there), the manifest stamped with ``backend.__version__``
+(the one place the version is written), the GPL licence and the data licence the shipped weights inherit; then
 validates and zips it with Blender's own ``blender_ext.py`` (which runs under plain Python).
 PyTorch is not bundled: the extension runs the model through a Python that has it (see
 docs/blender-addon.md).
@@ -48,6 +49,9 @@ def stage(dest: Path, ver: str) -> Path:
         shutil.rmtree(dest)
     shutil.copytree(ROOT / "blender_addon", dest, ignore=IGNORE)
     shutil.copytree(ROOT / "backend", dest / "backend", ignore=IGNORE)
+    # training/ next to backend/: the add-on's Train Mesh Model runs ``python -m training.train mesh``
+    # with PYTHONPATH = the extension folder.
+    shutil.copytree(ROOT / "training", dest / "training", ignore=IGNORE)
     manifest = (ROOT / "blender_manifest.toml").read_text(encoding="utf-8")
     manifest, n = re.subn(r'^version\s*=\s*"[^"]*"', f'version = "{ver}"', manifest, count=1, flags=re.M)
     if n != 1:

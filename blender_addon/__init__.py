@@ -26,9 +26,9 @@ def _classes():
 def register() -> None:
     import bpy
 
-    from . import keymaps, latent_props, panel, properties
+    from . import keymaps, latent_props, op_train_mesh, panel, properties
     global _unregister_classes
-    register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes())
+    register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes() + op_train_mesh.classes)
     register_classes()
     properties.register_props()
     latent_props.register_props()
@@ -37,7 +37,8 @@ def register() -> None:
 
 
 def unregister() -> None:
-    from . import bridge, keymaps, latent_props, panel, properties
+    from . import bridge, keymaps, latent_props, op_train_mesh, panel, properties
+    op_train_mesh.shutdown()  # a running mesh training stops with the add-on
     keymaps.unregister_keymaps()
     panel.unregister_menus()
     latent_props.unregister_props()

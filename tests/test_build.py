@@ -62,7 +62,9 @@ def test_zip_holds_the_addon_the_backend_and_the_checkpoint(built):
     names = set(zipfile.ZipFile(built).namelist())
     for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service.py",
                  "backend/engine.py", "backend/checkpoints/inbetween.json", "backend/checkpoints/inbetween.safetensors",
-                 "LICENSE", "LICENSE-weights-bandai-namco.txt"):
+                 "LICENSE", "LICENSE-weights-bandai-namco.txt", "training/__init__.py", "training/train.py",
+                 "training/mesh_loop.py", "training/mesh_data.py", "training/config.py", "train_job.py",
+                 "op_train_mesh.py"):
         assert need in names, need
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     manifest = zipfile.ZipFile(built).read("blender_manifest.toml").decode()
@@ -93,3 +95,57 @@ def test_installed_extension_runs_inbetween_both_ways(built, tmp_path):
     assert out["pythonpath_root"].endswith(os.path.join("user_default", "splinetween"))
     assert out["in_process"] == ["FINISHED"] and out["subprocess"] == ["FINISHED"]
     assert out["same"] and out["keys"] == 46
+
+
+def test_training_cli_runs_from_the_unpacked_extension(built, tmp_path):
+    """Train Mesh Model starts ``python -m training.train mesh`` with PYTHONPATH = the extension folder."""
+    ext = tmp_path / "splinetween"
+    zipfile.ZipFile(built).extractall(ext)
+    env = dict(os.environ, PYTHONPATH=str(ext))
+    res = subprocess.run([sys.executable, "-m", "training.train", "mesh", "--help"], cwd=ext, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "python -m training.train mesh" in res.stdout and "components=64" in res.stdout
+    where = subprocess.run([sys.executable, "-c", "import training.mesh_loop as m, backend as b; "
+                            "print(m.__file__); print(b.__file__)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert all(line.startswith(str(ext)) for line in where.stdout.split()), where.stdout  # the bundled copies
+
+
+TRAIN_FROM_INSTALLED = r"""
+import json, sys, time
+import bpy
+bpy.ops.wm.read_factory_settings(use_empty=True)
+bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
+op = sys.modules["bl_ext.user_default.splinetween.op_train_mesh"]
+bpy.ops.mesh.primitive_grid_add(x_subdivisions=9, y_subdivisions=9, size=2)
+obj = bpy.context.active_object
+obj.modifiers.new("Wave", "WAVE")
+bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 40
+bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2])
+res = bpy.ops.object.splinetween_train_mesh(steps=10, components=8,
+                                            options="--layers=1 --width=32 --heads=4 --val_every=10 --threads=1")
+job = op.current_job()
+t0 = time.time()
+while op.tick() is not None and time.time() - t0 < 120:
+    time.sleep(0.2)
+print("RESULT " + json.dumps({"op": sorted(res), "state": job.state, "message": job.message, "root": str(job.root),
+                              "prop": obj.get("splinetween_mesh_checkpoint")}))
+"""
+
+
+def test_installed_extension_trains_a_mesh_model(built, tmp_path):
+    """Train Mesh Model from the installed extension: its own training/ and backend/, not the repo's."""
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), OMP_NUM_THREADS="1",
+               SPLINETWEEN_NO_PRINCIPAL="1", SPLINETWEEN_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([sys.executable, "-c", TRAIN_FROM_INSTALLED, str(built), str(tmp_path / "grid.blend")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert res.returncode == 0 and line, res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads(line[0][7:])
+    assert out["op"] == ["FINISHED"] and out["state"] == "DONE", out["message"]
+    assert out["root"].startswith(str(tmp_path / "blender")) and out["root"].endswith("splinetween")
+    assert out["prop"] == "//splinetween/train_Grid/run/best.json"
+    assert (tmp_path / "splinetween" / "train_Grid" / "run" / "best.safetensors").is_file()

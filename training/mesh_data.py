@@ -81,7 +81,7 @@ def load_mesh_split(data, split: str, object_name: str = "", num_vertices: int |
     seqs, names, skipped = [], [], []
     for path in sources:
         try:
-            if split != "all" and mesh_split_of(path) != split and len(sources) > 1:
+            if split != "all" and len(sources) > 1 and mesh_split_of(path) != split:
                 continue
             if path.suffix.lower() == ".blend":
                 from .blend_mesh import read_blend_sequence

@@ -1,0 +1,537 @@
+"""Training a mesh model from Blender, as a background job (no torch here, and no bpy at import).
+
+1. *Export*: the mesh object's evaluated vertex positions over a frame range, read in bulk per
+   frame, become one PC2 cache in the job folder (``//splinetween/train_<object>/`` next to the
+   .blend, or the temp folder for an unsaved file); or a folder of PC2/MDD caches is used as it is.
+2. *Start*: ``<interpreter> -m training.train mesh --data=... --out=<job>/run ...`` runs in its own
+   process group with PYTHONPATH = the folder holding ``backend/`` and ``training/``; its stdout
+   and stderr go to ``<job>/train.log``.
+3. *Poll* (from a ``bpy.app.timers`` callback, never blocking): read what the log gained since
+   the last poll and parse the CLI's progress bar, validation, ``done:`` and ``error:`` lines.
+4. *Cancel*: SIGTERM to the process group (SIGKILL after a grace period), then reap it.  The
+   CLI saves ``run/last`` atomically, so starting again with the same data and settings resumes
+   from there; other data or settings move the old run aside (``run-<time>``) instead of mixing.
+"""
+from __future__ import annotations
+
+import atexit
+import codecs
+import hashlib
+import importlib
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CACHE_SUFFIXES = (".pc2", ".mdd")
+MIN_FRAMES = 8  # fewer frames than this make no training windows worth the name
+DEFAULT_WINDOW, DEFAULT_MIN_WINDOW = 61, 32  # training.config.MeshTrainConfig's
+# Settings that may change between a cancelled run and its resumption; any other difference
+# (data, model shape, task, learning rate ...) starts a fresh run.
+RESUMABLE_CHANGES = {"steps", "threads", "val_every", "ckpt_every", "val_windows", "device"}
+CHECKPOINT_PROP = "splinetween_mesh_checkpoint"
+
+RUNNING, DONE, FAILED, CANCELLED = "RUNNING", "DONE", "FAILED", "CANCELLED"
+
+
+class TrainJobError(RuntimeError):
+    """A refusal before anything was written or started; the message names the problem and the fix."""
+
+
+# --- the data --------------------------------------------------------------------------------
+
+def export_sequence(context, obj, frame_start: int, frame_end: int) -> np.ndarray:
+    """[F, V, 3] float32 object-space positions of ``obj`` evaluated at every frame of the range.
+
+    Refuses (TrainJobError) a non-mesh, an empty or too short range, and a topology that changes
+    (naming the frame); the scene's current frame is restored whatever happens."""
+    check_mesh(obj, context)
+    check_range(frame_start, frame_end)
+    if obj.mode == "EDIT":  # the evaluated mesh would not hold the edits
+        raise TrainJobError(f"{obj.name!r} is in Edit Mode: switch to Object Mode first")
+    scene = context.scene
+    frame, subframe = scene.frame_current, scene.frame_subframe
+    frames, count, first = [], None, frame_start
+    try:
+        for f in range(frame_start, frame_end + 1):
+            scene.frame_set(f)
+            mesh = obj.evaluated_get(context.evaluated_depsgraph_get()).data
+            n = len(mesh.vertices)
+            if count is None:
+                count = n
+                if n == 0:
+                    raise TrainJobError(f"{obj.name!r} has no vertices at frame {f}; nothing to train on")
+            elif n != count:
+                raise TrainJobError(
+                    f"{obj.name!r} has {count} vertices at frame {first} but {n} at frame {f}: a mesh model needs "
+                    "the same vertices on every frame; shorten the range, or apply or disable the modifier that "
+                    "changes the topology (Build, Decimate, Remesh, Geometry Nodes ...)")
+            buf = np.empty(n * 3, np.float32)
+            mesh.attributes["position"].data.foreach_get("vector", buf)
+            if not np.isfinite(buf).all():
+                raise TrainJobError(f"{obj.name!r} has NaN or infinite vertex positions at frame {f}")
+            frames.append(buf.reshape(n, 3))
+    finally:
+        scene.frame_set(frame, subframe=subframe)
+    return np.stack(frames)
+
+
+def check_mesh(obj, context=None) -> None:
+    if obj is None:
+        raise TrainJobError("No active object: select the mesh to train a model for")
+    if obj.type != "MESH":
+        raise TrainJobError(f"{obj.name!r} is {'an' if obj.type[0] in 'AEIOU' else 'a'} {obj.type.lower()}, "
+                            "not a mesh: make the animated mesh the active object")
+    if context is not None and context.view_layer.objects.get(obj.name) is None:
+        raise TrainJobError(f"{obj.name!r} is not in the view layer, so it cannot be evaluated; link it to "
+                            "the scene first")
+
+
+def check_range(frame_start: int, frame_end: int) -> None:
+    if frame_end < frame_start:
+        raise TrainJobError(f"The frame range {frame_start}-{frame_end} is empty: set End after Start")
+    if frame_end - frame_start + 1 < MIN_FRAMES:
+        raise TrainJobError(f"The frame range {frame_start}-{frame_end} has {frame_end - frame_start + 1} frames; "
+                            f"training needs at least {MIN_FRAMES} ({DEFAULT_WINDOW} or more is best)")
+
+
+def cache_header(path: Path) -> tuple[int, int]:
+    """(frames, vertices) from a PC2 or MDD header, without reading the positions."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+    if path.suffix.lower() == ".pc2":
+        if len(head) < 32 or head[:12] != b"POINTCACHE2\0":
+            raise ValueError("not a PC2 file")
+        _, _, points, _, _, samples = struct.unpack("<12siiffi", head)
+        return samples, points
+    if len(head) < 8:
+        raise ValueError("not an MDD file")
+    frames, points = struct.unpack(">ii", head[:8])
+    return frames, points
+
+
+def scan_caches(folder, vertices: set[int] | None = None) -> tuple[list[Path], int]:
+    """The caches a cache-folder job trains on, and the longest one's frame count.
+
+    Refuses a missing folder, one without caches, and caches whose vertex count is none of
+    the object's (``vertices``: its mesh's and its evaluated mesh's), naming a file."""
+    folder = Path(folder).expanduser()
+    if not str(folder).strip() or not folder.is_dir():
+        raise TrainJobError(f"The cache folder {str(folder)!r} does not exist: choose a folder of PC2/MDD caches")
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in CACHE_SUFFIXES and p.is_file())
+    if not files:
+        raise TrainJobError(f"{folder} holds no .pc2 or .mdd files: choose a folder of point caches "
+                            "(train/val/test subfolders, or names ending in a number)")
+    good, longest, bad = [], 0, []
+    for p in files:
+        try:
+            n_frames, n_verts = cache_header(p)
+        except (OSError, ValueError, struct.error) as e:
+            bad.append(f"{p.name} ({e})")
+            continue
+        if vertices and n_verts not in vertices:
+            bad.append(f"{p.name} has {n_verts} vertices, the object {' or '.join(map(str, sorted(vertices)))}")
+            continue
+        good.append(p)
+        longest = max(longest, n_frames)
+    if not good:
+        raise TrainJobError(f"No cache in {folder} fits: {bad[0]}; a mesh model is trained per asset "
+                            "(same vertex count and order as the object)")
+    if longest < MIN_FRAMES:
+        raise TrainJobError(f"The caches in {folder} have at most {longest} frames; training needs at least "
+                            f"{MIN_FRAMES}")
+    return good, longest
+
+
+def job_folder(blend_path: str, object_name: str) -> tuple[Path, bool]:
+    """``<blend dir>/splinetween/train_<object>`` (and False), or a temp folder for an unsaved file (True)."""
+    safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
+    if blend_path:
+        return Path(blend_path).resolve().parent / "splinetween" / f"train_{safe}", False
+    return Path(tempfile.gettempdir()) / "splinetween" / f"train_{safe}", True
+
+
+def make_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise TrainJobError(f"Cannot write the job folder {folder} ({e.strerror or e}): save the .blend in a "
+                            "writable folder, or remove what blocks that path") from None
+
+
+def parse_options(text: str) -> list[str]:
+    """The dialog's *More Options* field: ``--key=value`` items for the training CLI."""
+    items = text.split()
+    for it in items:
+        if not re.fullmatch(r"--[A-Za-z_][\w-]*=\S*", it):
+            raise TrainJobError(f"More Options: {it!r} is not --key=value (e.g. --width=64 --layers=2)")
+        if it[2:].split("=", 1)[0].replace("-", "_") in ("data", "out", "init"):
+            raise TrainJobError(f"More Options: {it.split('=')[0]} is set by the job itself; remove it")
+    return items
+
+
+def _digest_file(path: Path) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _digest_caches(files: list[Path]) -> str:
+    h = hashlib.sha1()
+    for p in files:
+        st = p.stat()
+        h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _options_dict(args: list[str]) -> dict:
+    out = {}
+    for a in args:
+        k, v = a[2:].split("=", 1)
+        out[k.replace("-", "_")] = v
+    return out
+
+
+# --- progress --------------------------------------------------------------------------------
+
+_BAR = re.compile(r"\[[#.]+\] (\d+)/(\d+) loss (\S+) lr \S+ (\d+) win/s eta (\d+:\d\d)")
+_VAL = re.compile(r"step (\d+): val mean vertex error (\S+) %")
+_RESUME = re.compile(r"resuming .* at step (\d+)$")
+_DONE = re.compile(r"done: (.+\.json) \(val mean vertex error (\S+) %")
+
+
+@dataclass
+class TrainProgress:
+    step: int = 0
+    total: int = 0
+    loss: float | None = None
+    eta: str = ""
+    val_error: float | None = None  # % of the bounding-box diagonal
+    val_step: int = 0
+    resumed_from: int | None = None
+    done_path: str = ""
+    error: str = ""  # the CLI's ``error:`` line
+    last_line: str = ""  # the last non-progress line (a traceback's last line on a crash)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def factor(self) -> float:
+        return min(1.0, self.step / self.total) if self.total else 0.0
+
+
+class LogParser:
+    """Feeds on the log as it grows; progress-bar updates end in ``\\r``, other lines in ``\\n``."""
+
+    def __init__(self):
+        self.progress = TrainProgress()
+        self._tail = ""
+
+    def feed(self, text: str) -> TrainProgress:
+        parts = re.split(r"[\r\n]", self._tail + text)
+        self._tail = parts.pop()
+        for line in parts:
+            self._line(line.strip())
+        m = _BAR.search(self._tail)  # the bar being drawn now (no \r after it yet)
+        if m:
+            self._bar(m)
+        return self.progress
+
+    def _bar(self, m) -> None:
+        p = self.progress
+        p.step, p.total, p.eta = max(p.step, int(m.group(1))), int(m.group(2)), m.group(5)
+        try:
+            p.loss = float(m.group(3))
+        except ValueError:
+            pass
+
+    def _line(self, line: str) -> None:
+        if not line:
+            return
+        p = self.progress
+        m = _BAR.search(line)
+        if m:
+            self._bar(m)
+            return
+        p.last_line = line
+        if (m := _VAL.match(line)) is not None:
+            p.val_step = int(m.group(1))
+            p.step = max(p.step, p.val_step)
+            p.val_error = float(m.group(2))
+        elif (m := _RESUME.search(line)) is not None:
+            p.resumed_from = int(m.group(1))
+            p.step = max(p.step, p.resumed_from)
+        elif (m := _DONE.match(line)) is not None:
+            p.done_path = m.group(1)
+            p.step = max(p.step, p.total)
+            try:
+                p.val_error = float(m.group(2))
+            except ValueError:
+                pass
+        elif line.startswith("error: "):
+            p.error = line[len("error: "):]
+        elif line.startswith("warning: "):
+            p.warnings.append(line[len("warning: "):])
+
+
+def saved_step(run: Path) -> int | None:
+    """The step of ``run/last`` (what a restart resumes from), or None."""
+    try:
+        doc = json.loads((run / "last.json").read_text(encoding="utf-8"))
+        return int(dict((k, v) for k, v in doc["$d"] if isinstance(k, str))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# --- the job ---------------------------------------------------------------------------------
+
+_live: set = set()
+
+
+def _stop_all():  # Blender quits: no training process outlives it
+    for job in list(_live):
+        job.cancel(timeout=2.0)
+
+
+atexit.register(_stop_all)
+
+
+class TrainJob:
+    """One ``python -m training.train mesh`` process and what the add-on knows about it."""
+
+    def __init__(self, folder: Path, data: Path, args: list[str], interpreter: str, root: Path,
+                 object_name: str = "", blend_file: str = "", temp_folder: bool = False, note: str = ""):
+        self.folder, self.data, self.args = folder, data, args
+        self.interpreter, self.root = interpreter, root
+        self.object_name, self.blend_file, self.temp_folder = object_name, blend_file, temp_folder
+        self.run = folder / "run"
+        self.log_path = folder / "train.log"
+        self.parser = LogParser()
+        self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a read may split a character
+        self.state = RUNNING
+        self.message = note
+        self.returncode: int | None = None
+        self.finished = False  # the add-on has taken the result (property set, report shown)
+        self.file_changed = False  # another .blend was opened while it ran
+        self._offset = 0
+        self._t0 = time.monotonic()
+        self.elapsed = 0.0
+        self.proc: subprocess.Popen | None = None
+        self.export_s = 0.0  # seconds the add-on spent exporting and starting (set by the operator)
+
+    @property
+    def progress(self) -> TrainProgress:
+        return self.parser.progress
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.run / "best.json"
+
+    def trained_task(self) -> str:
+        """The task the checkpoint was trained for (its JSON's info), "" when unreadable."""
+        try:
+            return str(json.loads(self.checkpoint.read_text(encoding="utf-8"))["info"]["task"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+
+    # -- starting --
+
+    @classmethod
+    def start(cls, folder: Path, *, frames: np.ndarray | None = None, cache_folder=None, cache_files=(),
+              longest: int = 0, steps: int = 2000, task: str = "autoencoder", components: int = 64,
+              options: list[str] = (), interpreter: str, root: Path, object_name: str = "",
+              blend_file: str = "", temp_folder: bool = False, threads: int | None = None) -> "TrainJob":
+        """Write the data (``frames`` as ``<folder>/<object>.pc2``, or use ``cache_folder``) and start.
+
+        Everything that can be refused is checked before the first byte is written."""
+        if not (root / "training" / "train.py").is_file():
+            raise TrainJobError(f"{root} has no training package: reinstall the extension (build.py bundles "
+                                "training/ next to backend/)")
+        if ("/" in interpreter or os.sep in interpreter) and not Path(interpreter).exists():
+            raise TrainJobError(f"The Python interpreter {interpreter} does not exist: set Preferences > Add-ons > "
+                                "Splinetween > Python Interpreter to a Python with torch, numpy and safetensors")
+        if task not in ("autoencoder", "inbetween"):
+            raise TrainJobError(f"task {task!r}: use autoencoder or inbetween")
+        if steps < 1 or components < 1:
+            raise TrainJobError("Steps and Components must be at least 1")
+        n_frames = len(frames) if frames is not None else longest
+        args = [f"--steps={int(steps)}", f"--task={task}", f"--components={int(components)}"]
+        if n_frames < DEFAULT_WINDOW:  # a short clip: windows as long as the clip
+            args += [f"--window={n_frames}", f"--min_window={min(DEFAULT_MIN_WINDOW, n_frames)}"]
+        if threads is None:  # leave a core to Blender's interface
+            threads = max(1, (os.cpu_count() or 2) - 1)
+        args.append(f"--threads={threads}")
+        args += list(options)
+        make_writable(folder)
+        if frames is not None:
+            from .bridge import backend_package
+            pc2 = importlib.import_module(backend_package().__name__ + ".pc2")  # numpy only
+            safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
+            try:
+                data = pc2.write_pc2(folder / f"{safe}.pc2", frames)
+            except (ValueError, OSError) as e:  # CacheError names the file and the problem
+                raise TrainJobError(f"Cannot write the training data: {e}") from None
+            digest = _digest_file(data)
+        else:
+            data = Path(cache_folder).expanduser().resolve()
+            digest = _digest_caches(list(cache_files))
+        note = cls._prepare_run(folder / "run", digest, args)
+        job = cls(folder, data, args, interpreter, root, object_name, blend_file, temp_folder, note)
+        job._launch()
+        return job
+
+    @staticmethod
+    def _prepare_run(run: Path, digest: str, args: list[str]) -> str:
+        """Keep ``run`` when it was trained on this data with these settings (the CLI resumes it);
+        else move it aside, so nothing is lost and nothing is mixed."""
+        opts = _options_dict(args)
+        same = {k: v for k, v in opts.items() if k not in RESUMABLE_CHANGES}
+        job_doc = {"data_digest": digest, "settings": same}
+        note = ""
+        if run.exists():
+            try:
+                old = json.loads((run / "job.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                old = None
+            if old != job_doc:
+                aside = run.with_name(f"run-{time.strftime('%Y%m%d-%H%M%S')}")
+                n = 1
+                while aside.exists():
+                    aside = run.with_name(f"run-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+                    n += 1
+                try:
+                    run.rename(aside)
+                except OSError as e:
+                    raise TrainJobError(f"Cannot move the earlier run {run} aside ({e.strerror}); move or delete "
+                                        "it by hand") from None
+                note = f"the earlier run (other data or settings) was kept as {aside.name}"
+        try:
+            run.mkdir(parents=True, exist_ok=True)
+            (run / "job.json").write_text(json.dumps(job_doc, indent=1), encoding="utf-8")
+        except OSError as e:
+            raise TrainJobError(f"Cannot write {run} ({e.strerror}); choose a writable place") from None
+        return note
+
+    def command(self) -> list[str]:
+        return [self.interpreter, "-m", "training.train", "mesh", f"--data={self.data}", f"--out={self.run}",
+                *self.args]
+
+    def _launch(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env["PYTHONPATH"] = str(self.root)
+        env["PYTHONUNBUFFERED"] = "1"
+        kw = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+        with open(self.log_path, "wb") as log:
+            log.write((" ".join(self.command()) + "\n").encode())
+            log.flush()
+            self._offset = log.tell()
+            try:
+                self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, cwd=str(self.root), env=env, **kw)
+            except OSError as e:
+                raise TrainJobError(f"Cannot start the Python interpreter {self.interpreter!r} ({e.strerror}): set "
+                                    "Preferences > Add-ons > Splinetween > Python Interpreter") from None
+        if hasattr(os, "setpriority"):  # training yields the CPU to Blender's interface
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, 10)
+            except OSError:
+                pass
+        self._t0 = time.monotonic()
+        _live.add(self)
+
+    # -- polling --
+
+    def _read_log(self) -> None:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return
+        self._offset += len(data)
+        if data:
+            self.parser.feed(self._decode.decode(data))
+
+    def poll(self) -> str:
+        """Non-blocking: take what the log gained, notice the end of the process; the state."""
+        if self.state != RUNNING:
+            return self.state
+        self._read_log()
+        self.elapsed = time.monotonic() - self._t0
+        code = self.proc.poll()
+        if code is None:
+            return RUNNING
+        self._read_log()
+        self.returncode = code
+        _live.discard(self)
+        p = self.progress
+        if code == 0 and p.done_path and self.checkpoint.is_file() and self.checkpoint.with_suffix(".safetensors").is_file():
+            self.state = DONE
+            val = f"{p.val_error:.3g} %" if p.val_error is not None else "an unknown"
+            resumed = f", resumed from step {p.resumed_from}" if p.resumed_from else ""
+            self.message = (f"Trained mesh model: {val} val vertex error in {self.elapsed:.0f} s "
+                            f"({p.total or p.step} steps{resumed}): {self.checkpoint}")
+        else:
+            self.state = FAILED
+            self.message = "Mesh training failed: " + self._why(code)
+        return self.state
+
+    def _why(self, code: int) -> str:
+        p = self.progress
+        if p.error:
+            return p.error
+        tail = p.last_line
+        hint = ""
+        if "No module named" in tail:
+            hint = (f" - the interpreter {self.interpreter} lacks a package training needs (torch, numpy, "
+                    "safetensors); set Preferences > Add-ons > Splinetween > Python Interpreter")
+        what = f"exited with code {code}" + (f" (killed by signal {-code})" if code < 0 else "")
+        return f"the training process {what}{': ' + tail if tail else ''}{hint} (log: {self.log_path})"
+
+    # -- cancelling --
+
+    def cancel(self, timeout: float = 5.0) -> None:
+        """Stop the process group (SIGTERM, then SIGKILL after ``timeout``) and reap it."""
+        if self.proc is None or self.poll() != RUNNING:  # it ended by itself: keep that result
+            return
+        if self.proc.poll() is None:
+            try:
+                if os.name == "nt":
+                    self.proc.terminate()
+                else:
+                    os.killpg(self.proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    if os.name == "nt":
+                        self.proc.kill()
+                    else:
+                        os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait(timeout=timeout)
+        self._read_log()
+        self.returncode = self.proc.returncode
+        self.elapsed = time.monotonic() - self._t0
+        _live.discard(self)
+        self.state = CANCELLED
+        step = saved_step(self.run)
+        resume = (f"start it again with the same settings to resume from step {step}" if step
+                  else "nothing was saved yet, so a new start begins at step 0")
+        self.message = f"Mesh training cancelled at step {self.progress.step}; {resume}"
