@@ -206,7 +206,9 @@ def sync(obj, context=None, force: bool = False) -> bool:
 
 def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, vertices, cache,
              num_vertices, keys=None, key_frames=None) -> None:
-    """Bookkeeping, raw points, the modifier, then the file; undone when the file cannot be written."""
+    """Bookkeeping, raw points, the modifier, then the file; undone when the file cannot be written
+    (a file that was there before, unused, stays as it was)."""
+    existed = cache.exists()
     latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
                             points=points, principal_names=principal_names)
     st = obj.splinetween_latent
@@ -220,7 +222,7 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
     try:
         sync(obj, context, force=True)
     except Refusal:
-        _drop(obj, delete_file=True)
+        _drop(obj, delete_file=not existed)
         raise
 
 

@@ -54,13 +54,15 @@ def test_sliders_change_the_gaps_and_never_the_keys(truth, filled):
     obj = bpy.data.objects[filled["name"]]
     st = obj.splinetween_latent
     keys = np.array(KEYS) - 1
-    st.segments[0].amplify = 2.5
-    st.segments[0].timing = -0.4
-    out = evaluated_range(obj, 1, 60)
-    assert st.status == "" and np.array_equal(out[keys], truth["frames"][keys])
-    assert np.abs(out - filled["frames"]).max() > 1e-5
     bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.anim.splinetween_latent_reset() == {"FINISHED"}
+    try:
+        st.segments[0].amplify = 2.5
+        st.segments[0].timing = -0.4
+        out = evaluated_range(obj, 1, 60)
+        assert st.status == "" and np.array_equal(out[keys], truth["frames"][keys])
+        assert np.abs(out - filled["frames"]).max() > 1e-5
+    finally:
+        assert bpy.ops.anim.splinetween_latent_reset() == {"FINISHED"}
     assert np.array_equal(evaluated_range(obj, 1, 60), filled["frames"])
 
 

@@ -151,6 +151,13 @@ def test_undo_takes_the_modifier_away_and_restores_sliders(source, flag_obj):
     obj = bpy.data.objects[name]
     assert obj.splinetween_latent.segments[0].amplify == 1.0
     assert np.array_equal(evaluated_range(obj, 1, 61), neutral)  # the file was written again for the old sliders
+    path = cache_file(obj)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.anim.splinetween_remove("EXEC_DEFAULT", True) == {"FINISHED"} and not path.exists()
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    obj = bpy.data.objects[name]
+    assert obj.splinetween_latent.active and path.exists()  # undoing Remove writes the file again
+    np.testing.assert_allclose(evaluated_range(obj, 1, 61), neutral, atol=1e-5)
 
 
 def test_save_next_to_the_blend_and_reload(source, tmp_path):

@@ -157,3 +157,15 @@ def test_a_missing_checkpoint_turns_the_sliders_off_and_remove_still_works(flag_
         assert np.array_equal(evaluated_range(flag_obj, 1, 12), shown)
     finally:
         prefs().mesh_autoencoder = str(MESH_AUTOENCODER)
+
+
+def test_a_cache_file_that_cannot_be_written_undoes_everything(flag_obj):
+    from pathlib import Path
+    in_the_way = Path(prefs().mesh_cache_folder) / "untitled_Flag_encoded.pc2"
+    in_the_way.mkdir(parents=True)  # a folder where the cache file should go: the write fails after the checks
+    try:
+        refused(ENCODE, flag_obj, "untitled_Flag_encoded.pc2: could not write .*; the mesh was left as it was",
+                frame_range="CUSTOM", frame_start=1, frame_end=20)
+        assert in_the_way.is_dir() and flag_obj.animation_data is None
+    finally:
+        in_the_way.rmdir()
