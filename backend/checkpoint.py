@@ -105,15 +105,18 @@ def _check_safetensors(wpath: Path):
     try:
         size = wpath.stat().st_size
         with open(wpath, "rb") as f:
-            head = f.read(8)
+            head = f.read(9)
     except OSError as e:
         raise CheckpointError(wpath, f"cannot read the weights ({e.strerror})") from None
-    if head[:1] == b"\x80" or head[:2] == b"PK":
+    # A safetensors file is a little-endian header length, then the JSON header ("{"); its first
+    # byte may well be 0x80 (a 128-byte-multiple header), so that alone does not mean pickle.
+    looks_safetensors = len(head) == 9 and head[8:9] == b"{"
+    if not looks_safetensors and (head[:1] == b"\x80" or head[:2] == b"PK"):
         raise CheckpointError(wpath, "this is a pickle / torch.save file; only safetensors weights are "
                                      "loaded (convert it with safetensors.torch.save_file)")
     if len(head) < 8:
         raise CheckpointError(wpath, "the weights file is truncated (shorter than a safetensors header)")
-    (n,) = struct.unpack("<Q", head)
+    (n,) = struct.unpack("<Q", head[:8])
     if n > size - 8:
         raise CheckpointError(wpath, "the weights file is truncated (header runs past the end of the file)")
     with open(wpath, "rb") as f:

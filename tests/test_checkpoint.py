@@ -103,3 +103,20 @@ def test_refuses_missing_or_foreign_files(tmp_path):
     (tmp_path / "y.json").write_text("{not json")
     with pytest.raises(ck.CheckpointError, match="not valid JSON"):
         ck.load(tmp_path / "y.json")
+
+
+def test_a_safetensors_header_length_starting_with_0x80_is_not_taken_for_a_pickle(tmp_path):
+    # Found in training: a header of 0x..80 bytes made a real checkpoint look like a pickle.
+    import struct
+
+    import torch
+    from safetensors.torch import save_file
+    for pad in range(400):
+        path = tmp_path / f"w{pad}.safetensors"
+        save_file({"x": torch.zeros(3)}, str(path), metadata={"pad": "p" * pad})
+        if path.read_bytes()[0] == 0x80:
+            break
+    else:
+        pytest.skip("no padding gave a 0x80 first byte")
+    assert struct.unpack("<Q", path.read_bytes()[:8])[0] % 256 == 0x80
+    ck._check_safetensors(path)  # no refusal
