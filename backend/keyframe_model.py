@@ -31,6 +31,10 @@ class KeyframeSplineTransformer(nn.Module):
         self.base_in = mlp(D + 1, c, c)  # interpolated pose + key flag
         self.dec = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
+        # The residual starts at zero: an untrained model returns its interpolation base, and
+        # training can only move it where that helps (a random residual would have to be unlearnt).
+        nn.init.zeros_(self.mlp_dec[-1].weight)
+        nn.init.zeros_(self.mlp_dec[-1].bias)
 
     def encode(self, keys_n: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """keys_n [B,N,D] normalised poses (read at key frames only), mask [B,N] -> controls [B,K,d]."""

@@ -4,8 +4,9 @@ One checkpoint per mesh asset (same vertex count and order).  An autoencoder che
 encodes a sequence into control points per segment (segments of at most the training
 window, sharing end frames, eased together as for armatures) and decodes (edited) control
 points back.  An in-between checkpoint encodes only key frames and decodes every frame as a
-residual over the cubic Hermite interpolation of the keys' coefficients; the result is then
-snapped onto the key *vertices*, so keys come out exactly, including what the basis misses.
+residual over the cubic-spline interpolation of the keys' coefficients; that correction is added
+to the same spline through the key *vertices*, so keys come out exactly and what the basis misses
+still moves smoothly between them.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import torch
 from . import checkpoint as ckpt_io
 from .edits import warp_times
 from .engine import EngineError, _by_length, _ease_weights, pick_device, segment_bounds
-from .keyframes import hermite_base, segments_on_keys, snap_to_keys, validate_keys
+from .keyframes import interpolation_base, segments_on_keys, snap_to_keys, validate_keys
 from .mesh import MeshBasis, check_sequence, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"
@@ -174,7 +175,8 @@ class MeshEngine:
         for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)]).items():
             spans = [controls.segments[i] for i, _, _, _ in group]
             mask, keyed = self._keyed_inputs(spans, keys, key_coeffs, pos_of, s)
-            base_n = self.norm(hermite_base(keyed, mask))
+            interp = interpolation_base(self.ckpt.config.base)
+            base_n = self.norm(interp(keyed, mask))
             uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
             times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
             positions = torch.as_tensor(uniform * (m - 1) / s, dtype=torch.float32)
@@ -185,7 +187,7 @@ class MeshEngine:
             for g, (a, b) in enumerate(spans):
                 inside = [k for k in keys if a <= k <= b]
                 key_v[g, [(k - a) * s for k in inside]] = key_flat[[pos_of[k] for k in inside]]
-            flat = snap_to_keys(flat, key_v, mask)
+            flat = compose_inbetween(flat, self._vertices(self.norm.inverse(base_n)), key_v, mask, interp)
             for g, (a, b) in enumerate(spans):
                 out[a * s:b * s + 1] = flat[g].cpu().numpy().reshape(m, -1, 3)
         out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
@@ -206,6 +208,21 @@ class MeshEngine:
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, "asset": c.asset,
                 "info": c.info, "device": str(self.device)}
+
+
+def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,
+                      interp=None) -> torch.Tensor:
+    """Final in-between vertices: the interpolation of the key *vertices* plus the model's correction.
+
+    pred, base [B, m, 3V]: the model's output and its base, both rebuilt from basis coefficients;
+    key_v [B, m, 3V] key vertices (read at keys only), mask [B, m]; ``interp`` the model's base
+    (``keyframes.interpolation_base``; it is linear, so the base of the vertices projects onto ``base``).  Interpolating the key vertices
+    themselves keeps what the basis cannot represent (fine wrinkles) moving smoothly between the keys
+    instead of losing it; the model only adds ``pred - base``, which is all it has learned.  The
+    result is then snapped onto the keys (the correction is not exactly zero there).
+    """
+    interp = interp or interpolation_base("cspline")
+    return snap_to_keys(interp(key_v, mask) + (pred - base), key_v, mask)
 
 
 def join_frames(parts: list[np.ndarray]) -> np.ndarray:

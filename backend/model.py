@@ -37,7 +37,7 @@ class ModelConfig:
     ffn_factor: int = 1
     controls: int = 4  # cubic Bezier: 4 control points
     dropout: float = 0.0
-    base: str = "slerp"  # keyframe kind: the interpolation the residual is added to (slerp | hermite)
+    base: str = "slerp"  # keyframe kind: the interpolation the residual is added to (slerp | hermite | cspline)
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:

@@ -87,6 +87,8 @@ class MeshTrainConfig:
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned, over a Hermite base)
     components: int = 64  # PCA coefficients per frame (the linear basis before the transformer)
     latent: int = 64  # d
+    controls: int = 4  # latent control points per segment (4: the paper's cubic Bezier; more: a higher degree)
+    base: str = "cspline"  # inbetween: the key interpolation the model corrects (cspline: natural C2 | hermite)
     width: int = 128  # c
     layers: int = 4  # n
     heads: int = 8  # h
@@ -118,6 +120,10 @@ class MeshTrainConfig:
         for k in ("steps", "batch_size", "latent", "components"):
             if getattr(self, k) < 1:
                 raise ConfigError(f"{k} must be at least 1")
+        if self.base not in ("cspline", "hermite"):
+            raise ConfigError(f"base={self.base!r}: use cspline or hermite")
+        if self.controls < 2:
+            raise ConfigError(f"controls={self.controls}: a spline segment needs at least 2 control points")
 
     def save(self, path: Path):
         path.write_text(json.dumps(asdict(self), indent=1))

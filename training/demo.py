@@ -1,7 +1,9 @@
-"""The README's main job: in-between an example clip from keys every 15 frames.
+"""The README's main job: in-between an example clip from keys every 15 frames, then a cloth.
 
 Writes OUT/<clip>.bvh (the model's result) and OUT/<clip>.png (ground truth vs SLERP vs
 the model: a few joints' curves and a skeleton strip), and prints the errors of both.
+Then the cloth part (``training.mesh_demo``): Blender simulates the example cloth, the
+shipped cloth models in-between it from every 5th frame and reconstruct it (PC2 + PNG).
 """
 from __future__ import annotations
 
@@ -93,6 +95,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "demo")
     ap.add_argument("--checkpoint", type=Path, default=DEFAULT_INBETWEEN)
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--no-cloth", action="store_true", help="skip the cloth part (Blender simulates the example "
+                    "cloth, the shipped cloth models in-between and reconstruct it)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
@@ -115,7 +119,10 @@ def main(argv=None) -> int:
     print(f"  SLERP/LERP       {es[0]:8.2f} deg   {es[1]:6.2f} cm")
     print(f"  Splinetween      {em[0]:8.2f} deg   {em[1]:6.2f} cm")
     print(f"wrote {args.out / args.clip.name} and {png} in {time.perf_counter() - t0:.1f} s")
-    return 0
+    if args.no_cloth:
+        return 0
+    from . import mesh_demo
+    return mesh_demo.main(["--out", str(args.out), "--device", args.device])
 
 
 if __name__ == "__main__":

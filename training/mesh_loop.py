@@ -19,9 +19,9 @@ import torch
 
 from backend import checkpoint as ckpt_io
 from backend.features import Normalizer
-from backend.keyframes import hermite_base, snap_to_keys
+from backend.keyframes import interpolation_base
 from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
-from backend.mesh_engine import basis_from
+from backend.mesh_engine import basis_from, compose_inbetween
 from backend.model import ModelConfig, build_model, count_parameters
 
 from .config import MeshTrainConfig
@@ -49,9 +49,9 @@ def stored_basis(basis: MeshBasis) -> MeshBasis:
 class MeshBatcher:
     """Frame indices -> (model inputs, normalised target, key mask or None)."""
 
-    def __init__(self, coeffs: np.ndarray, normalizer: Normalizer, task: str, seed: int):
+    def __init__(self, coeffs: np.ndarray, normalizer: Normalizer, task: str, seed: int, base: str = "cspline"):
         self.coeffs = torch.from_numpy(coeffs)
-        self.norm, self.task = normalizer, task
+        self.norm, self.task, self.interp = normalizer, task, interpolation_base(base)
         self.rng = np.random.default_rng(seed + 7)
 
     def __call__(self, idx: np.ndarray, masks: np.ndarray | None = None):
@@ -63,14 +63,25 @@ class MeshBatcher:
             masks = sample_key_masks(self.rng, idx.shape[0], idx.shape[1])
         mask = torch.from_numpy(masks)
         keyed = torch.where(mask[..., None], c, torch.zeros_like(c))
-        return (self.norm(keyed), self.norm(hermite_base(keyed, mask)), mask), target, mask
+        return (self.norm(keyed), self.norm(self.interp(keyed, mask)), mask), target, mask
 
 
-def vertex_loss(pred_n, target_n, std, scale):
-    """Mean squared vertex distance, in (% of the bounding-box diagonal)^2, from coefficients."""
+def vertex_loss(pred_n, target_n, std, scale, base_n=None):
+    """Mean squared vertex distance, in (% of the bounding-box diagonal)^2, from coefficients.
+
+    With ``base_n`` (in-betweening) each window's error is divided by its interpolation base's
+    error: the loss is the mean squared-error *ratio* to the base, so windows with keys every 3
+    frames count as much as those with keys every 30 (an absolute loss is all long gaps, and
+    the model learns to make short gaps worse than the base it starts from).
+    """
     v = scale["vertices"]
     d = (pred_n - target_n) * std
-    return (d * d).sum(-1).mean() / v / (scale["diag"] / 100.0) ** 2
+    err = (d * d).sum(-1).mean(-1) / v / (scale["diag"] / 100.0) ** 2  # [B]
+    if base_n is None:
+        return err.mean()
+    b = (base_n - target_n) * std
+    base = (b * b).sum(-1).mean(-1) / v / (scale["diag"] / 100.0) ** 2
+    return (err / (base + 1e-4)).mean()
 
 
 @torch.no_grad()
@@ -87,8 +98,10 @@ def val_error_pct(model, batcher, ms: MeshSet, basis: MeshBasis, windows, masks=
         inputs, _, mask = batcher(w, m)
         flat = batcher.norm.inverse(model(*inputs)) @ comps + mean
         true = torch.from_numpy(ms.frames[w]).reshape(len(w), w.shape[1], -1)
-        if mask is not None:
-            flat = snap_to_keys(flat, torch.where(mask[..., None], true, torch.zeros_like(true)), mask)
+        if mask is not None:  # as the engine composes it: Hermite of the key vertices + the model's correction
+            base = batcher.norm.inverse(inputs[1]) @ comps + mean
+            flat = compose_inbetween(flat, base, torch.where(mask[..., None], true, torch.zeros_like(true)), mask,
+                                     batcher.interp)
         err = (flat - true).reshape(len(w), w.shape[1], -1, 3).norm(dim=-1).mean(-1)  # [B, N]
         rel = err / torch.tensor([bbox_diagonal(ms.frames[x]) for x in w])[:, None]
         errs.append(float((rel[~mask] if mask is not None else rel).mean()) * 100.0)
@@ -164,15 +177,15 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
              "diag": float(np.median([bbox_diagonal(train_ms.sequence(i)) for i in range(len(train_ms.names))]))}
     kind = "keyframe" if cfg.task == "inbetween" else "spline"
     mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
-                       layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
-                       base="hermite" if kind == "keyframe" else "slerp")
+                       layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls,
+                       base=cfg.base if kind == "keyframe" else "slerp")
     model = build_model(mcfg)
     if init is not None:
         if init.config != mcfg:
             raise ValueError(f"{cfg.init}: --init checkpoint's model config differs from this run's")
         model.load_state_dict(init.state)
-    batcher = MeshBatcher(train_c, normalizer, cfg.task, cfg.seed)
-    val_batcher = MeshBatcher(val_c, normalizer, cfg.task, cfg.seed)
+    batcher = MeshBatcher(train_c, normalizer, cfg.task, cfg.seed, cfg.base)
+    val_batcher = MeshBatcher(val_c, normalizer, cfg.task, cfg.seed, cfg.base)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
     val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
     val_masks = val_key_masks(val_windows, 5) if cfg.task == "inbetween" else None
@@ -205,8 +218,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     rate = 0.0
     while step < cfg.steps:
         idx = sampler.sample(cfg.batch_size)
-        inputs, target_n, _ = batcher(idx)
-        loss = vertex_loss(model(*inputs), target_n, std, scale)
+        inputs, target_n, mask = batcher(idx)
+        loss = vertex_loss(model(*inputs), target_n, std, scale, inputs[1] if mask is not None else None)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.clip_grad > 0:
