@@ -86,9 +86,9 @@ def test_a_topology_change_names_the_frame(flag_obj):
     for kp in anim_utils.animdata_get_channelbag_for_assigned_slot(flag_obj.animation_data).fcurves[0].keyframe_points:
         kp.interpolation = "CONSTANT"
     refused(ENCODE, flag_obj, r"Flag has 5041 vertices at frame 1 but \d+ at frame 9: its topology changes",
-            frame_range="CUSTOM", frame_start=1, frame_end=20)
-    refused(INBETWEEN, flag_obj, r"at frame 9: its topology changes in frames 1-20", key_mode="LIST",
-            key_frames="1, 10, 20")
+            frame_range="CUSTOM", frame_start=1, frame_end=40)
+    refused(INBETWEEN, flag_obj, r"at frame 9: its topology changes in frames 1-40", key_mode="LIST",
+            key_frames="1, 10, 40")
 
 
 def test_an_unwritable_cache_folder(flag_obj, tmp_path):
@@ -130,7 +130,7 @@ def test_not_a_mesh_and_already_encoded(flag_obj):
             op()
     bpy.data.objects.remove(empty)
     bpy.context.view_layer.objects.active = flag_obj
-    assert ENCODE(frame_range="CUSTOM", frame_start=1, frame_end=20) == {"FINISHED"}
+    assert ENCODE(frame_range="CUSTOM", frame_start=1, frame_end=40) == {"FINISHED"}
     for op in (ENCODE, INBETWEEN):
         with pytest.raises(RuntimeError, match="already has latent controls: Bake or Remove them first"):
             op()
@@ -145,7 +145,7 @@ def test_a_missing_checkpoint_turns_the_sliders_off_and_remove_still_works(flag_
     try:
         data, mods, shown = mesh_data(flag_obj), stack(flag_obj), evaluated_range(flag_obj, 1, 12)
         bpy.context.view_layer.objects.active = flag_obj
-        assert ENCODE(frame_range="CUSTOM", frame_start=1, frame_end=20) == {"FINISHED"}
+        assert ENCODE(frame_range="CUSTOM", frame_start=1, frame_end=40) == {"FINISHED"}
         (tmp_path / MESH_AUTOENCODER.name).unlink()
         prefs().mesh_autoencoder = str(tmp_path / "elsewhere.json")
         before = evaluated_range(flag_obj, 1, 12)
@@ -165,7 +165,7 @@ def test_a_cache_file_that_cannot_be_written_undoes_everything(flag_obj):
     in_the_way.mkdir(parents=True)  # a folder where the cache file should go: the write fails after the checks
     try:
         refused(ENCODE, flag_obj, "untitled_Flag_encoded.pc2: could not write .*; the mesh was left as it was",
-                frame_range="CUSTOM", frame_start=1, frame_end=20)
+                frame_range="CUSTOM", frame_start=1, frame_end=40)
         assert in_the_way.is_dir() and flag_obj.animation_data is None
     finally:
         in_the_way.rmdir()
