@@ -89,6 +89,7 @@ class MeshTrainConfig:
     latent: int = 64  # d
     controls: int = 4  # latent control points per segment (4: the paper's cubic Bezier; more: a higher degree)
     base: str = "cspline"  # inbetween: the key interpolation the model corrects (cspline: natural C2 | hermite)
+    dropout: float = 0.0  # in the transformer blocks (a few hundred sequences are little data)
     width: int = 128  # c
     layers: int = 4  # n
     heads: int = 8  # h

@@ -177,7 +177,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
              "diag": float(np.median([bbox_diagonal(train_ms.sequence(i)) for i in range(len(train_ms.names))]))}
     kind = "keyframe" if cfg.task == "inbetween" else "spline"
     mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
-                       layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls,
+                       layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls, dropout=cfg.dropout,
                        base=cfg.base if kind == "keyframe" else "slerp")
     model = build_model(mcfg)
     if init is not None:
