@@ -41,7 +41,7 @@ def card(name: str, doc: dict, report: dict, command: str, generator: str) -> st
         f"- **Data**: cloth sequences simulated by Blender 5.0 (`training.cloth_gen`: flags in randomised wind, "
         f"drapes over random obstacles with random pinning, random stiffness and mass), {info.get('train_sequences')} "
         f"train sequences ({info.get('train_frames')} frames), {info.get('val_sequences')} validation; test numbers "
-        "on the 30 held-out test sequences (index % 10 == 9), never used for tuning.",
+        f"on the {report['sequences']} held-out test sequences (index % 10 == 9), never used for tuning.",
         f"- **Training**: {info.get('steps')} steps, batch {cfg.get('batch_size')}, windows of "
         f"{cfg.get('min_window')}–{cfg.get('window')} frames, RAdam lr {cfg.get('lr')} ({cfg.get('warmup')} warm-up "
         f"steps, cosine to {cfg.get('min_lr')}), clipping {cfg.get('clip_grad')}, seed {cfg.get('seed')}; "
