@@ -47,7 +47,7 @@ def plot(path: Path, truth, linear, model, keys):
         for a, (name, pred) in zip(axes[1:], (("linear", linear), ("Splinetween", model))):
             im = a.imshow((vertex_errors(pred[f], truth[f]) * 100).reshape(side, side), vmin=0, vmax=vmax,
                           cmap="magma")
-            a.set_title(f"{name}: vertex error at frame {f} (cm)")
+            a.set_title(f"{name}, frame {f}: vertex error (cm)", fontsize=9)
             a.set_xticks([])
             a.set_yticks([])
         fig.colorbar(im, ax=axes[1:].tolist())
