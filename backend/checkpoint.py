@@ -46,6 +46,15 @@ class Checkpoint:
     def is_mesh(self) -> bool:
         return self.asset.get("kind") == "mesh"
 
+    def principal(self):
+        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
+        if "pca.components" not in self.extra:
+            return None
+        return self.extra["pca.components"].double().numpy(), self.extra["pca.std"].double().numpy()
+
+    def principal_names(self) -> list[str]:
+        return list(self.info.get("principal_names", []))
+
     def build_model(self) -> torch.nn.Module:
         model = build_model(self.config)
         try:

@@ -5,7 +5,7 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ import torch
 
 from . import checkpoint as ckpt_io
 from .features import from_features, to_features
+from .splines import ease_weights
 from .skeleton import Clip
 
 DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
@@ -185,13 +186,10 @@ class Engine:
 
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""
-        ex = self.ckpt.extra
-        if "pca.components" not in ex:
-            return None
-        return ex["pca.components"].double().numpy(), ex["pca.std"].double().numpy()
+        return self.ckpt.principal()
 
     def principal_names(self) -> list[str]:
-        return list(self.ckpt.info.get("principal_names", []))
+        return self.ckpt.principal_names()
 
     def describe(self) -> dict:
         c = self.ckpt
@@ -205,13 +203,6 @@ def _by_length(jobs):
     for j in jobs:
         groups.setdefault(j[3] - j[2] + 1, []).append(j)
     return groups
-
-
-def _ease_weights(n: int) -> np.ndarray:
-    """Smoothstep from 0 to 1 over ``n`` frames (the last is 1): a correction eased in this way
-    adds no velocity jump where it starts."""
-    t = np.linspace(0.0, 1.0, n + 1)[1:]
-    return t * t * (3 - 2 * t)
 
 
 def _join_segments(parts):
@@ -230,7 +221,7 @@ def _join_segments(parts):
         target_p = 0.5 * (a_p[-1] + b_p[0])
         for r, p, end in ((a_r, a_p, -1), (b_r, b_p, 0)):
             n = max(1, len(r) // 4)
-            w = _ease_weights(n)  # 0 -> 1 towards the seam
+            w = ease_weights(n)  # 0 -> 1 towards the seam
             idx = np.arange(len(r) - n, len(r)) if end == -1 else np.arange(n)[::-1]
             delta_r = Q.mul(target_r, Q.inv(r[end]))  # rotation that takes this side's end onto the target
             delta_p = target_p - p[end]

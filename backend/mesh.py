@@ -130,3 +130,23 @@ def check_sequence(frames, num_vertices: int | None = None, name: str = "mesh se
         idx = np.arange(arr.shape[0]) if frames_to_check is None else np.asarray(frames_to_check)
         raise MeshError(f"{name}: NaN or infinite vertex positions in frame(s) {idx[bad][:5].tolist()}")
     return arr.astype(np.float32, copy=False)
+
+
+def join_frames(parts: list[np.ndarray], seams: bool = True) -> np.ndarray:
+    """Decoded segments ``[m, V, 3]`` that share end frames -> one sequence.
+
+    With ``seams`` (encoded sequences) each side of a shared frame eases into the mean of both over a
+    quarter of its length (smoothstep), so a seam has no jump; without (in-betweened sequences, whose
+    segments meet on a key) they are simply concatenated.  Numpy only: the add-on joins with it too.
+    """
+    from .splines import ease_weights
+    parts = [np.array(p, copy=True) for p in parts]
+    for i in range(len(parts) - 1 if seams else 0):
+        a, b = parts[i], parts[i + 1]
+        target = 0.5 * (a[-1] + b[0])
+        for p, end in ((a, -1), (b, 0)):
+            n = max(1, len(p) // 4)
+            w = ease_weights(n).astype(p.dtype)[:, None, None]
+            idx = np.arange(len(p) - n, len(p)) if end == -1 else np.arange(n)[::-1]
+            p[idx] += w * (target - p[end])
+    return np.concatenate([parts[0]] + [p[1:] for p in parts[1:]])

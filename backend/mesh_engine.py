@@ -18,9 +18,9 @@ import torch
 
 from . import checkpoint as ckpt_io
 from .edits import warp_times
-from .engine import EngineError, _by_length, _ease_weights, pick_device, segment_bounds
+from .engine import EngineError, _by_length, pick_device, segment_bounds
 from .keyframes import interpolation_base, segments_on_keys, snap_to_keys, validate_keys
-from .mesh import MeshBasis, check_sequence, project
+from .mesh import MeshBasis, check_sequence, join_frames, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"
 DEFAULT_MESH_INBETWEEN = ckpt_io.DEFAULT_DIR / "cloth_inbetween.json"
@@ -196,13 +196,10 @@ class MeshEngine:
     # -- editing helpers -----------------------------------------------------------------
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""
-        ex = self.ckpt.extra
-        if "pca.components" not in ex:
-            return None
-        return ex["pca.components"].double().numpy(), ex["pca.std"].double().numpy()
+        return self.ckpt.principal()
 
     def principal_names(self) -> list[str]:
-        return list(self.ckpt.info.get("principal_names", []))
+        return self.ckpt.principal_names()
 
     def describe(self) -> dict:
         c = self.ckpt
@@ -223,18 +220,3 @@ def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tenso
     """
     interp = interp or interpolation_base("cspline")
     return snap_to_keys(interp(key_v, mask) + (pred - base), key_v, mask)
-
-
-def join_frames(parts: list[np.ndarray]) -> np.ndarray:
-    """Concatenate decoded segments [m, V, 3] that share end frames; each side eases into the
-    average over a quarter of its length (smoothstep), so a seam has no jump."""
-    parts = [p.copy() for p in parts]
-    for i in range(len(parts) - 1):
-        a, b = parts[i], parts[i + 1]
-        target = 0.5 * (a[-1] + b[0])
-        for p, end in ((a, -1), (b, 0)):
-            n = max(1, len(p) // 4)
-            w = _ease_weights(n).astype(np.float32)[:, None, None]
-            idx = np.arange(len(p) - n, len(p)) if end == -1 else np.arange(n)[::-1]
-            p[idx] += w * (target - p[end])
-    return np.concatenate([parts[0]] + [p[1:] for p in parts[1:]])

@@ -72,3 +72,10 @@ def composite_basis(num_segments: int, t, degree: int = 3) -> np.ndarray:
 def evaluate(controls: np.ndarray, basis: np.ndarray) -> np.ndarray:
     """Sample a spline: ``basis [N, K] @ controls [..., K, d] -> [..., N, d]``."""
     return np.einsum("nk,...kd->...nd", basis, controls)
+
+
+def ease_weights(n: int) -> np.ndarray:
+    """Smoothstep from 0 to 1 over ``n`` frames (the last is 1): a correction eased in this way
+    adds no velocity jump where it starts (segment seams)."""
+    t = np.linspace(0.0, 1.0, n + 1)[1:]
+    return t * t * (3 - 2 * t)

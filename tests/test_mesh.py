@@ -8,9 +8,9 @@ from safetensors.torch import load_file
 
 from backend import checkpoint as ck
 from backend.engine import Engine, EngineError
-from backend.mesh import (MeshError, bbox_diagonal, check_sequence, fit_basis, linear_interpolation,
+from backend.mesh import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
                           mean_vertex_error, project, reconstruct)
-from backend.mesh_engine import MeshEngine, join_frames
+from backend.mesh_engine import MeshEngine
 from backend.model import ModelConfig, build_model
 from tests.mesh_helpers import ripple
 

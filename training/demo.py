@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     es, em = errors(*slerp, clip, keys), errors(result.rotations, result.positions, clip, keys)
     print(f"{args.clip.name}: {clip.num_frames} frames, keys every {args.every} ({len(keys)} keys), "
           f"{len(controls.segments)} spline segment(s) of {controls.points.shape[1]} control points")
-    print(f"  non-key frames   rotation error   MPJPE")
+    print("  non-key frames   rotation error   MPJPE")
     print(f"  SLERP/LERP       {es[0]:8.2f} deg   {es[1]:6.2f} cm")
     print(f"  Splinetween      {em[0]:8.2f} deg   {em[1]:6.2f} cm")
     print(f"wrote {args.out / args.clip.name} and {png} in {time.perf_counter() - t0:.1f} s")

@@ -109,6 +109,25 @@ class Progress:
               end="", file=sys.stderr, flush=True)
 
 
+def optimizer_step(loss, model, opt, sched, clip_grad: float):
+    """Backward, optional gradient-norm clipping, one optimiser and one schedule step."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip_grad > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
+    opt.step()
+    sched.step()
+
+
+def restore_state(state: dict, model, opt, sched, sampler):
+    """Put a run's ``last`` state back; -> (step, best, wall, history)."""
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    sched.load_state_dict(state["sched"])
+    sampler.set_state(state["sampler"])
+    return state["step"], state["best"], state["wall"], state["history"]
+
+
 class _FixedKeys:
     """Validation batches with fixed keys, looked up by the window's first frame."""
 
@@ -179,12 +198,8 @@ def train(cfg: TrainConfig) -> Path:
     step, best, wall, history = 0, float("inf"), 0.0, []
     state = load_state(out / "last")
     if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        sched.load_state_dict(state["sched"])
-        sampler.set_state(state["sampler"])
+        step, best, wall, history = restore_state(state, model, opt, sched, sampler)
         gen.set_state(state["gen"])
-        step, best, wall, history = state["step"], state["best"], state["wall"], state["history"]
         if rank == 0:
             print(f"resuming {out} at step {step}", file=sys.stderr)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -208,12 +223,7 @@ def train(cfg: TrainConfig) -> Path:
         pred = net(*(x[shard] for x in inputs))
         loss, parts = pose_loss(pred, target_n[shard], normalizer, layout, origin[shard], template[shard],
                                 parents, cfg.fk_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip_grad > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
-        opt.step()
-        sched.step()
+        optimizer_step(loss, model, opt, sched, cfg.clip_grad)
         step += 1
         seen += cfg.batch_size
         if rank == 0:

@@ -27,7 +27,7 @@ from backend.model import ModelConfig, build_model, count_parameters
 from .config import MeshTrainConfig
 from .data import DataError, WindowSampler, protocol_windows
 from .inbetween_task import sample_key_masks
-from .loop import Progress, lr_lambda, val_key_masks
+from .loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
 from .mesh_data import MeshSet, load_mesh_split
 from .principal import pca
 from .state import load_state, save_state
@@ -196,12 +196,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     step, best, wall, history = 0, float("inf"), 0.0, []
     state = load_state(out / "last")
     if state is not None:
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        sched.load_state_dict(state["sched"])
-        sampler.set_state(state["sampler"])
+        step, best, wall, history = restore_state(state, model, opt, sched, sampler)
         batcher.rng.bit_generator.state = state["key_rng"]
-        step, best, wall, history = state["step"], state["best"], state["wall"], state["history"]
         print(f"resuming {out} at step {step}", file=sys.stderr)
     explained = float(basis.variance.sum() / max(train_c.var(0).sum(), 1e-12))
     info_base = {"data": str(cfg.data), "task": cfg.task, "kind": "mesh", "parameters": count_parameters(model),
@@ -220,12 +216,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
         idx = sampler.sample(cfg.batch_size)
         inputs, target_n, mask = batcher(idx)
         loss = vertex_loss(model(*inputs), target_n, std, scale, inputs[1] if mask is not None else None)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip_grad > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
-        opt.step()
-        sched.step()
+        optimizer_step(loss, model, opt, sched, cfg.clip_grad)
         step += 1
         seen += cfg.batch_size
         rate = seen / max(time.time() - t_rate, 1e-9)
