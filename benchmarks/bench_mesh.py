@@ -70,7 +70,8 @@ def main(argv=None) -> int:
     from addon_helpers import bpy
     bpy = bpy()
     import mesh_addon_helpers as H
-    from blender_addon import bridge, mesh_cache, mesh_io, mesh_math, mesh_latent
+    from backend.mesh import join_frames
+    from blender_addon import bridge, mesh_cache, mesh_io, mesh_latent
     ckpt = Path(args.autoencoder) if args.autoencoder else H.MESH_AUTOENCODER
     if not ckpt.exists():
         raise SystemExit(f"bench_mesh: no mesh autoencoder at {ckpt} (pass --autoencoder)")
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
         t1 = time.perf_counter()
         at = np.cumsum([0] + [b - a + 1 for a, b in reply["segments"]])
         parts = [out["vertices"][at[s]:at[s + 1]] for s in range(len(reply["segments"]))]
-        mesh_cache.write(out_path, mesh_math.join_frames(parts), 1)
+        mesh_cache.write(out_path, join_frames(parts), 1)
         enc.append(time.perf_counter() - t)
         model.append(t1 - t)
     rows["encode + decode + PC2 write"] = med(enc)

@@ -229,8 +229,9 @@ _hashes: dict = {}
 _weights: dict = {}
 
 
-def checkpoint_files(path) -> tuple[Path, Path]:
-    """A checkpoint's config and the weights file it names (read again when the config changes)."""
+def checkpoint_files(path) -> tuple[Path, ...]:
+    """A checkpoint's config, the weights file it names and, for a mesh asset, its shared vertex
+    basis file (read again when the config changes)."""
     p = Path(path)
     j = p if p.suffix == ".json" else p.with_suffix(".json")
     try:
@@ -240,10 +241,12 @@ def checkpoint_files(path) -> tuple[Path, Path]:
     if key not in _weights:
         default = j.with_suffix(".safetensors").name
         try:
-            _weights[key] = str(json.loads(j.read_text(encoding="utf-8")).get("weights", default))
+            doc = json.loads(j.read_text(encoding="utf-8"))
+            basis = (doc.get("asset") or {}).get("basis")
+            _weights[key] = (str(doc.get("weights", default)),) + ((str(basis),) if basis else ())
         except (OSError, ValueError, AttributeError):
-            _weights[key] = default
-    return j, j.with_name(_weights[key])
+            _weights[key] = (default,)
+    return (j,) + tuple(j.with_name(n) for n in _weights[key])
 
 
 def checkpoint_hash(path) -> str | None:

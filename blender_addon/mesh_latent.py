@@ -188,7 +188,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     if ckpt is None:
         raise Refusal(why)
     parts = decode(st, ckpt, preferences.settings(context), raw, bounds, sigs)
-    frames = mesh_math.join_frames(parts, seams=st.kind == "AUTOENCODER")
+    frames = bridge.numpy_module("mesh").join_frames(parts, seams=st.kind == "AUTOENCODER")
     try:
         fp = mesh_cache.write(path, frames, st.frame_start)
     except mesh_cache.CacheRefusal as e:

@@ -1,36 +1,7 @@
-"""Mesh sequences without bpy: joining decoded segments, choosing key frames (numpy only)."""
+"""Mesh sequences without bpy: choosing key frames (joining segments is ``backend.mesh.join_frames``)."""
 from __future__ import annotations
 
 import re
-
-import numpy as np
-
-
-def ease_weights(n: int) -> np.ndarray:
-    """Smoothstep from 0 to 1 over ``n`` frames, the last 1 (as ``backend.engine._ease_weights``)."""
-    t = np.linspace(0.0, 1.0, n + 1)[1:]
-    return t * t * (3 - 2 * t)
-
-
-def join_frames(parts: list[np.ndarray], seams: bool = True) -> np.ndarray:
-    """Decoded segments ``[m, V, 3]`` sharing end frames -> one sequence.
-
-    With ``seams`` (encoded ranges) each side of a shared frame eases into the mean of both over
-    a quarter of its length, exactly as ``backend.mesh_engine.join_frames`` does, so neutral
-    sliders give the engine's own decode.  Without (in-betweened ranges) segments meet on a key
-    and are simply concatenated."""
-    if not seams:
-        return np.concatenate([parts[0]] + [p[1:] for p in parts[1:]])
-    parts = [p.copy() for p in parts]
-    for i in range(len(parts) - 1):
-        a, b = parts[i], parts[i + 1]
-        target = 0.5 * (a[-1] + b[0])
-        for p, end in ((a, -1), (b, 0)):
-            n = max(1, len(p) // 4)
-            w = ease_weights(n).astype(np.float32)[:, None, None]
-            idx = np.arange(len(p) - n, len(p)) if end == -1 else np.arange(n)[::-1]
-            p[idx] += w * (target - p[end])
-    return np.concatenate([parts[0]] + [p[1:] for p in parts[1:]])
 
 
 def every_k(start: int, end: int, k: int) -> list[int]:

@@ -60,7 +60,7 @@ def test_sliders_change_the_gaps_and_never_the_keys(truth, filled):
         st.segments[0].timing = -0.4
         out = evaluated_range(obj, 1, 60)
         assert st.status == "" and np.array_equal(out[keys], truth["frames"][keys])
-        assert np.abs(out - filled["frames"]).max() > 1e-5
+        assert np.abs(out - filled["frames"]).max() > 1e-3  # millimetres on the 3.7 m flag
     finally:
         assert bpy.ops.anim.splinetween_latent_reset() == {"FINISHED"}
     assert np.array_equal(evaluated_range(obj, 1, 60), filled["frames"])
