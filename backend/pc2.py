@@ -44,8 +44,9 @@ def _check_frames(path, frames) -> np.ndarray:
     return arr
 
 
-def _write_atomic(path: Path, payload: bytes) -> Path:
-    """Write to ``path.tmp`` then rename, so a reader never sees half a cache."""
+def _write_atomic(path: Path, *payload) -> Path:
+    """Write the pieces (bytes or arrays, written without copying) to ``path.tmp`` then rename,
+    so a reader never sees half a cache."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise CacheError(path, f"folder {folder} does not exist; create it or choose another")
@@ -54,7 +55,8 @@ def _write_atomic(path: Path, payload: bytes) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(payload)
+            for piece in payload:
+                f.write(memoryview(piece).cast("B") if isinstance(piece, np.ndarray) else piece)
         os.replace(tmp, path)
     except OSError as e:
         if tmp.is_file():
@@ -72,7 +74,7 @@ def write_pc2(path, frames, start: float = 0.0, rate: float = 1.0) -> Path:
     if not (np.isfinite(start) and np.isfinite(rate) and rate > 0):
         raise CacheError(path, f"start must be finite and rate positive, got start={start}, rate={rate}")
     header = _PC2_HEADER.pack(PC2_SIGNATURE, PC2_VERSION, arr.shape[1], start, rate, arr.shape[0])
-    return _write_atomic(path, header + arr.tobytes())
+    return _write_atomic(path, header, np.ascontiguousarray(arr))  # a slider rewrites the file: no copies
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -17,14 +17,12 @@ from __future__ import annotations
 import atexit
 import codecs
 import hashlib
-import importlib
 import json
 import os
 import re
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -377,8 +375,8 @@ class TrainJob:
         args += list(options)
         make_writable(folder)
         if frames is not None:
-            from .bridge import backend_package
-            pc2 = importlib.import_module(backend_package().__name__ + ".pc2")  # numpy only
+            from .bridge import numpy_module
+            pc2 = numpy_module("pc2")
             safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
             try:
                 data = pc2.write_pc2(folder / f"{safe}.pc2", frames)
