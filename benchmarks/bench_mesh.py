@@ -98,6 +98,17 @@ def main(argv=None) -> int:
         model.append(t1 - t)
     rows["encode + decode + PC2 write"] = med(enc)
     rows["  of which the model (encode, decode)"] = med(model)
+    # Baseline in the same run: the linear part alone (PCA projection and reconstruction with the
+    # checkpoint's basis) plus the same PC2 write -- what the transformer adds on top of it.
+    from backend.mesh import project, reconstruct
+    from backend.mesh_engine import MeshEngine
+    basis = MeshEngine(ckpt, "cpu").basis
+    lin = []
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        mesh_cache.write(out_path, reconstruct(project(frames, basis), basis), 1)
+        lin.append(time.perf_counter() - t)
+    rows["baseline: PCA round trip + PC2 write"] = med(lin)
 
     reads = []
     for _ in range(args.repeats):
@@ -141,6 +152,7 @@ def main(argv=None) -> int:
     bpy.ops.anim.splinetween_remove()
 
     print(f"bench_mesh: {ckpt.name}, 5,041 vertices x 60 frames, {args.threads} thread(s), medians of {args.repeats}")
+    print(f"  encode + decode + PC2 write / baseline: {rows['encode + decode + PC2 write'] / rows['baseline: PCA round trip + PC2 write']:.1f}x")
     for k, v in rows.items():
         budget = BUDGET.get(k)
         print(f"  {k:<48} {v:8.1f} ms" + (f"   (budget {budget:g} ms: {'ok' if v < budget else 'OVER'})"
