@@ -118,22 +118,27 @@ def read_message(stream) -> tuple[dict, dict]:
 
 
 # -- the work, shared with the add-on's in-process mode ----------------------------------------
-def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween"):
-    """The engine for a checkpoint (None or "" -> the shipped one for ``task``), loaded once
-    (and again when the file is replaced, e.g. by a newer training checkpoint)."""
-    from .engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine
-    default = DEFAULT_INBETWEEN if task == "inbetween" else DEFAULT_CHECKPOINT
-    path = os.path.abspath(checkpoint) if checkpoint else str(default)
+def cached_engine(factory, path: str, device: str):
+    """``factory(path, device)`` loaded once per (engine kind, file, device), and again when the
+    file is replaced (e.g. by a newer training checkpoint)."""
     try:
         stamp = os.stat(path).st_mtime_ns
     except OSError:
-        stamp = None  # Engine reports the missing file
-    key = (path, device, stamp)
+        stamp = None  # the engine's loader names the missing file
+    key = (factory.__name__, path, device, stamp)
     if key not in _engines:
-        for old in [k for k in _engines if k[:2] == (path, device)]:
+        for old in [k for k in _engines if k[:3] == key[:3]]:
             del _engines[old]
-        _engines[key] = Engine(path, device)
-    engine = _engines[key]
+        _engines[key] = factory(path, device)
+    return _engines[key]
+
+
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween"):
+    """The engine for a checkpoint (None or "" -> the shipped one for ``task``), loaded once."""
+    from .engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine
+    default = DEFAULT_INBETWEEN if task == "inbetween" else DEFAULT_CHECKPOINT
+    path = os.path.abspath(checkpoint) if checkpoint else str(default)
+    engine = cached_engine(Engine, path, device)
     if engine.task != task:
         need = "Inbetween needs an in-betweening one" if task == "inbetween" else \
             "latent editing (Encode) needs a motion autoencoder one"

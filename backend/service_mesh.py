@@ -23,25 +23,14 @@ import os
 
 import numpy as np
 
-_engines: dict = {}
-
-
 def get_mesh_engine(checkpoint: str | None, device: str = "auto", task: str = "autoencoder"):
     """The mesh engine for a checkpoint (None or "" -> the shipped cloth one for ``task``), loaded
     once per (file, device) and again when the file is replaced."""
     from .mesh_engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
+    from .service import cached_engine
     default = DEFAULT_MESH_INBETWEEN if task == "inbetween" else DEFAULT_MESH
     path = os.path.abspath(checkpoint) if checkpoint else str(default)
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError:
-        stamp = None  # the checkpoint loader names the missing file
-    key = (path, device, stamp)
-    if key not in _engines:
-        for old in [k for k in _engines if k[:2] == (path, device)]:
-            del _engines[old]
-        _engines[key] = MeshEngine(path, device)
-    engine = _engines[key]
+    engine = cached_engine(MeshEngine, path, device)
     if engine.task != task:
         need = "Inbetween Mesh needs a mesh in-betweening one" if task == "inbetween" else \
             "Encode Mesh needs a mesh autoencoder one"

@@ -13,6 +13,17 @@ RANGES = [
 ]
 
 
+def draw_range(layout: bpy.types.UILayout, op, active: bool = True) -> None:
+    """The Range enum and, for a custom range, its first and last frame (operator redo panels)."""
+    col = layout.column(align=True)
+    col.active = active
+    col.prop(op, "frame_range")
+    sub = col.column(align=True)
+    sub.active = active and op.frame_range == "CUSTOM"
+    sub.prop(op, "frame_start")
+    sub.prop(op, "frame_end")
+
+
 def frame_range(context: bpy.types.Context, obj, which: str, start: int, end: int) -> tuple[int, int]:
     if which == "ACTION":
         return latent_edit.action_range(obj)
@@ -46,13 +57,8 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
         return True
 
     def draw(self, context: bpy.types.Context) -> None:
-        layout = self.layout
-        layout.use_property_split = True
-        layout.prop(self, "frame_range")
-        col = layout.column(align=True)
-        col.active = self.frame_range == "CUSTOM"
-        col.prop(self, "frame_start")
-        col.prop(self, "frame_end")
+        self.layout.use_property_split = True
+        draw_range(self.layout, self)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from . import mesh_latent, preferences
+from .op_encode import draw_range
 from .op_latent_common import run_reported
 
 RANGES = [
@@ -46,13 +47,8 @@ class ANIM_OT_splinetween_mesh_encode(bpy.types.Operator):
         return poll_mesh(cls, context)
 
     def draw(self, context: bpy.types.Context) -> None:
-        layout = self.layout
-        layout.use_property_split = True
-        layout.prop(self, "frame_range")
-        col = layout.column(align=True)
-        col.active = self.frame_range == "CUSTOM"
-        col.prop(self, "frame_start")
-        col.prop(self, "frame_end")
+        self.layout.use_property_split = True
+        draw_range(self.layout, self)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object

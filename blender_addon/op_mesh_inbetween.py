@@ -5,6 +5,7 @@ import bpy
 
 from . import mesh_latent, preferences
 from .op_latent_common import run_reported
+from .op_encode import draw_range
 from .op_mesh_encode import RANGES, poll_mesh, scene_range
 from .properties import MESH_KEY_MODES
 
@@ -46,13 +47,7 @@ class ANIM_OT_splinetween_mesh_inbetween(bpy.types.Operator):
         layout = self.layout
         layout.use_property_split = True
         draw_key_options(layout, self)
-        col = layout.column(align=True)
-        col.active = self.key_mode == "EVERY"
-        col.prop(self, "frame_range")
-        sub = col.column(align=True)
-        sub.active = self.key_mode == "EVERY" and self.frame_range == "CUSTOM"
-        sub.prop(self, "frame_start")
-        sub.prop(self, "frame_end")
+        draw_range(layout, self, active=self.key_mode == "EVERY")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
