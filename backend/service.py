@@ -118,9 +118,17 @@ def read_message(stream) -> tuple[dict, dict]:
 
 
 # -- the work, shared with the add-on's in-process mode ----------------------------------------
-def cached_engine(factory, path: str, device: str):
-    """``factory(path, device)`` loaded once per (engine kind, file, device), and again when the
-    file is replaced (e.g. by a newer training checkpoint)."""
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False):
+    """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
+    engine), loaded once per (kind, file, device) and again when the file is replaced (e.g. by a
+    newer training checkpoint)."""
+    if mesh:
+        from .mesh_engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
+        from .mesh_engine import MeshEngine as factory
+    else:
+        from .engine import DEFAULT_CHECKPOINT as autoencoder, DEFAULT_INBETWEEN as inbetween
+        from .engine import Engine as factory
+    path = os.path.abspath(checkpoint) if checkpoint else str(inbetween if task == "inbetween" else autoencoder)
     try:
         stamp = os.stat(path).st_mtime_ns
     except OSError:
@@ -130,20 +138,17 @@ def cached_engine(factory, path: str, device: str):
         for old in [k for k in _engines if k[:3] == key[:3]]:
             del _engines[old]
         _engines[key] = factory(path, device)
-    return _engines[key]
-
-
-def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween"):
-    """The engine for a checkpoint (None or "" -> the shipped one for ``task``), loaded once."""
-    from .engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine
-    default = DEFAULT_INBETWEEN if task == "inbetween" else DEFAULT_CHECKPOINT
-    path = os.path.abspath(checkpoint) if checkpoint else str(default)
-    engine = cached_engine(Engine, path, device)
+    engine = _engines[key]
     if engine.task != task:
-        need = "Inbetween needs an in-betweening one" if task == "inbetween" else \
-            "latent editing (Encode) needs a motion autoencoder one"
-        raise ValueError(f"{path}: this is an {engine.task} checkpoint; {need}")
+        need = _NEEDS[mesh, task == "inbetween"]
+        raise ValueError(f"{path}: this is {'a mesh' if mesh else 'an'} {engine.task} checkpoint; {need}")
     return engine
+
+
+_NEEDS = {(False, True): "Inbetween needs an in-betweening one",
+          (False, False): "latent editing (Encode) needs a motion autoencoder one",
+          (True, True): "Inbetween Mesh needs a mesh in-betweening one",
+          (True, False): "Encode Mesh needs a mesh autoencoder one"}
 
 
 def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,

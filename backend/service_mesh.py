@@ -19,23 +19,9 @@ space; frames are 0-based from the start of the sequence.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-def get_mesh_engine(checkpoint: str | None, device: str = "auto", task: str = "autoencoder"):
-    """The mesh engine for a checkpoint (None or "" -> the shipped cloth one for ``task``), loaded
-    once per (file, device) and again when the file is replaced."""
-    from .mesh_engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
-    from .service import cached_engine
-    default = DEFAULT_MESH_INBETWEEN if task == "inbetween" else DEFAULT_MESH
-    path = os.path.abspath(checkpoint) if checkpoint else str(default)
-    engine = cached_engine(MeshEngine, path, device)
-    if engine.task != task:
-        need = "Inbetween Mesh needs a mesh in-betweening one" if task == "inbetween" else \
-            "Encode Mesh needs a mesh autoencoder one"
-        raise ValueError(f"{path}: this is a mesh {engine.task} checkpoint; {need}")
-    return engine
+from .service import get_engine
 
 
 def _segments(controls) -> list[list[int]]:
@@ -118,13 +104,13 @@ def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
 def handle(op: str, header: dict, arrays: dict) -> tuple[dict, dict]:
     device = header.get("device", "auto")
     if op == "mesh_encode":
-        engine = get_mesh_engine(header.get("checkpoint"), device, "autoencoder")
+        engine = get_engine(header.get("checkpoint"), device, "autoencoder", mesh=True)
         reply, out = encode(engine, header, arrays)
     elif op == "mesh_inbetween":
-        engine = get_mesh_engine(header.get("checkpoint"), device, "inbetween")
+        engine = get_engine(header.get("checkpoint"), device, "inbetween", mesh=True)
         reply, out = inbetween(engine, header, arrays)
     elif op == "mesh_decode":
-        engine = get_mesh_engine(header.get("checkpoint"), device, header.get("task", "autoencoder"))
+        engine = get_engine(header.get("checkpoint"), device, header.get("task", "autoencoder"), mesh=True)
         reply, out = {}, {"vertices": decode_parts(engine, header, arrays)}
     else:
         raise ValueError(f"unknown request {op!r}")

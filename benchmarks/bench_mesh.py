@@ -33,23 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 BUDGET = {"encode + decode + PC2 write": 200.0}  # the issue's number
 
-
-class Timers:
-    """Wraps module functions to add up the time spent in them per measured call."""
-
-    def __init__(self):
-        self.now = defaultdict(float)
-
-    def wrap(self, module, name, key):
-        fn = getattr(module, name)
-
-        def timed(*args, **kw):
-            t = time.perf_counter()
-            try:
-                return fn(*args, **kw)
-            finally:
-                self.now[key] += time.perf_counter() - t
-        setattr(module, name, timed)
+from bench_latent import Timers  # noqa: E402  (the script's folder is on sys.path)
 
 
 def med(xs) -> float:

@@ -23,6 +23,7 @@ import torch
 
 from backend.model import MODEL_KINDS, ModelConfig, SplineTransformer, count_parameters
 
+from .loop import optimizer_step
 from .synthetic import FAMILIES
 
 KIND_NAMES = {"alibi": "ALiBi", "alibi_cat": "ALiBi-Cat", "spline": "Spline (Ours)"}
@@ -51,12 +52,7 @@ def train_synthetic(family: str, kind: str, *, steps: int, batch_size: int, test
     for step in range(steps):
         x = torch.from_numpy(fam.sample(batch_size, rng)[0])
         loss = torch.mean((model(x) - x) ** 2)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_grad > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad)
-        opt.step()
-        sched.step()
+        optimizer_step(loss, model, opt, sched, clip_grad)
         losses.append(loss.item())
         if log and (step + 1) % max(1, steps // 10) == 0:
             log(f"  {family}/{kind} step {step + 1}/{steps} loss {loss.item():.3e} ({time.time() - t0:.0f}s)")
