@@ -199,12 +199,11 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
         step, best, wall, history = restore_state(state, model, opt, sched, sampler)
         batcher.rng.bit_generator.state = state["key_rng"]
         print(f"resuming {out} at step {step}", file=sys.stderr)
-    explained = float(basis.variance.sum() / max(train_c.var(0).sum(), 1e-12))
     info_base = {"data": str(cfg.data), "task": cfg.task, "kind": "mesh", "parameters": count_parameters(model),
                  "vertices": basis.num_vertices, "components": basis.size,
                  "train_sequences": len(train_ms.names), "train_frames": int(train_ms.starts[-1]),
                  "val_sequences": len(val_ms.names), "skipped_sequences": len(train_ms.skipped) + len(val_ms.skipped),
-                 "basis_fit_s": round(t_basis, 1), "scale_diag": scale["diag"], "basis_check": round(explained, 4)}
+                 "basis_fit_s": round(t_basis, 1), "scale_diag": scale["diag"]}
     print(f"{len(train_ms.names)} train sequences ({train_ms.starts[-1]} frames of {basis.num_vertices} vertices), "
           f"{len(val_windows)} val windows, basis of {basis.size} in {t_basis:.1f} s, "
           f"{count_parameters(model)} parameters", file=sys.stderr)
