@@ -18,6 +18,74 @@ from . import splines
 from .model import ModelConfig, Transformer, mlp
 
 
+def gap_features(mask: torch.Tensor, reach: int = 2, positions: torch.Tensor | None = None):
+    """Where every frame sits among the keys: mask [B,N] -> (neighbour key frames [B,N,2*reach], u, g).
+
+    The neighbours are the ``reach`` keys at or before the frame and the ``reach`` after its gap
+    (clamped at the window's ends); u in [0,1] is the frame's place in its gap, g the gap's length
+    in source frames (``positions`` [N]: each sample's source frame, for super-sampled grids).
+    """
+    b, n = mask.shape
+    frames = torch.arange(n, device=mask.device).expand(b, n)
+    key_pos = torch.sort(torch.where(mask, frames, torch.full_like(frames, n - 1)), 1).values  # keys first
+    count = mask.sum(1, keepdim=True)
+    prev = (torch.cumsum(mask.long(), 1) - 1).clamp(min=0)  # ordinal of the key at or before each frame
+    ords = [(prev + m).clamp(min=0).minimum(count - 1) for m in range(1 - reach, reach + 1)]
+    near = torch.stack([key_pos.gather(1, o) for o in ords], -1)
+    pos = frames.to(torch.float32) if positions is None else positions.to(mask.device, torch.float32).expand(b, n)
+    start, end = pos.gather(1, near[..., reach - 1]), pos.gather(1, near[..., reach])
+    g = (end - start).clamp(min=1e-6)
+    u = ((pos - start) / g).clamp(0.0, 1.0)
+    return near, u, g
+
+
+class KeyRegression(nn.Module):
+    """A linear in-betweener: each frame's correction to the base is a linear map of how the 4 nearest
+    keys differ from the base there, with weights that vary smoothly with the frame's place u in
+    its gap (u(1-u) times 1, u, u^2: zero at keys) and with the gap length g (hat functions over
+    GAP_NODES frames, so short and long gaps get their own maps).
+
+    On cloth the residual of every coefficient depends on the whole state at the neighbouring keys
+    (a ridge regression over all coefficients misses 15 % less than one per coefficient), which
+    this path holds directly and the transformer then refines.  Fitted in closed form
+    (``training.mesh_loop.fit_key_regression``), then frozen.
+    """
+    GAP_NODES = (3.0, 6.0, 10.0, 16.0, 30.0)
+    U_TERMS = 3
+
+    def __init__(self, dim: int, reach: int = 2):
+        super().__init__()
+        self.reach = reach
+        self.terms = self.U_TERMS * len(self.GAP_NODES)
+        self.linear = nn.Linear(2 * reach * dim * self.terms, dim, bias=False)  # no bias: zero at keys
+        nn.init.zeros_(self.linear.weight)
+
+    def weights(self, u: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        """[..., terms]: u(1-u){1,u,u^2} times piecewise-linear hats in g (constant beyond the end nodes)."""
+        nodes = torch.tensor(self.GAP_NODES, dtype=u.dtype, device=u.device)
+        gc = g.clamp(float(nodes[0]), float(nodes[-1]))[..., None]
+        hi = torch.searchsorted(nodes, gc.contiguous(), right=True).clamp(1, len(nodes) - 1)
+        t = (gc - nodes[hi - 1]) / (nodes[hi] - nodes[hi - 1])
+        hats = torch.zeros(*gc.shape[:-1], len(nodes), dtype=u.dtype, device=u.device)
+        hats = hats.scatter(-1, hi - 1, 1 - t).scatter_add(-1, hi, t)
+        w = u * (1 - u)
+        poly = torch.stack([w, w * u, w * u * u], -1)
+        return (poly[..., :, None] * hats[..., None, :]).flatten(-2)
+
+    def features(self, keys_n: torch.Tensor, base_n: torch.Tensor, mask: torch.Tensor,
+                 positions: torch.Tensor | None = None) -> torch.Tensor:
+        """[B,N,F] regression inputs (the linear layer's input; also what its least-squares fit reads)."""
+        near, u, g = gap_features(mask, self.reach, positions)
+        b, n, d = keys_n.shape
+        vals = keys_n.gather(1, near.reshape(b, -1, 1).expand(-1, -1, d)).reshape(b, n, -1, d)
+        diffs = vals - base_n[:, :, None]  # [B,N,2r,D]
+        phi = self.weights(u.to(keys_n.dtype), g.to(keys_n.dtype))  # [B,N,terms]
+        return (diffs[..., None] * phi[:, :, None, None]).reshape(b, n, -1)
+
+    def forward(self, keys_n, base_n, mask, positions=None):
+        return self.linear(self.features(keys_n, base_n, mask, positions))
+
+
 class KeyframeSplineTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -35,6 +103,9 @@ class KeyframeSplineTransformer(nn.Module):
         # training can only move it where that helps (a random residual would have to be unlearnt).
         nn.init.zeros_(self.mlp_dec[-1].weight)
         nn.init.zeros_(self.mlp_dec[-1].bias)
+        self.key_regression = KeyRegression(cfg.input_dim) if cfg.linear_path else None
+        if self.key_regression is not None:
+            self.key_regression.requires_grad_(False)  # fitted in closed form, not by gradient steps
 
     def encode(self, keys_n: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """keys_n [B,N,D] normalised poses (read at key frames only), mask [B,N] -> controls [B,K,d]."""
@@ -51,8 +122,12 @@ class KeyframeSplineTransformer(nn.Module):
         return self.to_latent(self.enc(tokens, pos, hidden)[:, :k])
 
     def decode(self, controls: torch.Tensor, base_n: torch.Tensor, mask: torch.Tensor, *,
-               times: torch.Tensor | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """controls [B,K,d], base_n [B,M,D] (interpolated keys), mask [B,M] -> poses [B,M,D] (normalised)."""
+               times: torch.Tensor | None = None, positions: torch.Tensor | None = None,
+               keys_n: torch.Tensor | None = None) -> torch.Tensor:
+        """controls [B,K,d], base_n [B,M,D] (interpolated keys), mask [B,M] -> poses [B,M,D] (normalised).
+
+        ``keys_n`` [B,M,D] (read at keys) feeds the linear path, when the model has one.
+        """
         m = base_n.shape[1]
         if times is None:
             times = torch.linspace(0, 1, m) if m > 1 else torch.zeros(1)
@@ -61,7 +136,12 @@ class KeyframeSplineTransformer(nn.Module):
         basis = torch.as_tensor(splines.bezier_basis(self.cfg.controls - 1, times.detach().cpu().numpy()),
                                 dtype=controls.dtype, device=controls.device)
         tokens = self.from_latent(basis @ controls) + self.base_in(torch.cat([base_n, mask[..., None].to(base_n)], -1))
-        return base_n + self.mlp_dec(self.dec(tokens, positions.to(controls.device)))
+        out = base_n + self.mlp_dec(self.dec(tokens, positions.to(controls.device)))
+        if self.key_regression is not None:
+            if keys_n is None:
+                raise ValueError("this in-between model's linear path needs the key poses (keys_n)")
+            out = out + self.key_regression(keys_n, base_n, mask, positions)
+        return out
 
     def forward(self, keys_n, base_n, mask):
-        return self.decode(self.encode(keys_n, mask), base_n, mask)
+        return self.decode(self.encode(keys_n, mask), base_n, mask, keys_n=keys_n)

@@ -182,7 +182,7 @@ class MeshEngine:
             positions = torch.as_tensor(uniform * (m - 1) / s, dtype=torch.float32)
             cp = torch.as_tensor(pts[[i for i, _, _, _ in group]], dtype=torch.float32, device=self.device)
             flat = self._vertices(self.norm.inverse(self.model.decode(cp, base_n, mask, times=times,
-                                                                      positions=positions)))
+                                                                      positions=positions, keys_n=self.norm(keyed))))
             key_v = torch.zeros_like(flat)
             for g, (a, b) in enumerate(spans):
                 inside = [k for k in keys if a <= k <= b]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -38,10 +39,18 @@ class ModelConfig:
     controls: int = 4  # cubic Bezier: 4 control points
     dropout: float = 0.0
     base: str = "slerp"  # keyframe kind: the interpolation the residual is added to (slerp | hermite | cspline)
+    # A linear path under the learned one, for mesh coefficients.  spline kind: the top d
+    # components fitted by the latent Bezier (see SplineTransformer); keyframe kind: a linear
+    # regression from the nearest keys (see keyframe_model.KeyRegression)
+    linear_path: bool = False
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
             raise ValueError(f"model kind {self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
+        if self.linear_path and self.kind in ("alibi", "alibi_cat"):
+            raise ValueError(f"linear_path is for the spline and keyframe kinds, not {self.kind}")
+        if self.linear_path and self.kind == "spline" and self.latent > min(self.input_dim, self.output_dim):
+            raise ValueError("linear_path needs a latent no wider than the input and output")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
 
@@ -137,8 +146,22 @@ def sinusoids(positions: torch.Tensor, dim: int) -> torch.Tensor:
     return F.pad(pe, (0, dim - 2 * half))
 
 
+def least_squares_fit(num_controls: int, num_frames: int) -> np.ndarray:
+    """[K, N] matrix taking N uniformly timed samples to the Bezier control points that fit them best."""
+    basis = splines.bezier_basis(num_controls - 1, splines.uniform_times(num_frames))
+    return np.linalg.pinv(basis)
+
+
 class SplineTransformer(nn.Module):
-    """Autoencoder over pose sequences; ``kind`` picks the latent-sequence mechanism."""
+    """Autoencoder over pose sequences; ``kind`` picks the latent-sequence mechanism.
+
+    With ``linear_path`` the model is a residual over a linear code: control points = the
+    least-squares Bezier fit of the first d input dimensions + the encoder's output, and the
+    output's first d dimensions = the latent curve + the decoder's output.  Both learned heads
+    start at zero, so an untrained model is that linear code (for PCA coefficients: the top d
+    components, smoothed in time) and training only has to learn what it misses.  The latent
+    then also reads as something: dimension i follows principal component i.
+    """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -152,6 +175,10 @@ class SplineTransformer(nn.Module):
         self.from_latent = nn.Linear(2 * d if cfg.kind == "alibi_cat" else d, c)
         self.dec = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
+        if cfg.linear_path:
+            for layer in (self.to_latent, self.mlp_dec[-1]):
+                nn.init.zeros_(layer.weight)
+                nn.init.zeros_(layer.bias)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines)."""
@@ -159,7 +186,11 @@ class SplineTransformer(nn.Module):
         k = self.control_tokens.shape[0]
         tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(x)], 1)
         pos = torch.arange(k + n, device=x.device)
-        return self.to_latent(self.enc(tokens, pos)[:, :k])
+        cp = self.to_latent(self.enc(tokens, pos)[:, :k])
+        if self.cfg.linear_path:
+            fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
+            cp = cp + fit @ x[..., :self.cfg.latent]
+        return cp
 
     def latents(self, controls: torch.Tensor, times: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The latent sequence the decoder reads: [B,N,d] (or [B,N,2d] for ALiBi-Cat)."""
@@ -184,7 +215,10 @@ class SplineTransformer(nn.Module):
             span = (num_frames or times.shape[-1]) - 1
             positions = times * span
         lat = self.latents(controls, times.to(controls.device), positions.to(controls.device))
-        return self.mlp_dec(self.dec(self.from_latent(lat), positions.to(controls.device)))
+        out = self.mlp_dec(self.dec(self.from_latent(lat), positions.to(controls.device)))
+        if self.cfg.linear_path:
+            out = out + F.pad(lat, (0, out.shape[-1] - lat.shape[-1]))
+        return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x.shape[1])

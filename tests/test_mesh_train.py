@@ -15,7 +15,7 @@ from training import train as train_cli
 from training.evaluate import main as evaluate_main
 
 TINY = ["--components=8", "--latent=8", "--width=32", "--layers=1", "--heads=4", "--window=31", "--min_window=16",
-        "--batch_size=8", "--val_every=15", "--ckpt_every=10", "--val_windows=8", "--threads=1", "--principal=2"]
+        "--batch_size=8", "--val_every=15", "--ckpt_every=10", "--val_windows=8", "--threads=1", "--principal=2", "--fit_windows=512"]
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,18 @@ def test_inbetween_run_keeps_keys_bit_exact_and_redecodes_the_same(runs):
     assert mean_vertex_error(out, seq, gaps) < mean_vertex_error(linear_interpolation(seq, keys), seq, gaps)
 
 
+def test_inbetween_linear_path_is_fitted_before_training_and_beats_its_base(runs):
+    info = MeshEngine(runs["inbetween"], "cpu").ckpt.info
+    fit = info["key_regression"]
+    assert fit["windows"] == 512
+    # validation with keys every 5 and every 10 frames: the fitted regression misses less than the spline
+    assert fit["val_vertex_pct_every_5"] < 0.9 * fit["val_base_pct_every_5"]
+    assert fit["val_vertex_pct_every_10"] < 0.9 * fit["val_base_pct_every_10"]
+    # the fitted step 0 is validated like any other: the shipped best is never worse than it
+    history = json.loads((runs["inbetween"].parent / "history.json").read_text())
+    assert history[0]["step"] == 0 and info["val_vertex_pct"] <= history[0]["val_vertex_pct"]
+
+
 def test_resume_after_an_interruption_is_exact(data, tmp_path):
     full, cut = tmp_path / "full", tmp_path / "cut"
     assert train_cli.main(["mesh", f"--data={data}", f"--out={full}", "--steps=20", "--principal=0", *TINY]) == 0
@@ -103,7 +115,11 @@ def test_evaluate_writes_the_reconstruction_and_inbetween_tables(runs, data, tmp
     rep = json.loads((tmp_path / "eval-best-test.json").read_text())
     e = rep["autoencoder"]["error_pct"]
     assert rep["sequences"] == 2 and e["pca_k"] <= e["pca_budget"] and e["model"] > 0
+    # the linear code is the untrained model's output: 30 steps from it, the model is near it
+    assert e["linear_code"] > e["pca_k"] and abs(e["model"] - e["linear_code"]) < 0.5 * e["linear_code"]
     assert evaluate_main([str(runs["inbetween"]), f"--data={data}", "--split=test", f"--out={tmp_path / 'ib'}"]) == 0
     ib = json.loads((tmp_path / "ib" / "eval-best-test.json").read_text())["inbetween"]
     assert set(ib) == {"5", "10"} and ib["5"]["keys_exact"] and ib["5"]["error_pct"]["linear"] > 0
+    # the fitted regression alone (the transformer's correction off) is reported beside the model
+    assert all(0 < r["error_pct"]["regression"] < r["error_pct"]["linear"] for r in ib.values())
     assert "| keys every |" in capsys.readouterr().out

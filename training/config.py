@@ -88,6 +88,11 @@ class MeshTrainConfig:
     components: int = 64  # PCA coefficients per frame (the linear basis before the transformer)
     latent: int = 64  # d
     controls: int = 4  # latent control points per segment (4: the paper's cubic Bezier; more: a higher degree)
+    # the transformer corrects a linear model: autoencoder, the top `latent` components fitted by the
+    # latent Bezier (model.SplineTransformer); inbetween, a least-squares regression from the nearest
+    # keys (keyframe_model.KeyRegression)
+    linear_path: bool = True
+    fit_windows: int = 8192  # inbetween: training windows the linear path's least-squares fit reads
     base: str = "cspline"  # inbetween: the key interpolation the model corrects (cspline: natural C2 | hermite)
     dropout: float = 0.0  # in the transformer blocks (a few hundred sequences are little data)
     width: int = 128  # c
@@ -123,6 +128,9 @@ class MeshTrainConfig:
                 raise ConfigError(f"{k} must be at least 1")
         if self.base not in ("cspline", "hermite"):
             raise ConfigError(f"base={self.base!r}: use cspline or hermite")
+        if self.task == "autoencoder" and self.linear_path and self.latent > self.components:
+            raise ConfigError(f"latent={self.latent} > components={self.components}: the linear path maps component i "
+                              "to latent dimension i; use --latent <= --components or --linear_path=false")
         if self.controls < 2:
             raise ConfigError(f"controls={self.controls}: a spline segment needs at least 2 control points")
 

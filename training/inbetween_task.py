@@ -27,6 +27,16 @@ def sample_key_masks(rng: np.random.Generator, batch: int, n: int) -> np.ndarray
     return masks
 
 
+def regular_key_masks(rng: np.random.Generator, batch: int, n: int, max_spacing: int = 30) -> np.ndarray:
+    """[batch, n] masks with keys every k frames (k uniform in 2..max_spacing) plus the last frame:
+    the case of a cache kept every K frames."""
+    masks = np.zeros((batch, n), dtype=bool)
+    for b in range(batch):
+        masks[b, ::int(rng.integers(2, max(3, min(max_spacing, n - 1) + 1)))] = True
+        masks[b, -1] = True
+    return masks
+
+
 class InbetweenBatcher:
     """Frame indices -> model inputs and targets for the in-betweening task."""
 

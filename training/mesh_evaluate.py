@@ -6,10 +6,13 @@ Errors are mean Euclidean vertex distances as a percentage of each sequence's bo
 diagonal (over all its frames), averaged over sequences.
 - Autoencoder: encode + decode through ``MeshEngine``, against PCA alone (a) with the same K
   coefficients per frame the model reads (the basis floor) and (b) with the latent budget —
-  as many coefficients per frame as the model keeps numbers per frame (control points x d / frames).
+  as many coefficients per frame as the model keeps numbers per frame (control points x d / frames),
+  and (c) the linear code with exactly the latent's numbers: the top d components, each fitted by
+  the latent Bezier per segment (what a model with a linear path returns untrained).
 - In-between: keys every k frames (and the last), error on the non-key frames, against linear
   vertex interpolation between the keys, Catmull-Rom (cubic Hermite) and the natural cubic spline
-  through the key vertices (the base the model corrects).
+  through the key vertices (the base the model corrects); with a linear path, also the fitted
+  regression alone (the transformer's correction switched off).
 """
 from __future__ import annotations
 
@@ -23,8 +26,11 @@ import numpy as np
 import torch
 
 from backend.keyframes import every_k, interpolation_base
-from backend.mesh import bbox_diagonal, linear_interpolation, project, reconstruct, vertex_errors
+from backend.engine import segment_bounds
+from backend.mesh import bbox_diagonal, join_frames, linear_interpolation, project, reconstruct, vertex_errors
 from backend.mesh_engine import MeshEngine
+from backend.model import least_squares_fit
+from backend.splines import bezier_basis, uniform_times
 
 from .mesh_data import load_mesh_split
 
@@ -45,6 +51,19 @@ def base_vertices(seq: np.ndarray, keys, base: str = "cspline") -> np.ndarray:
     return interpolation_base(base)(keyed, mask)[0].numpy().reshape(seq.shape)
 
 
+def linear_code(seq: np.ndarray, basis, latent: int, controls: int, window: int) -> np.ndarray:
+    """The top ``latent`` components of each frame, each fitted per segment by a Bezier with ``controls``
+    points (least squares): a linear code with exactly the latent's numbers."""
+    top = basis.truncated(latent)
+    coeffs = project(seq, top)
+    parts = []
+    for a, b in segment_bounds(len(seq), window):
+        n = b - a + 1
+        fit = bezier_basis(controls - 1, uniform_times(n)) @ (least_squares_fit(controls, n) @ coeffs[a:b + 1])
+        parts.append(reconstruct(fit.astype(np.float32), top))
+    return join_frames(parts)
+
+
 def evaluate_autoencoder(engine: MeshEngine, ms) -> dict:
     rows, times = [], []
     for i in range(len(ms.names)):
@@ -55,19 +74,34 @@ def evaluate_autoencoder(engine: MeshEngine, ms) -> dict:
         times.append(time.perf_counter() - t0)
         budget = max(1, int(round(controls.points.size / len(seq))))
         k = engine.basis.size
-        rows.append({"model": _pct(rec, seq),
+        cfg = engine.ckpt.config
+        lin = linear_code(seq, engine.basis, cfg.latent, cfg.controls, engine.window)
+        rows.append({"model": _pct(rec, seq), "linear_code": _pct(lin, seq),
                      "pca_k": _pct(reconstruct(project(seq, engine.basis), engine.basis), seq),
                      "pca_budget": _pct(reconstruct(project(seq, engine.basis.truncated(budget)),
                                                     engine.basis.truncated(budget)), seq),
                      "budget": budget, "k": k, "frames": len(seq)})
-    mean = {key: float(np.mean([r[key] for r in rows])) for key in ("model", "pca_k", "pca_budget")}
+    mean = {key: float(np.mean([r[key] for r in rows])) for key in ("model", "pca_k", "pca_budget", "linear_code")}
     return {"sequences": len(rows), "components": engine.basis.size,
             "latent_numbers_per_frame": float(np.mean([r["budget"] for r in rows])),
             "error_pct": mean, "median_ms_per_sequence": 1000 * float(np.median(times)), "rows": rows}
 
 
+def regression_only(engine: MeshEngine) -> MeshEngine | None:
+    """A copy of an in-between engine with the transformer's correction switched off (its linear path
+    alone), or None when the model has no linear path."""
+    if getattr(engine.model, "key_regression", None) is None:
+        return None
+    alone = MeshEngine(engine.path, str(engine.device))
+    with torch.no_grad():
+        alone.model.mlp_dec[-1].weight.zero_()
+        alone.model.mlp_dec[-1].bias.zero_()
+    return alone
+
+
 def evaluate_inbetween(engine: MeshEngine, ms, spacings) -> dict:
     out = {}
+    alone = regression_only(engine)
     for k in spacings:
         rows = []
         for i in range(len(ms.names)):
@@ -79,7 +113,10 @@ def evaluate_inbetween(engine: MeshEngine, ms, spacings) -> dict:
                          "hermite": _pct(base_vertices(seq, keys, "hermite"), seq, gaps),
                          "cspline": _pct(base_vertices(seq, keys, "cspline"), seq, gaps),
                          "keys_exact": bool(np.array_equal(pred[keys], seq[keys]))})
-        mean = {key: float(np.mean([r[key] for r in rows])) for key in ("model", "linear", "hermite", "cspline")}
+            if alone is not None:
+                rows[-1]["regression"] = _pct(alone.inbetween(seq, keys)[0], seq, gaps)
+        names = ("model", "linear", "hermite", "cspline") + (("regression",) if alone is not None else ())
+        mean = {key: float(np.mean([r[key] for r in rows])) for key in names}
         out[str(k)] = {"error_pct": mean, "ratio_to_linear": mean["model"] / mean["linear"],
                        "keys_exact": all(r["keys_exact"] for r in rows), "sequences": len(rows)}
     return out
@@ -96,15 +133,20 @@ def markdown(report: dict) -> str:
                   f"| Spline-based Transformer (d = {report['latent']}) | **{e['model']:.3f}** |",
                   f"| PCA alone, {a['components']} coefficients per frame (the model's input) | {e['pca_k']:.3f} |",
                   f"| PCA alone, {a['latent_numbers_per_frame']:.1f} coefficients per frame (the latent's budget) "
-                  f"| {e['pca_budget']:.3f} |", "",
+                  f"| PCA alone, {a['latent_numbers_per_frame']:.1f} coefficients per frame (the latent's budget) "
+                  f"| {e['pca_budget']:.3f} |",
+                  f"| Linear code, the latent's numbers: top {report['latent']} components, each a least-squares "
+                  f"Bezier per segment | {e['linear_code']:.3f} |", "",
                   f"Encode + decode: {a['median_ms_per_sequence']:.1f} ms median per sequence.", ""]
     if "inbetween" in report:
-        lines += ["| keys every | Splinetween | linear | Catmull-Rom | natural cubic spline | Splinetween / linear "
-                  "| keys exact |", "|---|---|---|---|---|---|---|"]
+        reg = "regression" in next(iter(report["inbetween"].values()))["error_pct"]
+        lines += ["| keys every | Splinetween | linear | Catmull-Rom | natural cubic spline "
+                  + ("| linear path alone " if reg else "") + "| Splinetween / linear | keys exact |",
+                  "|---" * (7 + reg) + "|"]
         for k, r in report["inbetween"].items():
             e = r["error_pct"]
             lines.append(f"| {k} | **{e['model']:.3f}** | {e['linear']:.3f} | {e['hermite']:.3f} | {e['cspline']:.3f} "
-                         f"| {r['ratio_to_linear']:.3f} | {r['keys_exact']} |")
+                         + (f"| {e['regression']:.3f} " if reg else "") + f"| {r['ratio_to_linear']:.3f} | {r['keys_exact']} |")
         lines.append("")
     return "\n".join(lines)
 

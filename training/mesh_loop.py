@@ -26,7 +26,7 @@ from backend.model import ModelConfig, build_model, count_parameters
 
 from .config import MeshTrainConfig
 from .data import DataError, WindowSampler, protocol_windows
-from .inbetween_task import sample_key_masks
+from .inbetween_task import regular_key_masks, sample_key_masks
 from .loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
 from .mesh_data import MeshSet, load_mesh_split
 from .principal import pca
@@ -82,6 +82,38 @@ def vertex_loss(pred_n, target_n, std, scale, base_n=None):
     b = (base_n - target_n) * std
     base = (b * b).sum(-1).mean(-1) / v / (scale["diag"] / 100.0) ** 2
     return (err / (base + 1e-4)).mean()
+
+
+@torch.no_grad()
+def fit_key_regression(model, batcher, sampler, std, scale, windows: int = 8192, batch: int = 32,
+                       ridge: float = 1e-4, seed: int = 0) -> dict:
+    """Fit the in-betweener's linear path (it stays frozen while the transformer trains).
+
+    A ridge regression over ``windows`` training windows with keys every 2..30 frames, each window
+    weighted by 1 / its base's error as in the ratio loss, solved in closed form (float64).  On
+    held-out cloth (keys every 10) 2,048 windows miss 4 % more than 8,192; unweighted, 35 % more;
+    keys from the training recipe (half irregular) spread the data too thin: 20 % more.
+    Returns what was fitted, for the run's info.
+    """
+    reg = model.key_regression
+    f = reg.linear.in_features
+    xtx = torch.zeros(f, f, dtype=torch.float64)
+    xty = torch.zeros(f, reg.linear.out_features, dtype=torch.float64)
+    rng = np.random.default_rng(seed + 11)
+    for _ in range(max(1, windows // batch)):
+        idx = sampler.sample(batch)
+        (keys_n, base_n, mask), target_n, _ = batcher(idx, regular_key_masks(rng, *idx.shape))
+        x = reg.features(keys_n, base_n, mask)
+        x = x[~mask]
+        y = (target_n - base_n)[~mask]
+        b = ((base_n - target_n) * std).pow(2).sum(-1).mean(-1) / scale["vertices"] / (scale["diag"] / 100.0) ** 2
+        w = (1.0 / (b + 1e-4))[:, None].expand_as(mask)[~mask]
+        xw = x * w[:, None]
+        xtx += (xw.T @ x).double()  # one batch in float32 (fast), the sum in float64
+        xty += (xw.T @ y).double()
+    sol = torch.linalg.solve(xtx + ridge * xtx.diagonal().mean() * torch.eye(f, dtype=torch.float64), xty)
+    reg.linear.weight.copy_(sol.T.float())
+    return {"windows": max(1, windows // batch) * batch, "ridge": ridge, "keys_every": "2-30"}
 
 
 @torch.no_grad()
@@ -178,7 +210,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     kind = "keyframe" if cfg.task == "inbetween" else "spline"
     mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
                        layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls, dropout=cfg.dropout,
-                       base=cfg.base if kind == "keyframe" else "slerp")
+                       base=cfg.base if kind == "keyframe" else "slerp",
+                       linear_path=cfg.linear_path)
     model = build_model(mcfg)
     if init is not None:
         if init.config != mcfg:
@@ -188,7 +221,10 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     val_batcher = MeshBatcher(val_c, normalizer, cfg.task, cfg.seed, cfg.base)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
     val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
-    val_masks = val_key_masks(val_windows, 5) if cfg.task == "inbetween" else None
+    # in-betweening is validated half at keys every 5 frames, half at every 10 (the issue's two cases)
+    half = len(val_windows) // 2
+    val_masks = (np.concatenate([val_key_masks(val_windows[:half], 5), val_key_masks(val_windows[half:], 10)])
+                 if cfg.task == "inbetween" else None)
     std = normalizer.std
     opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
@@ -204,6 +240,25 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
                  "train_sequences": len(train_ms.names), "train_frames": int(train_ms.starts[-1]),
                  "val_sequences": len(val_ms.names), "skipped_sequences": len(train_ms.skipped) + len(val_ms.skipped),
                  "basis_fit_s": round(t_basis, 1), "scale_diag": scale["diag"]}
+    if state is None and init is None and getattr(model, "key_regression", None) is not None:
+        t_fit = time.time()
+        halves = [(val_windows[:half], val_masks[:half]), (val_windows[half:], val_masks[half:])]
+        before = [val_error_pct(model, val_batcher, val_ms, basis, w, m) for w, m in halves]
+        sampler_fit = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed + 1)
+        info_base["key_regression"] = fit_key_regression(model, batcher, sampler_fit, std, scale, cfg.fit_windows,
+                                                         seed=cfg.seed)
+        after = [val_error_pct(model, val_batcher, val_ms, basis, w, m) for w, m in halves]
+        print(f"linear path fitted in {time.time() - t_fit:.0f} s: val mean vertex error with keys every 5 "
+              f"{before[0]:.3f} -> {after[0]:.3f} %, every 10 {before[1]:.3f} -> {after[1]:.3f} % (base -> fitted)",
+              file=sys.stderr)
+        # step 0 is a candidate too: if the transformer never beats the fitted linear path, it ships
+        best = val_error_pct(model, val_batcher, val_ms, basis, val_windows, val_masks)
+        info_base["key_regression"].update(val_base_pct_every_5=before[0], val_base_pct_every_10=before[1],
+                                           val_vertex_pct_every_5=after[0], val_vertex_pct_every_10=after[1])
+        history.append({"step": 0, "val_vertex_pct": best})
+        ckpt_io.save(out / "best", _mesh_checkpoint(mcfg, normalizer, basis, cfg, dict(
+            info_base, steps=0, wall_time_s=round(time.time() - t_fit, 1), val_vertex_pct=best, config=vars(cfg).copy())),
+            model)
     print(f"{len(train_ms.names)} train sequences ({train_ms.starts[-1]} frames of {basis.num_vertices} vertices), "
           f"{len(val_windows)} val windows, basis of {basis.size} in {t_basis:.1f} s, "
           f"{count_parameters(model)} parameters", file=sys.stderr)
