@@ -30,17 +30,24 @@ def poll_mesh(cls, context: bpy.types.Context, free: bool = True) -> bool:
     return True
 
 
-class ANIM_OT_splinetween_mesh_encode(bpy.types.Operator):
+class MeshRange:
+    """The frame-range properties both mesh operators take (the scene's range by default)."""
+
+    frame_range: bpy.props.EnumProperty(name="Range", items=RANGES, default="SCENE")
+    frame_start: bpy.props.IntProperty(name="Frame Start", default=1, description="First frame (Custom range)")
+    frame_end: bpy.props.IntProperty(name="Frame End", default=60, description="Last frame (Custom range)")
+
+    def chosen_range(self, context: bpy.types.Context) -> tuple[int, int]:
+        return scene_range(context) if self.frame_range == "SCENE" else (self.frame_start, self.frame_end)
+
+
+class ANIM_OT_splinetween_mesh_encode(MeshRange, bpy.types.Operator):
     """Encode the active mesh's evaluated frames (whatever animates them) into latent control points you can edit
     with sliders; the decode is shown through a MeshCache modifier, the mesh itself is not changed"""
 
     bl_idname = "anim.splinetween_mesh_encode"
     bl_label = "Encode Mesh"
     bl_options = {"REGISTER", "UNDO"}
-
-    frame_range: bpy.props.EnumProperty(name="Range", items=RANGES, default="SCENE")
-    frame_start: bpy.props.IntProperty(name="Frame Start", default=1, description="First frame (Custom range)")
-    frame_end: bpy.props.IntProperty(name="Frame End", default=60, description="Last frame (Custom range)")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -52,7 +59,7 @@ class ANIM_OT_splinetween_mesh_encode(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
-        start, end = scene_range(context) if self.frame_range == "SCENE" else (self.frame_start, self.frame_end)
+        start, end = self.chosen_range(context)
         settings = preferences.settings(context)
         ckpt = preferences.mesh_checkpoint_path("autoencoder", context)
         return run_reported(self, lambda: mesh_latent.encode(context, obj, settings, ckpt, start, end))

@@ -6,7 +6,7 @@ import bpy
 from . import mesh_latent, preferences
 from .op_latent_common import run_reported
 from .op_encode import draw_range
-from .op_mesh_encode import RANGES, poll_mesh, scene_range
+from .op_mesh_encode import MeshRange, poll_mesh
 from .properties import MESH_KEY_MODES
 
 
@@ -22,7 +22,7 @@ def draw_key_options(layout: bpy.types.UILayout, data, prefix: str = "") -> None
     row.prop(data, prefix + "key_frames")
 
 
-class ANIM_OT_splinetween_mesh_inbetween(bpy.types.Operator):
+class ANIM_OT_splinetween_mesh_inbetween(MeshRange, bpy.types.Operator):
     """Keep the active mesh's evaluated shape on key frames (every N frames, or listed frames) and fill every frame
     between them with the mesh in-betweening model; shown through a MeshCache modifier, keys exactly as they were"""
 
@@ -35,9 +35,6 @@ class ANIM_OT_splinetween_mesh_inbetween(bpy.types.Operator):
                                     description="Keep every N-th frame of the range as a key frame")
     key_frames: bpy.props.StringProperty(name="Frames", default="",
                                          description="Scene frames to keep, e.g. 1, 8, 20-40/5")
-    frame_range: bpy.props.EnumProperty(name="Range", items=RANGES, default="SCENE")
-    frame_start: bpy.props.IntProperty(name="Frame Start", default=1, description="First frame (Custom range)")
-    frame_end: bpy.props.IntProperty(name="Frame End", default=60, description="Last frame (Custom range)")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -51,7 +48,7 @@ class ANIM_OT_splinetween_mesh_inbetween(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
-        start, end = scene_range(context) if self.frame_range == "SCENE" else (self.frame_start, self.frame_end)
+        start, end = self.chosen_range(context)
         settings = preferences.settings(context)
         ckpt = preferences.mesh_checkpoint_path("inbetween", context)
 
