@@ -87,6 +87,23 @@ def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
                   "Bake keeps the motion, Remove restores the original keys")
 
 
+def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
+    """Resample's checks before anything changes, for armatures and meshes alike: (the checkpoint to
+    decode with, "") or (None, why there is nothing to do); refuses a range that cannot take ``frames``."""
+    if not st.active:
+        raise Refusal(f"{obj.name} has no latent controls")
+    why = LM.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
+                          st.kind == "INBETWEEN")
+    if why:
+        raise Refusal(why)
+    if frames == st.frames:
+        return None, f"The range already has {frames} frames"
+    path, why = checkpoint_for(st)
+    if path is None:
+        raise Refusal(why)
+    return path, ""
+
+
 def read_raw(obj, st) -> np.ndarray:
     """The raw control points ``[S, 4, d]`` from the object's ID properties."""
     d = st.latent_size

@@ -165,20 +165,13 @@ def resample(obj, settings, frames: int) -> str:
         from . import mesh_latent
         return mesh_latent.resample(obj, settings, frames)
     st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    path, nothing = latent.resample_checkpoint(obj, st, frames)
+    if path is None:
+        return nothing
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
     src = [(seg.start, seg.end) for seg in st.segments]
-    why = LM.check_length(src, st.source_frames, frames, st.kind == "INBETWEEN")
-    if why:
-        raise Refusal(why)
-    if frames == st.frames:
-        return f"The range already has {frames} frames"
-    path, why = latent.checkpoint_for(st)
-    if path is None:
-        raise Refusal(why)
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw, frames)
     latent.decode(obj, st, path, settings, raw, range(len(src)), bounds, sigs)  # may refuse: nothing written yet

@@ -328,17 +328,9 @@ def resample(obj, settings, frames: int) -> str:
     """Decode into ``frames`` frames (2x, 4x: slow motion with a sample on every frame); the range grows
     or shrinks from its start, and frames after it show the original animation again."""
     st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
-    why = LM.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
-                          st.kind == "INBETWEEN")
-    if why:
-        raise Refusal(why)
-    if frames == st.frames:
-        return f"The range already has {frames} frames"
-    ckpt, why = latent.checkpoint_for(st)
+    ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
     if ckpt is None:
-        raise Refusal(why)
+        return nothing
     modifier(obj, st)
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw, frames)
