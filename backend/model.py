@@ -49,8 +49,6 @@ class ModelConfig:
             raise ValueError(f"model kind {self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
         if self.linear_path and self.kind in ("alibi", "alibi_cat"):
             raise ValueError(f"linear_path is for the spline and keyframe kinds, not {self.kind}")
-        if self.linear_path and self.kind == "spline" and self.latent > min(self.input_dim, self.output_dim):
-            raise ValueError("linear_path needs a latent no wider than the input and output")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
 
@@ -156,8 +154,8 @@ class SplineTransformer(nn.Module):
     """Autoencoder over pose sequences; ``kind`` picks the latent-sequence mechanism.
 
     With ``linear_path`` the model is a residual over a linear code: control points = the
-    least-squares Bezier fit of the first d input dimensions + the encoder's output, and the
-    output's first d dimensions = the latent curve + the decoder's output.  Both learned heads
+    least-squares Bezier fit of the first m = min(d, in, out) input dimensions + the encoder's
+    output, and the output's first m dimensions = the latent curve's + the decoder's output.  Both learned heads
     start at zero, so an untrained model is that linear code (for PCA coefficients: the top d
     components, smoothed in time) and training only has to learn what it misses.  The latent
     then also reads as something: dimension i follows principal component i.
@@ -188,9 +186,13 @@ class SplineTransformer(nn.Module):
         pos = torch.arange(k + n, device=x.device)
         cp = self.to_latent(self.enc(tokens, pos)[:, :k])
         if self.cfg.linear_path:
+            m = self._shared_dims()
             fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
-            cp = cp + fit @ x[..., :self.cfg.latent]
+            cp = cp + F.pad(fit @ x[..., :m], (0, cp.shape[-1] - m))
         return cp
+
+    def _shared_dims(self) -> int:
+        return min(self.cfg.latent, self.cfg.input_dim, self.cfg.output_dim)
 
     def latents(self, controls: torch.Tensor, times: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The latent sequence the decoder reads: [B,N,d] (or [B,N,2d] for ALiBi-Cat)."""
@@ -217,7 +219,8 @@ class SplineTransformer(nn.Module):
         lat = self.latents(controls, times.to(controls.device), positions.to(controls.device))
         out = self.mlp_dec(self.dec(self.from_latent(lat), positions.to(controls.device)))
         if self.cfg.linear_path:
-            out = out + F.pad(lat, (0, out.shape[-1] - lat.shape[-1]))
+            m = self._shared_dims()
+            out = out + F.pad(lat[..., :m], (0, out.shape[-1] - m))
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ import numpy as np
 
 CACHE_SUFFIXES = (".pc2", ".mdd")
 MIN_FRAMES = 8  # fewer frames than this make no training windows worth the name
-DEFAULT_WINDOW, DEFAULT_MIN_WINDOW = 61, 32  # training.config.MeshTrainConfig's
+WINDOWS = {"autoencoder": 31, "inbetween": 61}  # training.config.MeshTrainConfig.WINDOWS
 # Settings that may change between a cancelled run and its resumption; any other difference
 # (data, model shape, task, learning rate ...) starts a fresh run.
 RESUMABLE_CHANGES = {"steps", "threads", "val_every", "ckpt_every", "val_windows", "device"}
@@ -99,7 +99,7 @@ def check_range(frame_start: int, frame_end: int) -> None:
         raise TrainJobError(f"The frame range {frame_start}-{frame_end} is empty: set End after Start")
     if frame_end - frame_start + 1 < MIN_FRAMES:
         raise TrainJobError(f"The frame range {frame_start}-{frame_end} has {frame_end - frame_start + 1} frames; "
-                            f"training needs at least {MIN_FRAMES} ({DEFAULT_WINDOW} or more is best)")
+                            f"training needs at least {MIN_FRAMES} ({WINDOWS['inbetween']} or more is best)")
 
 
 def cache_header(path: Path) -> tuple[int, int]:
@@ -367,8 +367,8 @@ class TrainJob:
             raise TrainJobError("Steps and Components must be at least 1")
         n_frames = len(frames) if frames is not None else longest
         args = [f"--steps={int(steps)}", f"--task={task}", f"--components={int(components)}"]
-        if n_frames < DEFAULT_WINDOW:  # a short clip: windows as long as the clip
-            args += [f"--window={n_frames}", f"--min_window={min(DEFAULT_MIN_WINDOW, n_frames)}"]
+        if n_frames < WINDOWS[task]:  # a short clip: windows as long as the clip
+            args += [f"--window={n_frames}", f"--min_window={min((WINDOWS[task] + 1) // 2, n_frames)}"]
         if threads is None:  # leave a core to Blender's interface
             threads = max(1, (os.cpu_count() or 2) - 1)
         args.append(f"--threads={threads}")

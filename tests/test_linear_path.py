@@ -28,9 +28,16 @@ def test_untrained_autoencoder_is_the_least_squares_bezier_of_the_leading_compon
     assert (wave[0, :, 0] - fit).abs().max() > 0.05  # and not the input itself
 
 
-def test_linear_path_is_refused_where_it_cannot_map_dimensions():
-    with pytest.raises(ValueError, match="no wider"):
-        ModelConfig(12, 12, "spline", 32, 16, linear_path=True)
+def test_a_latent_wider_than_the_input_maps_what_it_can():
+    model = build_model(ModelConfig(3, 3, "spline", 32, 8, 1, 4, 1, 4, linear_path=True)).eval()
+    x = torch.linspace(0, 1, 9)[None, :, None].expand(1, 9, 3) * torch.tensor([1.0, -2.0, 0.5])
+    with torch.no_grad():
+        cp = model.encode(x)
+        assert torch.allclose(model.decode(cp, 9), x, atol=1e-5)  # lines are cubics: exact
+    assert torch.equal(cp[0, :, 3:], torch.zeros(4, 5))  # the latent's spare dimensions start empty
+
+
+def test_linear_path_is_refused_for_the_alibi_baselines():
     with pytest.raises(ValueError, match="not alibi"):
         ModelConfig(12, 12, "alibi", 32, 8, linear_path=True)
 

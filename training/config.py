@@ -99,8 +99,12 @@ class MeshTrainConfig:
     layers: int = 4  # n
     heads: int = 8  # h
     ffn_factor: int = 1
-    window: int = 61  # frames per training window (max)
-    min_window: int = 32
+    # frames per training window (max; 0: by task, WINDOWS) and the shortest (0: half of it).  The
+    # autoencoder's segments are about a second, as the paper's face windows (30 frames): a cubic
+    # latent per second of cloth keeps far more than one per two seconds.  The in-betweener's window
+    # is the longest gap between keys it can fill, plus one.
+    window: int = 0
+    min_window: int = 0
     batch_size: int = 32
     steps: int = 4000
     lr: float = 3e-4
@@ -116,9 +120,13 @@ class MeshTrainConfig:
     principal: int = 8  # principal directions of the control points stored for the sliders (0 = none)
     device: str = "cpu"
 
+    WINDOWS = {"autoencoder": 31, "inbetween": 61}
+
     def validate(self):
         if self.task not in ("autoencoder", "inbetween"):
             raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
+        self.window = self.window or self.WINDOWS[self.task]
+        self.min_window = self.min_window or max(2, (self.window + 1) // 2)
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:
@@ -128,9 +136,6 @@ class MeshTrainConfig:
                 raise ConfigError(f"{k} must be at least 1")
         if self.base not in ("cspline", "hermite"):
             raise ConfigError(f"base={self.base!r}: use cspline or hermite")
-        if self.task == "autoencoder" and self.linear_path and self.latent > self.components:
-            raise ConfigError(f"latent={self.latent} > components={self.components}: the linear path maps component i "
-                              "to latent dimension i; use --latent <= --components or --linear_path=false")
         if self.controls < 2:
             raise ConfigError(f"controls={self.controls}: a spline segment needs at least 2 control points")
 
