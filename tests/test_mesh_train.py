@@ -122,4 +122,5 @@ def test_evaluate_writes_the_reconstruction_and_inbetween_tables(runs, data, tmp
     assert set(ib) == {"5", "10"} and ib["5"]["keys_exact"] and ib["5"]["error_pct"]["linear"] > 0
     # the fitted regression alone (the transformer's correction off) is reported beside the model
     assert all(0 < r["error_pct"]["regression"] < r["error_pct"]["linear"] for r in ib.values())
-    assert "| keys every |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| keys every |" in out and out.count("the latent's budget") == 1

@@ -133,7 +133,6 @@ def markdown(report: dict) -> str:
                   f"| Spline-based Transformer (d = {report['latent']}) | **{e['model']:.3f}** |",
                   f"| PCA alone, {a['components']} coefficients per frame (the model's input) | {e['pca_k']:.3f} |",
                   f"| PCA alone, {a['latent_numbers_per_frame']:.1f} coefficients per frame (the latent's budget) "
-                  f"| PCA alone, {a['latent_numbers_per_frame']:.1f} coefficients per frame (the latent's budget) "
                   f"| {e['pca_budget']:.3f} |",
                   f"| Linear code, the latent's numbers: top {report['latent']} components, each a least-squares "
                   f"Bezier per segment | {e['linear_code']:.3f} |", "",
