@@ -123,10 +123,12 @@ class KeyframeSplineTransformer(nn.Module):
 
     def decode(self, controls: torch.Tensor, base_n: torch.Tensor, mask: torch.Tensor, *,
                times: torch.Tensor | None = None, positions: torch.Tensor | None = None,
-               keys_n: torch.Tensor | None = None) -> torch.Tensor:
+               keys_n: torch.Tensor | None = None, correction: torch.Tensor | None = None) -> torch.Tensor:
         """controls [B,K,d], base_n [B,M,D] (interpolated keys), mask [B,M] -> poses [B,M,D] (normalised).
 
-        ``keys_n`` [B,M,D] (read at keys) feeds the linear path, when the model has one.
+        ``keys_n`` [B,M,D] (read at keys) feeds the linear path, when the model has one; or
+        ``correction`` [B,M,D] is that path's output computed over more than this window (the mesh
+        engine runs it over the whole sequence, so a segment's end gaps see the keys beyond it).
         """
         m = base_n.shape[1]
         if times is None:
@@ -138,9 +140,11 @@ class KeyframeSplineTransformer(nn.Module):
         tokens = self.from_latent(basis @ controls) + self.base_in(torch.cat([base_n, mask[..., None].to(base_n)], -1))
         out = base_n + self.mlp_dec(self.dec(tokens, positions.to(controls.device)))
         if self.key_regression is not None:
-            if keys_n is None:
-                raise ValueError("this in-between model's linear path needs the key poses (keys_n)")
-            out = out + self.key_regression(keys_n, base_n, mask, positions)
+            if correction is None:
+                if keys_n is None:
+                    raise ValueError("this in-between model's linear path needs the key poses (keys_n)")
+                correction = self.key_regression(keys_n, base_n, mask, positions)
+            out = out + correction
         return out
 
     def forward(self, keys_n, base_n, mask):

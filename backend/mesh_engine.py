@@ -164,32 +164,45 @@ class MeshEngine:
         return mask, keyed
 
     def _decode_keyed(self, controls: MeshControls, pts: np.ndarray, s: int, timing: float) -> np.ndarray:
-        """The one decoder for in-between controls: base + residual -> vertices, snapped onto the keys."""
+        """The one decoder for in-between controls: base + correction -> vertices, snapped onto the keys.
+
+        The interpolation base (of the key coefficients and of the key vertices) and the model's
+        linear path run over the whole sequence at once, so the gaps next to a segment's ends see
+        the keys beyond it; the transformer adds its residual segment by segment.
+        """
         self._require("inbetween")
         keys = list(controls.keys)
+        last = controls.num_frames - 1
         key_coeffs = project(controls.key_frames, self.basis)
-        key_flat = torch.as_tensor(controls.key_frames.reshape(len(keys), -1), device=self.device)
         pos_of = {k: i for i, k in enumerate(keys)}
-        total = (controls.num_frames - 1) * s + 1
-        out = np.empty((total, self.num_vertices, 3), np.float32)
+        interp = interpolation_base(self.ckpt.config.base)
+        mask_all, keyed_all = self._keyed_inputs([(0, last)], keys, key_coeffs, pos_of, s)
+        base_all = self.norm(interp(keyed_all, mask_all))[0]
+        key_v = torch.zeros(1, last * s + 1, self._mean.shape[0], device=self.device)
+        key_v[0, [k * s for k in keys]] = torch.as_tensor(controls.key_frames.reshape(len(keys), -1),
+                                                          device=self.device)
+        base_v = interp(key_v, mask_all)[0]  # the same spline through the key vertices
+        regression = getattr(self.model, "key_regression", None)
+        corr_all = None
+        if regression is not None:
+            corr_all = regression(self.norm(keyed_all), base_all[None], mask_all,
+                                  torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
+        out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
         for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)]).items():
-            spans = [controls.segments[i] for i, _, _, _ in group]
-            mask, keyed = self._keyed_inputs(spans, keys, key_coeffs, pos_of, s)
-            interp = interpolation_base(self.ckpt.config.base)
-            base_n = self.norm(interp(keyed, mask))
+            rows = [slice(a * s, b * s + 1) for a, b in (controls.segments[i] for i, _, _, _ in group)]
+            base_n = torch.stack([base_all[r] for r in rows])
+            mask = torch.stack([mask_all[0, r] for r in rows])
             uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
             times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
             positions = torch.as_tensor(uniform * (m - 1) / s, dtype=torch.float32)
             cp = torch.as_tensor(pts[[i for i, _, _, _ in group]], dtype=torch.float32, device=self.device)
-            flat = self._vertices(self.norm.inverse(self.model.decode(cp, base_n, mask, times=times,
-                                                                      positions=positions, keys_n=self.norm(keyed))))
-            key_v = torch.zeros_like(flat)
-            for g, (a, b) in enumerate(spans):
-                inside = [k for k in keys if a <= k <= b]
-                key_v[g, [(k - a) * s for k in inside]] = key_flat[[pos_of[k] for k in inside]]
-            flat = compose_inbetween(flat, self._vertices(self.norm.inverse(base_n)), key_v, mask, interp)
-            for g, (a, b) in enumerate(spans):
-                out[a * s:b * s + 1] = flat[g].cpu().numpy().reshape(m, -1, 3)
+            pred = self.model.decode(cp, base_n, mask, times=times, positions=positions,
+                                     correction=None if corr_all is None else torch.stack([corr_all[r] for r in rows]))
+            flat = self._vertices(self.norm.inverse(pred)) - self._vertices(self.norm.inverse(base_n))
+            for g, r in enumerate(rows):
+                # the model's change to its base, on the spline through the key vertices (see compose_inbetween)
+                v = snap_to_keys((base_v[r] + flat[g])[None], key_v[:, r], mask[g:g + 1])[0]
+                out[r] = v.cpu().numpy().reshape(m, -1, 3)
         out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
         return out
 
