@@ -73,6 +73,8 @@ def test_inbetween_linear_path_is_fitted_before_training_and_beats_its_base(runs
     info = MeshEngine(runs["inbetween"], "cpu").ckpt.info
     fit = info["key_regression"]
     assert fit["windows"] == 512
+    # the ridge strength is chosen on validation among three
+    assert len(fit["ridge_val_pct"]) == 3 and fit["ridge_val_pct"][f"{fit['ridge']:g}"] == min(fit["ridge_val_pct"].values())
     # validation with keys every 5 and every 10 frames: the fitted regression misses less than the spline
     assert fit["val_vertex_pct_every_5"] < 0.9 * fit["val_base_pct_every_5"]
     assert fit["val_vertex_pct_every_10"] < 0.9 * fit["val_base_pct_every_10"]
