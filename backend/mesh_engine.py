@@ -97,15 +97,19 @@ class MeshEngine:
 
     @torch.inference_mode()
     def decode(self, controls: MeshControls, scale: float = 1.0, timing: float = 0.0,
-               points: np.ndarray | None = None) -> np.ndarray:
+               points: np.ndarray | None = None, amplify: float = 1.0, segment: int | None = None) -> np.ndarray:
         """(Edited) control points -> vertices [(F-1)*scale + 1, V, 3] float32.
 
         ``scale`` super-samples (the in-between model takes whole factors), ``timing`` re-times
         the latent spline (see ``edits.warp_times``), ``points`` replaces ``controls.points``.
+        In-between controls only: ``amplify`` also scales the linear path's correction (the learned
+        motion between the keys departs that much more or less from the spline; the points carry the
+        transformer's part), and ``segment`` decodes that segment alone (its frames only) while the
+        spline and the linear path still see every key.
         """
         pts = controls.points if points is None else np.asarray(points)
         if controls.keys is not None:
-            return self._decode_keyed(controls, pts, max(1, int(round(scale))), timing)
+            return self._decode_keyed(controls, pts, max(1, int(round(scale))), timing, amplify, segment)
         self._require("autoencoder")
         lengths = [b - a + 1 for a, b in controls.segments]
         parts = [None] * len(lengths)
@@ -163,7 +167,8 @@ class MeshEngine:
             keyed[g, at] = torch.as_tensor(key_coeffs[[pos_of[k] for k in inside]], device=self.device)
         return mask, keyed
 
-    def _decode_keyed(self, controls: MeshControls, pts: np.ndarray, s: int, timing: float) -> np.ndarray:
+    def _decode_keyed(self, controls: MeshControls, pts: np.ndarray, s: int, timing: float, amplify: float = 1.0,
+                      segment: int | None = None) -> np.ndarray:
         """The one decoder for in-between controls: base + correction -> vertices, snapped onto the keys.
 
         The interpolation base (of the key coefficients and of the key vertices) and the model's
@@ -185,10 +190,12 @@ class MeshEngine:
         regression = getattr(self.model, "key_regression", None)
         corr_all = None
         if regression is not None:
-            corr_all = regression(self.norm(keyed_all), base_all[None], mask_all,
-                                  torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
+            corr_all = amplify * regression(self.norm(keyed_all), base_all[None], mask_all,
+                                            torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
         out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
-        for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)]).items():
+        chosen = range(len(controls.segments)) if segment is None else [segment]
+        for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
+                                    if i in chosen]).items():
             rows = [slice(a * s, b * s + 1) for a, b in (controls.segments[i] for i, _, _, _ in group)]
             base_n = torch.stack([base_all[r] for r in rows])
             mask = torch.stack([mask_all[0, r] for r in rows])
@@ -204,6 +211,9 @@ class MeshEngine:
                 v = snap_to_keys((base_v[r] + flat[g])[None], key_v[:, r], mask[g:g + 1])[0]
                 out[r] = v.cpu().numpy().reshape(m, -1, 3)
         out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
+        if segment is not None:
+            a, b = controls.segments[segment]
+            return out[a * s:b * s + 1]
         return out
 
     # -- editing helpers -----------------------------------------------------------------

@@ -32,6 +32,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
     from .edits import edit_points
+    from .keyframes import segments_on_keys
     from .mesh_engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
@@ -62,10 +63,16 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
         else:
             if (m - 1) % (n - 1):
                 raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
-            inside = [k for k, key in enumerate(keys) if a <= int(key) <= b]
-            controls = MeshControls(pts[None], [(0, n - 1)], keys=[int(keys[k]) - a for k in inside],
-                                    key_frames=key_frames[inside])
-            out = engine.decode(controls, scale=(m - 1) // (n - 1), timing=float(timing[i]))
+            # all the range's keys: the spline and the linear path see beyond this segment, as in inbetween
+            whole = segments_on_keys([int(k) for k in keys], engine.window)
+            if (a, b) not in whole:
+                raise ValueError(f"segment {a}-{b} is not one of the keys' segments {whole}")
+            j = whole.index((a, b))
+            every = np.zeros((len(whole),) + pts.shape, np.float32)
+            every[j] = pts  # the others are not decoded
+            controls = MeshControls(every, whole, keys=[int(k) for k in keys], key_frames=key_frames)
+            out = engine.decode(controls, scale=(m - 1) // (n - 1), timing=float(timing[i]),
+                                amplify=float(amplify[i]), segment=j)
         if len(out) != m:
             raise ValueError(f"segment {a}-{b} decoded to {len(out)} frames, not {m}")
         parts.append(np.asarray(out, np.float32))

@@ -51,18 +51,18 @@ def test_encode_shows_the_models_decode_and_the_sliders_edit_it(source, flag_obj
     obj = flag_obj
     data, mods = mesh_data(obj), stack(obj)
     st = encode(obj)
-    assert st.active and st.kind == "AUTOENCODER" and [(s.start, s.end) for s in st.segments] == [(0, 60), (60, 120)]
+    assert st.active and st.kind == "AUTOENCODER" and [(s.start, s.end) for s in st.segments] == [(0, 30), (30, 60), (60, 90), (90, 120)]
     assert obj.modifiers[-1].name == "Splinetween" and obj.modifiers[-1].type == "MESH_CACHE"
     assert stack(obj)[:-1] == mods and np.array_equal(mesh_data(obj), data)  # the mesh itself is untouched
-    assert raw_props(obj) == [LM.raw_name(s, c) for s in range(2) for c in range(4)]
+    assert raw_props(obj) == [LM.raw_name(s, c) for s in range(4) for c in range(4)]
     neutral = evaluated_range(obj, 1, N)
     np.testing.assert_allclose(neutral, source["decoded"], atol=1e-5)  # what MeshEngine.decode gives
     assert np.abs(neutral - source["frames"]).max() > 0  # and it is the decode, not the source
     st.segments[1].amplify = 2.0
     edited = evaluated_range(obj, 1, N)
-    ramp = N // 2 // 4  # segment 0 eases into the seam over its last quarter
-    assert np.array_equal(edited[:61 - ramp], neutral[:61 - ramp])
-    assert np.abs(edited[62:] - neutral[62:]).max() > 1e-3
+    ramp = 30 // 4  # segment 0 (frames 0-30) eases into the seam over its last quarter
+    assert np.array_equal(edited[:31 - ramp], neutral[:31 - ramp])
+    assert np.abs(edited[32:60] - neutral[32:60]).max() > 1e-3
     st.segments[1].amplify = 1.0  # back to neutral: the very same decode
     assert np.array_equal(evaluated_range(obj, 1, N), neutral)
     st.segments[0].timing = 0.5

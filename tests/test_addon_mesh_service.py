@@ -49,19 +49,22 @@ def decode_request(reply, out, amplify=1.0, timing=0.0, principal=(), scale=1, k
 
 
 def test_encode_decode_in_process_equals_framed_and_the_engine(frames):
-    from backend.mesh_engine import MeshEngine
+    from backend.mesh_engine import MeshControls, MeshEngine
     reply, out = service.handle(*encode_request(frames))
-    assert reply["ok"] and reply["num_vertices"] == 5041 and out["points"].shape[:2] == (1, 4)
-    assert out["vertices"].dtype == np.float32 and out["vertices"].shape == frames.shape
+    assert reply["ok"] and reply["num_vertices"] == 5041 and out["points"].shape[:2] == (2, 4)  # 60 frames: 2 segments of <= 31
+    # each segment's neutral decode, laid one after the other (segments share their end frames)
+    assert out["vertices"].dtype == np.float32 and out["vertices"].shape == (61,) + frames.shape[1:]
     f_reply, f_out = framed(*encode_request(frames))
     for k in out:
         assert np.array_equal(out[k], f_out[k])
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
-    np.testing.assert_allclose(out["vertices"], engine.decode(engine.encode(frames)), atol=1e-5)
+    controls = engine.encode(frames)
+    first = MeshControls(controls.points[:1], [(0, 30)])
+    np.testing.assert_allclose(out["vertices"][:31], engine.decode(first), atol=1e-5)
     _, dec = service.handle(*decode_request(reply, out))
     assert np.array_equal(dec["vertices"], out["vertices"])  # neutral decode: the same numbers as encode's
     _, twice = service.handle(*decode_request(reply, out, scale=2))
-    assert twice["vertices"].shape == (2 * 60 - 1, 5041, 3)
+    assert twice["vertices"].shape == (2 * 30 + 1 + 2 * 29 + 1, 5041, 3)  # each segment super-sampled
 
 
 def test_decode_applies_the_edits_of_backend_edits(frames):

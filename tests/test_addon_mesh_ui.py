@@ -55,10 +55,10 @@ def test_the_panel_draws_every_state():
     assert [e[1][1] for e in log if e[0] == "prop"] == ["mesh_key_mode", "mesh_key_step", "mesh_key_frames"]
     assert bpy.ops.anim.splinetween_mesh_encode(frame_range="CUSTOM", frame_start=1, frame_end=60) == {"FINISHED"}
     log = draw(obj)
-    assert "Frames 1-60, 1 segments (encoded)" in texts(log) and "Segment 1: frames 1-60" in texts(log)
+    assert "Frames 1-60, 2 segments (encoded)" in texts(log) and "Segment 2: frames 31-60" in texts(log)
     assert "Shown by modifier 'Splinetween': untitled_Drawn_encoded.pc2" in texts(log)
     props = [e[1][1] for e in log if e[0] == "prop"]
-    assert props.count("amplify") == 1 and props.count('["splinetween_s00_c3"]') == 1
+    assert props.count("amplify") == 2 and props.count('["splinetween_s00_c3"]') == 1
     assert {"anim.splinetween_bake", "anim.splinetween_remove", "anim.splinetween_resample"} <= \
         {e[1][0] for e in log if e[0] == "operator"}
     assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
