@@ -263,7 +263,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
               file=sys.stderr)
         # step 0 is a candidate too: if the transformer never beats the fitted linear path, it ships
         best = val_error_pct(model, val_batcher, val_ms, basis, val_windows, val_masks)
-        info_base["key_regression"].update(val_base_pct_every_5=before[0], val_base_pct_every_10=before[1],
+        info_base["key_regression"].update(seconds=round(time.time() - t_fit, 1),
+                                           val_base_pct_every_5=before[0], val_base_pct_every_10=before[1],
                                            val_vertex_pct_every_5=after[0], val_vertex_pct_every_10=after[1])
         history.append({"step": 0, "val_vertex_pct": best})
         ckpt_io.save(out / "best", _mesh_checkpoint(mcfg, normalizer, basis, cfg, dict(

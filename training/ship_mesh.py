@@ -31,7 +31,8 @@ def linear_path_note(task: str, info: dict, model: dict) -> str:
                 "latent Bézier (both learned heads start at zero).")
     fit = info.get("key_regression", {})
     return (" The transformer corrects a linear in-betweener (a regression from the 4 nearest keys), fitted in closed "
-            f"form on {fit.get('windows')} training windows with keys every {fit.get('keys_every')} frames and then "
+            f"form on {fit.get('windows')} training windows with keys every {fit.get('keys_every')} frames "
+            f"(ridge {fit.get('ridge')}, chosen on validation; {fit.get('seconds', '?')} s) and then "
             f"frozen: validation {fit.get('val_base_pct_every_5', float('nan')):.3f} → "
             f"{fit.get('val_vertex_pct_every_5', float('nan')):.3f} % at keys every 5, "
             f"{fit.get('val_base_pct_every_10', float('nan')):.3f} → {fit.get('val_vertex_pct_every_10', float('nan')):.3f} "
@@ -59,7 +60,9 @@ def card(name: str, doc: dict, report: dict, command: str, generator: str) -> st
         f"{cfg.get('min_window')}–{cfg.get('window')} frames, RAdam lr {cfg.get('lr')} ({cfg.get('warmup')} warm-up "
         f"steps, cosine to {cfg.get('min_lr')}), clipping {cfg.get('clip_grad')}, seed {cfg.get('seed')}; "
         f"{info.get('wall_time_s')} s wall on {cfg.get('threads') or 'all'} CPU thread(s) "
-        f"({info.get('windows_per_s')} windows/s); loss: squared vertex distance from the coefficients.",
+        f"({info.get('windows_per_s')} windows/s); loss: " + ("each window's squared vertex error over its spline "
+                                                               "base's" if task == "inbetween" else
+                                                               "squared vertex distance from the coefficients") + ".",
         f"- **Best validation**: mean vertex error {info.get('val_vertex_pct', float('nan')):.3f} % of the "
         f"bounding-box diagonal{' (half the windows keyed every 5, half every 10; non-key frames)' if task == 'inbetween' else ''}.",
         "", "## Reproduce", "", "```bash", generator, command, "```", "",
