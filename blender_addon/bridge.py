@@ -282,15 +282,21 @@ class BackendProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self.log.close()
         self.keep_log = self.keep_log or keep_log
-        if not self.keep_log:
-            Path(self.log.name).unlink(missing_ok=True)
+        release(self.proc, self.log, Path(self.log.name), self.keep_log)
+
+
+def release(proc: subprocess.Popen, log, log_path: Path, keep_log: bool) -> None:
+    """Close an ended child's pipes and its log file, deleting the log unless ``keep_log``
+    (the backend process and the batch workers end the same way)."""
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    log.close()
+    if not keep_log:
+        log_path.unlink(missing_ok=True)
 
 
 _proc: BackendProcess | None = None

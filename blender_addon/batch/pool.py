@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..bridge import release
 from .worker import TAG
 
 ADDON_DIR = Path(__file__).resolve().parents[1]  # blender_addon/ (or the installed extension's folder)
@@ -135,14 +136,7 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-        self.log.close()
-        if not keep_log:
-            self.log_path.unlink(missing_ok=True)
+        release(self.proc, self.log, self.log_path, keep_log)
 
 
 class Pool:
