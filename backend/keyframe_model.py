@@ -69,7 +69,7 @@ class KeyRegression(nn.Module):
         hats = torch.zeros(*gc.shape[:-1], len(nodes), dtype=u.dtype, device=u.device)
         hats = hats.scatter(-1, hi - 1, 1 - t).scatter_add(-1, hi, t)
         w = u * (1 - u)
-        poly = torch.stack([w, w * u, w * u * u], -1)
+        poly = torch.stack([w * u ** i for i in range(self.U_TERMS)], -1)
         return (poly[..., :, None] * hats[..., None, :]).flatten(-2)
 
     def features(self, keys_n: torch.Tensor, base_n: torch.Tensor, mask: torch.Tensor,

@@ -205,11 +205,11 @@ class MeshEngine:
             cp = torch.as_tensor(pts[[i for i, _, _, _ in group]], dtype=torch.float32, device=self.device)
             pred = self.model.decode(cp, base_n, mask, times=times, positions=positions,
                                      correction=None if corr_all is None else torch.stack([corr_all[r] for r in rows]))
-            flat = self._vertices(self.norm.inverse(pred)) - self._vertices(self.norm.inverse(base_n))
+            flat = compose_inbetween(self._vertices(self.norm.inverse(pred)), self._vertices(self.norm.inverse(base_n)),
+                                     torch.stack([key_v[0, r] for r in rows]), mask,
+                                     base_v=torch.stack([base_v[r] for r in rows]))
             for g, r in enumerate(rows):
-                # the model's change to its base, on the spline through the key vertices (see compose_inbetween)
-                v = snap_to_keys((base_v[r] + flat[g])[None], key_v[:, r], mask[g:g + 1])[0]
-                out[r] = v.cpu().numpy().reshape(m, -1, 3)
+                out[r] = flat[g].cpu().numpy().reshape(m, -1, 3)
         out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
         if segment is not None:
             a, b = controls.segments[segment]
@@ -231,7 +231,7 @@ class MeshEngine:
 
 
 def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,
-                      interp=None) -> torch.Tensor:
+                      interp=None, base_v: torch.Tensor | None = None) -> torch.Tensor:
     """Final in-between vertices: the interpolation of the key *vertices* plus the model's correction.
 
     pred, base [B, m, 3V]: the model's output and its base, both rebuilt from basis coefficients;
@@ -239,7 +239,9 @@ def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tenso
     (``keyframes.interpolation_base``; it is linear, so the base of the vertices projects onto ``base``).  Interpolating the key vertices
     themselves keeps what the basis cannot represent (fine wrinkles) moving smoothly between the keys
     instead of losing it; the model only adds ``pred - base``, which is all it has learned.  The
-    result is then snapped onto the keys (the correction is not exactly zero there).
+    result is then snapped onto the keys (the correction is not exactly zero there).  ``base_v``: that
+    interpolation of the key vertices, when the caller has it (the engine's runs over the whole sequence).
     """
-    interp = interp or interpolation_base("cspline")
-    return snap_to_keys(interp(key_v, mask) + (pred - base), key_v, mask)
+    if base_v is None:
+        base_v = (interp or interpolation_base("cspline"))(key_v, mask)
+    return snap_to_keys(base_v + (pred - base), key_v, mask)

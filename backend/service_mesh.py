@@ -45,6 +45,8 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
         if len(key_frames) != len(keys):
             raise ValueError(f"mesh_decode: {len(keys)} keys but {len(key_frames)} key frames")
     pca = engine.principal()
+    # an in-betweened range's segments as the engine cut them: each is decoded seeing all the keys
+    whole = segments_on_keys([int(k) for k in keys], engine.window) if keys is not None else None
     parts = []
     for i, (a, b) in enumerate(segs):
         a, b = int(a), int(b)
@@ -64,7 +66,6 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
             if (m - 1) % (n - 1):
                 raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
             # all the range's keys: the spline and the linear path see beyond this segment, as in inbetween
-            whole = segments_on_keys([int(k) for k in keys], engine.window)
             if (a, b) not in whole:
                 raise ValueError(f"segment {a}-{b} is not one of the keys' segments {whole}")
             j = whole.index((a, b))
