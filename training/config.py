@@ -5,6 +5,8 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from .data import DEFAULT_DATA, LEAVE_OUT
+
 
 class ConfigError(ValueError):
     pass
@@ -12,7 +14,7 @@ class ConfigError(ValueError):
 
 @dataclass
 class TrainConfig:
-    data: str = ""  # BVH folder, a .bvh, or the .tar.xz archive
+    data: str = DEFAULT_DATA  # BVH folders, .bvh files or .tar.xz archives, comma-separated (default: both)
     out: str = "runs/motion"  # run folder: config copy, log, checkpoints
     cache: str = ""  # folder for the parsed-data cache ("" = no cache)
     init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
@@ -35,6 +37,17 @@ class TrainConfig:
     weight_decay: float = 0.0
     fk_weight: float = 1.0  # weight of the forward-kinematics position loss (cm, scaled)
     augment_yaw: bool = True  # random rotation about the up axis
+    # Motion the data lacks (training.augment): the chance of a mirrored / time-reversed window, of a
+    # batch played at another speed (0.5-2x), of a window with another window's upper body.
+    augment_mirror: float = 0.0
+    augment_reverse: float = 0.0
+    augment_speed: float = 0.0
+    augment_mix: float = 0.0
+    # inbetween: "absolute" (MSE) or "relative" (each window's error divided by its base's: confident
+    # wrong motion never pays, and short gaps count as much as long ones)
+    loss: str = "absolute"
+    # kinds of motion never read (the generalisation protocol: "protocol" = training.data.LEAVE_OUT)
+    leave_out: str = ""
     seed: int = 0
     threads: int = 0  # torch CPU threads (0 = torch's default)
     val_every: int = 500
@@ -50,6 +63,11 @@ class TrainConfig:
             raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
         if self.base not in ("hermite", "slerp"):
             raise ConfigError(f"base={self.base!r}: use hermite or slerp")
+        if self.loss not in ("absolute", "relative"):
+            raise ConfigError(f"loss={self.loss!r}: use absolute or relative")
+        for k in ("augment_mirror", "augment_reverse", "augment_speed", "augment_mix"):
+            if not 0.0 <= getattr(self, k) <= 1.0:
+                raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:
@@ -60,6 +78,11 @@ class TrainConfig:
 
     def save(self, path: Path):
         path.write_text(json.dumps(asdict(self), indent=1))
+
+    def left_out(self) -> tuple[str, ...]:
+        if self.leave_out == "protocol":
+            return LEAVE_OUT
+        return tuple(k.strip() for k in self.leave_out.split(",") if k.strip())
 
 
 def _coerce(name: str, typ, value: str):

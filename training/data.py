@@ -19,14 +19,34 @@ from backend.bvh import BVHError, parse_bvh
 from backend.skeleton import Skeleton
 
 SPLITS = ("train", "val", "test")
+# Both archives of the data README, read together by default (paths from the repository root).
+DEFAULT_DATA = "../shared/data/bandai-namco-2.tar.xz,../shared/data/bandai-namco-1-part.tar.xz"
+# The data README's generalisation protocol: kinds left out entirely from training, measured apart.
+LEAVE_OUT = ("run", "wave-both-hands", "raise-up-left-hand", "guide", "dash")
+DATASET1_VAL_STYLES = ("happy", "tired")
 
 
 class DataError(ValueError):
     pass
 
 
+def _name_fields(name: str) -> list[str]:
+    """``dataset-N_{content}_{style}_{id}`` -> its four fields (contents and styles use hyphens)."""
+    return Path(name).name.removesuffix(".bvh").split("_")
+
+
+def clip_kind(name: str) -> str:
+    """The clip's kind of motion (``content``), "" for a name outside the archives' pattern."""
+    f = _name_fields(name)
+    return f[1] if len(f) == 4 and f[0].startswith("dataset-") else ""
+
+
 def split_of(name: str) -> str:
-    """The data README's split: id % 10 == 5 is test, == 8 is validation, else train."""
+    """The data README's splits.  Dataset-1: style happy or tired is validation, the rest train
+    (no test split).  Dataset-2 (and any other name): id % 10 == 5 test, == 8 validation, else train."""
+    f = _name_fields(name)
+    if len(f) == 4 and f[0] == "dataset-1":
+        return "val" if f[2] in DATASET1_VAL_STYLES else "train"
     m = re.search(r"(\d+)(?:\.bvh)?$", Path(name).name)
     if not m:
         raise DataError(f"{name}: no numeric clip id at the end of the name, cannot assign a split")
@@ -53,6 +73,40 @@ class MotionSet:
         return self.rotations[s:e], self.positions[s:e]
 
 
+def data_paths(data) -> list[Path]:
+    """``data`` as one path, a comma-separated list or a list of paths (BVH folders, .bvh, archives)."""
+    items = data.split(",") if isinstance(data, str) else [str(d) for d in data]
+    paths = [Path(i.strip()) for i in items if i.strip()]
+    if not paths:
+        raise DataError("no data path given (pass a BVH folder, a .bvh file or a .tar.xz archive)")
+    for p in paths:
+        if not p.exists():
+            raise DataError(f"{p}: data path does not exist (pass --data with BVH folders or .tar.xz archives, "
+                            "comma-separated)")
+    return paths
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which clips of the archives to read: splits, and kinds kept or left out (the generalisation protocol)."""
+    splits: tuple[str, ...] = ("train",)
+    kinds: tuple[str, ...] = ()  # only these kinds ("" = every kind)
+    exclude: tuple[str, ...] = ()  # never these kinds
+
+    def __post_init__(self):
+        bad = [s for s in self.splits if s not in SPLITS]
+        if bad or not self.splits:
+            raise DataError(f"unknown split {bad or self.splits!r}; use {', '.join(SPLITS)}")
+
+    def wants(self, name: str) -> bool:
+        kind = clip_kind(name)
+        return (split_of(name) in self.splits and (not self.kinds or kind in self.kinds)
+                and kind not in self.exclude)
+
+    def key(self) -> str:
+        return f"{'+'.join(self.splits)}|{','.join(self.kinds)}|-{','.join(self.exclude)}"
+
+
 def _iter_sources(data: Path):
     """(name, text-reader) for each BVH in a folder or inside a .tar/.tar.xz archive."""
     if data.is_dir():
@@ -71,27 +125,32 @@ def _iter_sources(data: Path):
         raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH files")
 
 
-def load_split(data, split: str, cache_dir=None, verbose=True, skeleton: Skeleton | None = None) -> MotionSet:
-    """Every clip of one split that shares one skeleton; the others are skipped with a warning.
+def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | None = None,
+               kinds=(), exclude=()) -> MotionSet:
+    """Every clip of one split (or a Selection of splits and kinds) that shares one skeleton; the
+    others are skipped with a warning.  ``data``: one path or several (comma-separated or a list).
 
     The reference skeleton is ``skeleton`` when given (the validation split is read against the
     training skeleton), else the hierarchy most clips of the split share (ties: the first one),
     so a single odd clip cannot make every other clip "different".
     """
-    data = Path(data)
-    if not data.exists():
-        raise DataError(f"{data}: data path does not exist (pass --data with a BVH folder or the .tar.xz)")
-    if split not in SPLITS and split != "all":
-        raise DataError(f"unknown split {split!r}; use one of {', '.join(SPLITS)} or all")
-    cache = _cache_path(data, split, cache_dir, skeleton)
+    paths = data_paths(data)
+    if isinstance(split, Selection):
+        sel = split
+    elif split == "all":
+        sel = Selection(SPLITS, tuple(kinds), tuple(exclude))
+    else:
+        sel = Selection((split,) if isinstance(split, str) else tuple(split), tuple(kinds), tuple(exclude))
+    split = "+".join(sel.splits)
+    cache = _cache_path(paths, sel, cache_dir, skeleton)
     if cache and cache.exists():
         return _load_cache(cache)
     clips, skipped = [], []  # (where, skeleton, float32 rotations, float32 positions, name, frame time)
     seen_any = False
-    for name, where, read in _iter_sources(data):
+    for name, where, read in (src for p in paths for src in _iter_sources(p)):
         seen_any = True
         try:
-            if split != "all" and split_of(name) != split:
+            if not sel.wants(name):
                 continue
             clip = parse_bvh(read(), where, name=Path(name).stem, keep_source=False)
         except (BVHError, DataError) as e:
@@ -102,6 +161,7 @@ def load_split(data, split: str, cache_dir=None, verbose=True, skeleton: Skeleto
         del clip
     if not seen_any:
         raise DataError(f"{data}: no BVH files found")
+    data = ",".join(map(str, paths))
     skel = skeleton
     if skel is None and clips:
         groups = []  # [skeleton, count] in order of first appearance
@@ -138,13 +198,13 @@ def load_split(data, split: str, cache_dir=None, verbose=True, skeleton: Skeleto
     return ms
 
 
-def _cache_path(data: Path, split: str, cache_dir, skeleton: Skeleton | None = None):
+def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton | None = None):
     if cache_dir is None:
         return None
-    st = data.stat()
+    ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{data.resolve()}|{st.st_size}|{st.st_mtime_ns}|{split}|v1{ref}".encode()).hexdigest()[:16]
-    return Path(cache_dir) / f"motion-{split}-{key}.npz"
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v2{ref}".encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 
 def _save_cache(path: Path, ms: MotionSet):
@@ -188,9 +248,21 @@ class WindowSampler:
         self.p = w / w.sum()
         self.rng = np.random.default_rng(seed)
 
-    def sample(self, batch: int) -> np.ndarray:
-        n = int(self.rng.integers(self.min_len, self.max_len + 1))
-        clips = self.valid[self.rng.choice(len(self.valid), size=batch, p=self.p)]
+    def draw_length(self) -> int:
+        return int(self.rng.integers(self.min_len, self.max_len + 1))
+
+    def sample(self, batch: int, length: int | None = None) -> np.ndarray:
+        """[batch, n] frame indices of windows of n frames (n = ``length``, or drawn from the range)."""
+        if length is None:
+            n = self.draw_length()
+            clips = self.valid[self.rng.choice(len(self.valid), size=batch, p=self.p)]
+        else:  # any length (a time-warped batch reads more or fewer source frames)
+            n = int(length)
+            room = self.ms.lengths - n + 1
+            ok = np.flatnonzero(room > 0)
+            if len(ok) == 0:
+                raise DataError(f"no clip is at least {n} frames long")
+            clips = ok[self.rng.choice(len(ok), size=batch, p=room[ok] / room[ok].sum())]
         room = self.ms.lengths[clips] - n + 1
         first = self.ms.starts[clips] + (self.rng.random(batch) * room).astype(np.int64)
         return first[:, None] + np.arange(n)

@@ -44,10 +44,10 @@ class InbetweenBatcher:
         self.ae, self.layout, self.normalizer, self.base = ae_batcher, layout, normalizer, base
         self.rng = np.random.default_rng(seed + 7)
 
-    def __call__(self, idx, gen=None, masks=None):
-        rot, pos = self.ae.raw(idx, gen)
+    def __call__(self, idx, gen=None, masks=None, frames=None):
+        rot, pos = self.ae.raw(idx, gen, frames)
         if masks is None:
-            masks = sample_key_masks(self.rng, idx.shape[0], idx.shape[1])
+            masks = sample_key_masks(self.rng, rot.shape[0], rot.shape[1])
         mask = torch.from_numpy(masks)
         keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, self.layout, self.normalizer, self.base)
         target, _ = to_features(rot, pos, self.layout, origin)

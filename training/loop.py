@@ -18,22 +18,29 @@ from backend.model import ModelConfig, build_model, count_parameters
 
 from .config import TrainConfig
 from .data import DataError, WindowSampler, load_split, protocol_windows, within_clip_position_std
+from .augment import Augmenter, time_warp
 from .inbetween_task import InbetweenBatcher
-from .losses import pose_loss
+from .losses import pose_loss, relative_pose_loss
 from .state import load_state, save_state
 
 
 class Batcher:
     """Frame indices -> normalised features, origin and per-window template positions."""
 
-    def __init__(self, ms, layout, normalizer=None, augment_yaw=False):
+    def __init__(self, ms, layout, normalizer=None, augment_yaw=False, augmenter=None):
         self.rot = torch.from_numpy(ms.rotations)
         self.pos = torch.from_numpy(ms.positions)
         self.layout, self.normalizer, self.augment_yaw = layout, normalizer, augment_yaw
+        self.augmenter = augmenter
 
-    def raw(self, idx: np.ndarray, gen: torch.Generator | None = None):
+    def raw(self, idx: np.ndarray, gen: torch.Generator | None = None, frames: int | None = None):
+        """Windows at ``idx`` [B, L]; resampled to ``frames`` samples when given (a speed change)."""
         idx_t = torch.from_numpy(idx)
         rot, pos = self.rot[idx_t], self.pos[idx_t].clone()
+        if frames is not None and frames != idx.shape[1]:
+            rot, pos = time_warp(rot, pos, frames)
+        if self.augmenter is not None:
+            rot, pos = self.augmenter(rot, pos, gen)
         if self.augment_yaw:
             rot, pos = self._yaw(rot, pos, gen)
         return rot, pos
@@ -51,9 +58,9 @@ class Batcher:
         pos[:, :, j] = QT.rotate(q.expand(rot.shape[:2] + (4,)), pos[:, :, j])
         return rot, pos
 
-    def __call__(self, idx, gen=None):
+    def __call__(self, idx, gen=None, frames=None):
         """-> (model inputs, normalised target, origin, template positions, true rotations)."""
-        rot, pos = self.raw(idx, gen)
+        rot, pos = self.raw(idx, gen, frames)
         feat, origin = to_features(rot, pos, self.layout)
         feat_n = self.normalizer(feat)
         return (feat_n,), feat_n, origin, pos[:, :1], rot
@@ -136,7 +143,18 @@ class _FixedKeys:
         self.masks = {int(w[0]): m for w, m in zip(windows, masks)}
 
     def __call__(self, idx, gen=None):
-        return self.batcher(idx, gen, np.stack([self.masks[int(w[0])] for w in idx]))
+        return self.batcher(idx, gen, masks=np.stack([self.masks[int(w[0])] for w in idx]))
+
+
+def draw_windows(sampler, batch: int, p_speed: float, rng: np.random.Generator, max_len: int):
+    """(frame indices [B, L], frames n): a batch of windows of n frames; with chance ``p_speed`` it
+    reads L = (n-1) s + 1 source frames at a speed s drawn log-uniformly in [0.5, 2]."""
+    n = sampler.draw_length()
+    if p_speed > 0 and rng.random() < p_speed:
+        span = int(round((n - 1) * float(np.exp(rng.uniform(np.log(0.5), np.log(2.0)))))) + 1
+        if 2 <= span <= max_len:
+            return sampler.sample(batch, span), n
+    return sampler.sample(batch, n), n
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -157,8 +175,9 @@ def train(cfg: TrainConfig) -> Path:
             raise ValueError(f"{out}: cannot write the run folder ({e.strerror})") from None
     torch.manual_seed(cfg.seed)
     cache = cfg.cache or None
-    train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0)
-    val_ms = load_split(cfg.data, "val", cache, verbose=rank == 0, skeleton=train_ms.skeleton)
+    left_out = cfg.left_out()
+    train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0, exclude=left_out)
+    val_ms = load_split(cfg.data, "val", cache, verbose=rank == 0, skeleton=train_ms.skeleton, exclude=left_out)
     for split, ms in (("train", train_ms), ("val", val_ms)):
         if ms.lengths.max() < cfg.window:
             raise DataError(f"{cfg.data}: every {split} clip is shorter than --window={cfg.window} frames "
@@ -172,7 +191,10 @@ def train(cfg: TrainConfig) -> Path:
         if init.layout != layout or not init.skeleton.same_hierarchy(train_ms.skeleton):
             raise ValueError(f"{cfg.init}: --init checkpoint has a different skeleton or feature layout")
         normalizer = init.normalizer  # keep the statistics the weights were trained with
-    batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw)
+    augmenter = None
+    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix:
+        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix)
+    batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw, augmenter)
     val_batcher = Batcher(val_ms, layout, normalizer)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
     val_windows = val_windows[np.random.default_rng(0).permutation(len(val_windows))[:cfg.val_windows]]
@@ -195,16 +217,20 @@ def train(cfg: TrainConfig) -> Path:
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
     sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
+    speed_rng = np.random.default_rng(cfg.seed + 11)
     step, best, wall, history = 0, float("inf"), 0.0, []
     state = load_state(out / "last")
     if state is not None:
         step, best, wall, history = restore_state(state, model, opt, sched, sampler)
         gen.set_state(state["gen"])
+        if "speed_rng" in state:
+            speed_rng.bit_generator.state = state["speed_rng"]
         if rank == 0:
             print(f"resuming {out} at step {step}", file=sys.stderr)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     parents = train_ms.skeleton.parents
-    info_base = {"data": str(cfg.data), "split": "train (id % 10 not in {5, 8})", "task": cfg.task,
+    info_base = {"data": str(cfg.data), "split": "train (dataset-2: id % 10 not in {5, 8}; dataset-1: style not "
+                 "happy or tired)", "left_out_kinds": list(left_out), "task": cfg.task,
                  "parameters": count_parameters(model), "train_clips": len(train_ms.names),
                  "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
                  "val_clips": len(val_ms.names), "skipped_val_clips": len(val_ms.skipped),
@@ -217,12 +243,18 @@ def train(cfg: TrainConfig) -> Path:
     t_start, seen, t_rate = time.time() - wall, 0, time.time()
     model.train()
     while step < cfg.steps:
-        idx = sampler.sample(cfg.batch_size)
-        inputs, target_n, origin, template, _ = batcher(idx, gen)
+        idx, frames = draw_windows(sampler, cfg.batch_size, cfg.augment_speed, speed_rng,
+                                   int(train_ms.lengths.max()))
+        inputs, target_n, origin, template, _ = batcher(idx, gen, frames=frames)
         shard = slice(rank * cfg.batch_size // world, (rank + 1) * cfg.batch_size // world)
         pred = net(*(x[shard] for x in inputs))
-        loss, parts = pose_loss(pred, target_n[shard], normalizer, layout, origin[shard], template[shard],
-                                parents, cfg.fk_weight)
+        if cfg.task == "inbetween" and cfg.loss == "relative":
+            _, base_n, mask = (x[shard] for x in inputs)
+            loss, parts = relative_pose_loss(pred, base_n, target_n[shard], ~mask, normalizer, layout,
+                                             origin[shard], template[shard], parents, cfg.fk_weight)
+        else:
+            loss, parts = pose_loss(pred, target_n[shard], normalizer, layout, origin[shard], template[shard],
+                                    parents, cfg.fk_weight)
         optimizer_step(loss, model, opt, sched, cfg.clip_grad)
         step += 1
         seen += cfg.batch_size
@@ -255,7 +287,8 @@ def train(cfg: TrainConfig) -> Path:
             wall = time.time() - t_start
             save_state(out / "last", {"model": model.state_dict(), "opt": opt.state_dict(),
                                       "sched": sched.state_dict(), "sampler": sampler.state(),
-                                      "gen": gen.get_state(), "step": step, "best": best, "wall": wall,
+                                      "gen": gen.get_state(), "speed_rng": speed_rng.bit_generator.state,
+                                      "step": step, "best": best, "wall": wall,
                                       "history": history})
     if world > 1:
         dist.barrier()
