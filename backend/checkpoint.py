@@ -80,6 +80,8 @@ def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
     tensors = {f"model.{k}": v for k, v in state.items()}
     tensors["stats.mean"] = ckpt.normalizer.mean.cpu().contiguous()
     tensors["stats.std"] = ckpt.normalizer.std.cpu().contiguous()
+    if ckpt.normalizer.rotation is not None:
+        tensors["stats.rotation"] = ckpt.normalizer.rotation.cpu().contiguous()
     extra = {k: v.detach().cpu().contiguous() for k, v in ckpt.extra.items()}
     shared = ckpt.asset.get("basis") if ckpt.is_mesh else None
     if shared:  # an asset's models share one basis file next to them (it is most of a mesh model's size)
@@ -180,10 +182,13 @@ def load(path, map_location="cpu") -> Checkpoint:
     except Exception as e:  # safetensors raises its own error type for a corrupt file
         raise CheckpointError(wpath, f"cannot read the weights ({e})") from None
     try:
-        normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"))
+        normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))
     except KeyError:
         raise CheckpointError(wpath, "normalisation statistics (stats.mean / stats.std) are missing") from None
     dim = config.input_dim if mesh else layout.dim
+    if normalizer.rotation is not None and tuple(normalizer.rotation.shape) != (dim, dim):
+        raise CheckpointError(wpath, f"stats.rotation has shape {tuple(normalizer.rotation.shape)}; the features "
+                              f"need ({dim}, {dim})")
     if normalizer.mean.numel() != config.input_dim or dim != config.input_dim:
         raise CheckpointError(jpath, f"feature size {dim} / statistics {normalizer.mean.numel()} do not "
                                      f"match the model's input size {config.input_dim}")

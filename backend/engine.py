@@ -76,6 +76,10 @@ class Engine:
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
         self.norm = self.ckpt.normalizer
         self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
+        # In-betweening: blend the model with the curves by how well it predicts hidden keys
+        # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
+        self.guard = True
+        self._guard_weights: dict[bytes, tuple[float, float]] = {}
 
     # -- checks -------------------------------------------------------------------------
     @property
@@ -96,6 +100,34 @@ class Engine:
             where = np.arange(clip.num_frames)[frames][bad]
             raise EngineError(f"{clip.name}: NaN or infinite values in frame(s) {where[:5].tolist()}"
                               + (" (key poses)" if keys is not None else ""))
+
+    @staticmethod
+    def _guard_key(keys, key_rotations, key_positions) -> bytes:
+        import hashlib
+        h = hashlib.sha1(np.asarray(keys, dtype=np.int64).tobytes())
+        for a in (key_rotations, key_positions):
+            h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        return h.digest()
+
+    def remember_guard(self, keys, clip: Clip, weights: tuple[float, float]):
+        if len(self._guard_weights) > 256:
+            self._guard_weights.clear()
+        self._guard_weights[self._guard_key(keys, clip.rotations[keys], clip.positions[keys])] = weights
+
+    def guard_for(self, controls: "Controls", skeleton) -> tuple[float, float]:
+        """The guard's (alpha, beta) for in-betweened ``controls``: what the fill used, recomputed
+        from the stored key poses when this engine has not seen them (e.g. after a reload)."""
+        from .inbetween import guard_weights
+        key = self._guard_key(controls.keys, controls.key_rotations, controls.key_positions)
+        if key not in self._guard_weights:
+            n = controls.num_frames
+            rot = np.zeros((n, skeleton.num_joints, 4))
+            rot[..., 0] = 1.0
+            pos = np.zeros((n, skeleton.num_joints, 3))
+            rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
+            clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
+            self._guard_weights[key] = guard_weights(self, clip, list(controls.keys))
+        return self._guard_weights[key]
 
     def _require(self, task: str):
         if self.task != task:

@@ -82,19 +82,35 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
 
 @dataclass
 class Normalizer:
+    """Per-channel standardisation, optionally followed by a rotation onto principal axes.
+
+    With ``rotation`` [D, D] (orthonormal, columns by decreasing variance) the model sees principal
+    coordinates: a motion autoencoder's linear path then fits the leading ones with its latent Bezier
+    (the cloth models' linear path, with the PCA done here instead of in a vertex basis).
+    """
     mean: torch.Tensor  # [D]
     std: torch.Tensor  # [D]
+    rotation: torch.Tensor | None = None  # [D, D]
 
     @classmethod
-    def fit(cls, feats: torch.Tensor, floor: float = 1e-3) -> "Normalizer":
+    def fit(cls, feats: torch.Tensor, floor: float = 1e-3, rotate: bool = False) -> "Normalizer":
         flat = feats.reshape(-1, feats.shape[-1]).double()
         # A constant channel (an unused joint) gets a floor, not a division by zero.
-        return cls(flat.mean(0).float(), flat.std(0).clamp_min(floor).float())
+        mean, std = flat.mean(0), flat.std(0).clamp_min(floor)
+        rotation = None
+        if rotate:
+            z = (flat - mean) / std
+            evals, evecs = torch.linalg.eigh(z.T @ z / max(1, len(z) - 1))
+            rotation = evecs.flip(-1).float()  # decreasing variance
+        return cls(mean.float(), std.float(), rotation)
 
     def __call__(self, x):
-        return (x - self.mean.to(x)) / self.std.to(x)
+        z = (x - self.mean.to(x)) / self.std.to(x)
+        return z if self.rotation is None else z @ self.rotation.to(x)
 
     def inverse(self, x):
+        if self.rotation is not None:
+            x = x @ self.rotation.to(x).T
         return x * self.std.to(x) + self.mean.to(x)
 
 

@@ -11,7 +11,9 @@ import torch
 
 from . import quat_np as Q
 from .features import from_features
-from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
+from .guard import blend, fit_weights, holdout_passes
+from .keyframes import (inbetween_inputs, interpolate, key_mask, segments_on_keys, snap_to_keys,
+                        validate_keys)
 from .skeleton import Clip
 
 
@@ -24,47 +26,110 @@ def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return rot, pos
 
 
-@torch.inference_mode()
-def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
-    """-> list of (clip, controls); raises ValueError naming the clip for bad keys."""
-    from .engine import Controls
+def _fill(engine, items):
+    """Model and Hermite-base fills of ``items`` [(clip, keys)] (keys validated), batched by segment
+    length: per item (rot, pos, base_rot, base_pos [F, J, *] numpy, controls [S, K, d], origins [S, 3],
+    segments).  Only key frames are read; segments start and end on keys."""
     ck, layout, dev = engine.ckpt, engine.layout, engine.device
     prepared, jobs = [], []
+    for ii, (clip, keys) in enumerate(items):
+        rot, pos = key_only(clip, keys)
+        segs = segments_on_keys(keys, ck.window)
+        prepared.append((clip, keys, rot, pos, segs))
+        jobs += [(ii, si, a, b) for si, (a, b) in enumerate(segs)]
+    groups, results = {}, {}
+    for j in jobs:
+        groups.setdefault(j[3] - j[2] + 1, []).append(j)
+    for n, group in groups.items():
+        rot = torch.stack([torch.from_numpy(prepared[i][2][a:b + 1]) for i, _, a, b in group]).float().to(dev)
+        pos = torch.stack([torch.from_numpy(prepared[i][3][a:b + 1]) for i, _, a, b in group]).float().to(dev)
+        mask = torch.zeros(len(group), n, dtype=torch.bool, device=dev)
+        for g, (i, _, a, b) in enumerate(group):
+            mask[g, [k - a for k in prepared[i][1] if a <= k <= b]] = True
+        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, layout, engine.norm, ck.config.base)
+        ctrl = engine.model.encode(keys_n, mask)
+        feat = snap_to_keys(engine.norm.inverse(engine.model.decode(ctrl, base_n, mask)),
+                            engine.norm.inverse(keys_n), mask)
+        base = engine.norm.inverse(base_n)
+        for g, (i, si, a, b) in enumerate(group):
+            results[i, si] = (feat[g], base[g], origin[g], ctrl[g].cpu().numpy())
+    out = []
+    for i, (clip, keys, _, _, segs) in enumerate(prepared):
+        template = torch.as_tensor(clip.positions[keys[0]], dtype=torch.float32, device=dev)
+        arrays = [np.empty_like(clip.rotations), np.empty_like(clip.positions),
+                  np.empty_like(clip.rotations), np.empty_like(clip.positions)]
+        for si, (a, b) in enumerate(segs):
+            feat, base, origin, _ = results[i, si]
+            for k, f in enumerate((feat, base)):
+                r, p = from_features(f, layout, origin, template, clip.skeleton.num_joints)
+                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.cpu().numpy(), p.cpu().numpy()
+        out.append((*arrays, np.stack([results[i, si][3] for si in range(len(segs))]),
+                    np.stack([results[i, si][2].cpu().numpy() for si in range(len(segs))]), segs))
+    return out
+
+
+def slerp_fill(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """SLERP of local rotations and LERP of local positions between the keys, every frame (numpy)."""
+    rot, pos = key_only(clip, keys)
+    mask = torch.from_numpy(key_mask(clip.num_frames, keys))[None]
+    r, p = interpolate(torch.from_numpy(rot)[None], torch.from_numpy(pos)[None], mask)
+    return r[0].numpy(), p[0].numpy()
+
+
+def guard_weights(engine, clip: Clip, keys: list[int], fills=None) -> tuple[float, float]:
+    """(alpha, beta) of ``backend.guard`` for these keys: the hidden-key passes are filled (or taken
+    from ``fills``, the _fill results of ``holdout_passes``) and compared with the hidden keys."""
+    passes = holdout_passes(keys, engine.ckpt.window - 1)
+    if fills is None:
+        fills = _fill(engine, [(clip, p) for p in passes])
+    hidden_all, parts = [], [[], [], [], []]
+    for p, (mr, mp, br, bp, *_) in zip(passes, fills):
+        hidden = sorted(set(keys) - set(p))
+        sr, sp = slerp_fill(clip, p)
+        hidden_all += hidden
+        for lst, arr in zip(parts, ((mr, mp), (br, bp), (sr, sp), (clip.rotations, clip.positions))):
+            lst.append((arr[0][hidden], arr[1][hidden]))
+    if not hidden_all:
+        return 1.0, 0.0
+    def cat(lst):
+        return np.concatenate([r for r, _ in lst]), np.concatenate([q for _, q in lst])
+    model, herm, slerp, truth = (cat(lst) for lst in parts)
+    return fit_weights(truth, model, herm, slerp, engine.layout.rotation_joints, engine.layout.position_joints)
+
+
+@torch.inference_mode()
+def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
+    """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
+
+    With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model, the
+    Hermite base and SLERP (``backend.guard``); the hidden-key passes run in the same batches.
+    """
+    from .engine import Controls
+    ck = engine.ckpt
+    checked, items, owners = [], [], []
     for ci, (clip, keys) in enumerate(zip(clips, keys_list)):
         try:
             keys = validate_keys(keys, clip.num_frames, ck.window - 1)
         except ValueError as e:
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
-        rot, pos = key_only(clip, keys)
-        segs = segments_on_keys(keys, ck.window)
-        prepared.append((clip, keys, rot, pos, segs))
-        jobs += [(ci, si, a, b) for si, (a, b) in enumerate(segs)]
-    results = {}
-    groups = {}
-    for j in jobs:
-        groups.setdefault(j[3] - j[2] + 1, []).append(j)
-    for n, group in groups.items():
-        rot = torch.stack([torch.from_numpy(prepared[ci][2][a:b + 1]) for ci, _, a, b in group]).float().to(dev)
-        pos = torch.stack([torch.from_numpy(prepared[ci][3][a:b + 1]) for ci, _, a, b in group]).float().to(dev)
-        mask = torch.zeros(len(group), n, dtype=torch.bool, device=dev)
-        for g, (ci, _, a, b) in enumerate(group):
-            mask[g, [k - a for k in prepared[ci][1] if a <= k <= b]] = True
-        keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, layout, engine.norm, engine.ckpt.config.base)
-        ctrl = engine.model.encode(keys_n, mask)
-        feat = snap_to_keys(engine.norm.inverse(engine.model.decode(ctrl, base_n, mask)),
-                            engine.norm.inverse(keys_n), mask)
-        for g, (ci, si, a, b) in enumerate(group):
-            results[ci, si] = (feat[g], origin[g], ctrl[g].cpu().numpy())
+        checked.append((clip, keys))
+        items.append((clip, keys))
+        owners.append(ci)
+        if engine.guard:
+            for p in holdout_passes(keys, ck.window - 1):
+                items.append((clip, p))
+                owners.append(ci)
+    fills = _fill(engine, items)
     out = []
-    for ci, (clip, keys, rot_k, pos_k, segs) in enumerate(prepared):
-        template = torch.as_tensor(clip.positions[keys[0]], dtype=torch.float32)
-        rot = np.empty_like(clip.rotations)
-        pos = np.empty_like(clip.positions)
-        for si, (a, b) in enumerate(segs):
-            feat, origin, _ = results[ci, si]
-            r, p = from_features(feat, layout, origin, template.to(feat.device), clip.skeleton.num_joints)
-            rot[a:b + 1], pos[a:b + 1] = r.cpu().numpy(), p.cpu().numpy()
+    for ci, (clip, keys) in enumerate(checked):
+        mine = [f for f, o in zip(fills, owners) if o == ci]
+        rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
+        if engine.guard:
+            alpha, beta = guard_weights(engine, clip, keys, mine[1:])
+            engine.remember_guard(keys, clip, (alpha, beta))
+            rot, pos = blend((rot, pos), (brot, bpos), slerp_fill(clip, keys), alpha, beta)
+        rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
         rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as given
         rot = Q.fix_hemisphere(rot)
         rot[keys] = clip.rotations[keys]  # hemisphere fixing may flip a key's sign: put it back
@@ -75,11 +140,9 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             ref[keys] = src[keys]
             meta["source_channels"] = ref  # Euler hints: keys as in the file, the rest continuous
         result = Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name, meta)
-        controls = Controls(np.stack([results[ci, si][2] for si in range(len(segs))]),
-                            np.stack([results[ci, si][1].cpu().numpy() for si in range(len(segs))]),
-                            segs, template.numpy().astype(np.float64), clip.frame_time, clip.name,
-                            keys=list(keys), key_rotations=clip.rotations[keys].copy(),
-                            key_positions=clip.positions[keys].copy())
+        template = clip.positions[keys[0]].astype(np.float32).astype(np.float64)
+        controls = Controls(ctrl, origins, segs, template, clip.frame_time, clip.name, keys=list(keys),
+                            key_rotations=clip.rotations[keys].copy(), key_positions=clip.positions[keys].copy())
         out.append((result, controls))
     return out
 
@@ -107,6 +170,7 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     rot[dense_keys], pos[dense_keys] = controls.key_rotations, controls.key_positions
     template = torch.as_tensor(controls.template, dtype=torch.float32, device=engine.device)
     out_rot, out_pos = rot.copy(), pos.copy()
+    base_rot, base_pos = rot.copy(), pos.copy()
     for si, (a, b) in enumerate(controls.segments):
         lo, hi = a * s, b * s
         m = hi - lo + 1
@@ -123,6 +187,13 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         rr, pp = from_features(feat, engine.layout, origin[0], template, skel.num_joints)
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = rr.cpu().numpy(), pp.cpu().numpy()
+        if engine.guard:
+            br, bp = from_features(engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
+            base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
+    if engine.guard:
+        alpha, beta = engine.guard_for(controls, skel)
+        dense = Clip(skel, rot, pos, controls.frame_time / s, controls.name)
+        out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), slerp_fill(dense, dense_keys), alpha, beta)
     out_rot = Q.fix_hemisphere(out_rot)
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)

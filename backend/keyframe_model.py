@@ -108,17 +108,27 @@ class KeyframeSplineTransformer(nn.Module):
             self.key_regression.requires_grad_(False)  # fitted in closed form, not by gradient steps
 
     def encode(self, keys_n: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """keys_n [B,N,D] normalised poses (read at key frames only), mask [B,N] -> controls [B,K,d]."""
+        """keys_n [B,N,D] normalised poses (read at key frames only), mask [B,N] -> controls [B,K,d].
+
+        Only the key tokens enter the transformer (at their frames, for ALiBi): the other frames carry
+        nothing and no token may attend to them, so leaving them out changes no output and makes
+        the encoder's cost follow the number of keys, not the window's length.
+        """
         b, n, _ = keys_n.shape
         k = self.control_tokens.shape[0]
         t = torch.linspace(0, 1, n, device=keys_n.device, dtype=keys_n.dtype) if n > 1 else keys_n.new_zeros(1)
         extra = torch.stack([t, torch.full_like(t, n / 64.0)], -1).expand(b, n, 2)
-        x = torch.where(mask[..., None], keys_n, torch.zeros_like(keys_n))  # non-keys carry nothing
-        tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(torch.cat([x, extra], -1))], 1)
+        counts = mask.sum(1)
+        m = max(1, int(counts.max()))
+        order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)[:, :m]  # key frames first, in order
+        valid = torch.arange(m, device=mask.device)[None] < counts[:, None]
+        x = torch.cat([keys_n, extra], -1).gather(1, order[..., None].expand(-1, -1, keys_n.shape[-1] + 2))
+        x = torch.where(valid[..., None], x, torch.zeros_like(x))
+        tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(x)], 1)
         # Control token i sits where its Bernstein basis peaks, so ALiBi ties it to nearby keys.
-        ctrl_pos = torch.linspace(0, n - 1, k, device=keys_n.device)
-        pos = torch.cat([ctrl_pos, torch.arange(n, device=keys_n.device, dtype=ctrl_pos.dtype)])
-        hidden = torch.cat([mask.new_zeros(b, k), ~mask], 1)
+        ctrl_pos = torch.linspace(0, n - 1, k, device=keys_n.device).expand(b, k)
+        pos = torch.cat([ctrl_pos, order.to(ctrl_pos.dtype)], 1)
+        hidden = torch.cat([mask.new_zeros(b, k), ~valid], 1)
         return self.to_latent(self.enc(tokens, pos, hidden)[:, :k])
 
     def decode(self, controls: torch.Tensor, base_n: torch.Tensor, mask: torch.Tensor, *,

@@ -48,6 +48,9 @@ class TrainConfig:
     loss: str = "absolute"
     # kinds of motion never read (the generalisation protocol: "protocol" = training.data.LEAVE_OUT)
     leave_out: str = ""
+    # autoencoder: a linear path under the transformer (features rotated onto their principal axes,
+    # the leading `latent` ones fitted by the latent Bezier; the transformer learns the rest)
+    linear_path: bool = False
     seed: int = 0
     threads: int = 0  # torch CPU threads (0 = torch's default)
     val_every: int = 500

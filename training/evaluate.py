@@ -1,12 +1,18 @@
-"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61) of a split.
+"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in two columns.
 
-    python -m training.evaluate CHECKPOINT --data PATH --split test [--cache DIR] [--out DIR]
-                                [--limit N] [--device cpu] [--baselines-only]
+    python -m training.evaluate CHECKPOINT [--data PATHS] [--split test|val] [--cache DIR] [--out DIR]
+                                [--limit N] [--device cpu] [--baselines-only] [--blender-baseline]
 
-Reconstruction (encode + decode each window as one segment): local joint-rotation error
-and MPJPE of global positions.  In-betweening (keys every k frames plus the last frame;
-only for checkpoints with info["task"] == "inbetween", or alone with --baselines-only):
-MPJPE, L2Q and NPSS on the non-key frames, next to LERP/SLERP on the same windows.
+The data README's generalisation protocol: *familiar* is the split (test, or val for choosing
+designs) without the left-out kinds (training.data.LEAVE_OUT); *unfamiliar* is the clips of the
+left-out kinds in the validation and test splits (validation only with --split val).  A model
+trained with --leave_out=protocol has never seen the unfamiliar kinds; the report says whether
+this checkpoint's training did.
+
+Reconstruction (Engine.encode + decode of each window, segments as the add-on cuts them): local
+joint-rotation error and MPJPE of global positions.  In-betweening (keys every k frames plus the
+last frame): MPJPE, L2Q and NPSS on the non-key frames, for the model with its guard (as shipped)
+and without, next to LERP/SLERP (and Blender's Bezier with --blender-baseline) on the same windows.
 Writes OUT/eval-<split>.md and .json (OUT defaults to the checkpoint's folder).
 """
 from __future__ import annotations
@@ -22,7 +28,7 @@ import torch
 from backend import quat_np as Q
 
 from . import metrics as M
-from .data import DataError, load_split, protocol_windows
+from .data import DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
 SPACINGS = (5, 15, 30)
@@ -32,9 +38,15 @@ class EvalError(ValueError):
     pass
 
 
-def load_windows(data, split, cache=None, limit=None, length=WINDOW):
-    """Protocol windows of a split: (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet)."""
-    ms = load_split(data, split, cache, verbose=False)
+def columns(split: str) -> dict[str, Selection]:
+    """The protocol's two columns for ``split`` (test: report; val: choose designs)."""
+    return {"familiar": Selection((split,), exclude=LEAVE_OUT),
+            "unfamiliar": Selection(("val", "test") if split == "test" else (split,), kinds=LEAVE_OUT)}
+
+
+def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=None):
+    """Protocol windows of a split (or Selection): (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet)."""
+    ms = load_split(data, split, cache, verbose=False, skeleton=skeleton)
     idx = protocol_windows(ms, length, length)
     if limit:
         idx = idx[:limit]
@@ -45,22 +57,16 @@ def load_windows(data, split, cache=None, limit=None, length=WINDOW):
 
 @torch.inference_mode()
 def reconstruct_windows(engine, rot, pos, batch=256):
-    """Encode + decode each window as one segment, batched, the way Engine.encode/decode do."""
-    from backend.features import from_features, to_features
-    n = rot.shape[1]
-    times = torch.linspace(0, 1, n)
-    out_r, out_p = [], []
-    for i in range(0, len(rot), batch):
-        r = torch.as_tensor(rot[i:i + batch], dtype=torch.float32, device=engine.device)
-        p = torch.as_tensor(pos[i:i + batch], dtype=torch.float32, device=engine.device)
-        feat, origin = to_features(r, p, engine.layout)
-        cp = engine.model.encode(engine.norm(feat))
-        feat = engine.norm.inverse(engine.model.decode(cp, n, times=times, positions=times * (n - 1)))
-        # Joints the model does not move keep the window's first-frame local positions (Engine: clip's).
-        qr, qp = from_features(feat, engine.layout, origin, p[:, :1], engine.skeleton.num_joints)
-        out_r.append(qr.cpu().numpy().astype(np.float64))
-        out_p.append(qp.cpu().numpy().astype(np.float64))
-    return np.concatenate(out_r), np.concatenate(out_p)
+    """Encode + decode each window through Engine.encode / decode (segments of the checkpoint's
+    window, eased seams), as the add-on and the CLI do; encoding is batched."""
+    from backend.skeleton import Clip
+    out_r, out_p = np.empty_like(rot), np.empty_like(pos)
+    for a in range(0, len(rot), batch):
+        clips = [Clip(engine.skeleton, rot[i], pos[i], name=f"window {i}") for i in range(a, min(a + batch, len(rot)))]
+        for i, (clip, ctrl) in enumerate(zip(clips, engine.encode(clips)), start=a):
+            dec = engine.decode(ctrl, like=clip)
+            out_r[i], out_p[i] = dec.rotations, dec.positions
+    return out_r, out_p
 
 
 def evaluate_reconstruction(pred_rot, pred_pos, rot, pos, parents, rotation_joints=None):
@@ -121,32 +127,76 @@ def inbetween_predictor(engine, batch: int = 256):
     return predict
 
 
+LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Splinetween without the guard",
+          "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
+
+
 def markdown(report: dict) -> str:
-    lines = [f"# Evaluation on the {report['split']} split", "",
+    cols = report["columns"]
+    names = list(cols)
+    seen = report.get("left_out_in_training")
+    lines = [f"# Evaluation on the {report['split']} split: familiar and unfamiliar kinds", "",
              f"- checkpoint: `{report.get('checkpoint') or 'none (baselines only)'}`",
-             f"- data: `{report['data']}`; {report['windows']} windows of {report['window']} frames (stride "
-             f"{report['window']}) from {report['clips']} clips", ""]
-    rec = report.get("reconstruction")
-    if rec:
+             f"- data: `{report['data']}`"]
+    for name, c in cols.items():
+        lines.append(f"- {name}: {c['windows']} windows of {report['window']} frames (stride {report['window']}) "
+                     f"from {c['clips']} clips: {c['what']}")
+    if seen is not None:
+        lines.append("- the unfamiliar kinds were " + ("**left out** of this checkpoint's training"
+                                                       if seen else "**in** this checkpoint's training data (so the "
+                                                       "unfamiliar column is not unfamiliar to it)"))
+    lines.append("")
+    if all("reconstruction" in cols[n] for n in names):
         lines += ["## Reconstruction (encode + decode, all frames)", "",
-                  "| metric | value |", "|---|---:|",
-                  f"| local rotation error, mean geodesic (deg) | {rec['rot_deg']:.3f} |",
-                  f"| local rotation error, mean squared (deg²) | {rec['rot_sq_deg2']:.3f} |",
-                  f"| MPJPE, global positions (cm) | {rec['mpjpe_cm']:.3f} |", ""]
-    inb = report.get("inbetween")
-    if inb:
+                  "| metric | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for key, label in (("rot_deg", "local rotation error, mean geodesic (deg)"),
+                           ("rot_sq_deg2", "local rotation error, mean squared (deg²)"),
+                           ("mpjpe_cm", "MPJPE, global positions (cm)")):
+            lines.append(f"| {label} | " + " | ".join(f"{cols[n]['reconstruction'][key]:.3f}" for n in names) + " |")
+        lines.append("")
+    if all("inbetween" in cols[n] for n in names):
+        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP" for n in names)
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
-                  "| k | method | MPJPE (cm) | L2Q | NPSS | L2Q ÷ LERP/SLERP |", "|---:|---|---:|---:|---:|---:|"]
-        labels = {"model": "Splinetween", "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
-        for k, res in inb.items():
-            for name, label in labels.items():
-                if name in res:
-                    s = res[name]
-                    ratio = s["l2q"] / res["lerp_slerp"]["l2q"]
-                    lines.append(f"| {k} | {label} | {s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} "
-                                 f"| {ratio:.3f} |")
+                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (4 * len(names))]
+        for k in cols[names[0]]["inbetween"]:
+            for method, label in LABELS.items():
+                if not all(method in cols[n]["inbetween"][k] for n in names):
+                    continue
+                cells = []
+                for n in names:
+                    res = cols[n]["inbetween"][k]
+                    s = res[method]
+                    cells.append(f"{s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} | "
+                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f}")
+                lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _column(engine, args, sel, skeleton, bezier):
+    """One column's scores: {windows, clips, what, reconstruction | inbetween}."""
+    rot, pos, ms = load_windows(args.data, sel, args.cache, args.limit, skeleton=skeleton)
+    parents = ms.skeleton.parents
+    what = (f"{'+'.join(sel.splits)} split(s), " + (f"kinds {', '.join(sel.kinds)}" if sel.kinds else
+                                                    f"every kind but {', '.join(sel.exclude)}"))
+    out = {"windows": len(rot), "clips": len(ms.names), "what": what}
+    task = engine.task if engine is not None else None
+    if task == "autoencoder" and not args.baselines_only:
+        pr, pp = reconstruct_windows(engine, rot, pos)
+        out["reconstruction"] = evaluate_reconstruction(pr, pp, rot, pos, parents, engine.layout.rotation_joints)
+        return out
+    inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents).items()}
+    if task == "inbetween" and not args.baselines_only:
+        for name, guard in (("model", True), ("model_unguarded", False)):
+            engine.guard = guard
+            for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents).items():
+                inb[str(k)][name] = v["model"]
+        engine.guard = True
+    if bezier is not None:
+        for k, v in evaluate_inbetween(bezier, rot, pos, parents).items():
+            inb[str(k)]["blender_bezier"] = v["model"]
+    out["inbetween"] = inb
+    return out
 
 
 def run(args) -> dict:
@@ -156,27 +206,24 @@ def run(args) -> dict:
             raise EvalError("a CHECKPOINT is needed unless --baselines-only is given")
         from backend.engine import Engine
         engine = Engine(args.checkpoint, args.device)
-    rot, pos, ms = load_windows(args.data, args.split, args.cache, args.limit)
-    parents = ms.skeleton.parents
-    if engine is not None and not engine.skeleton.same_hierarchy(ms.skeleton):
-        raise EvalError(f"{args.data}: skeleton does not match the checkpoint "
-                        f"({engine.skeleton.describe_mismatch(ms.skeleton)})")
+    skeleton = engine.skeleton if engine is not None else None
+    bezier = None
+    if args.blender_baseline and (engine is None or engine.task == "inbetween"):
+        from .blender_baseline import bezier_predictor
+        ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
+        bezier = bezier_predictor(ref)
     report = {"checkpoint": str(engine.path) if engine else None, "data": str(args.data), "split": args.split,
-              "window": WINDOW, "windows": len(rot), "clips": len(ms.names)}
-    task = engine.task if engine is not None else None
-    if engine is not None and not args.baselines_only:
-        report["info"] = {k: engine.ckpt.info.get(k) for k in ("task", "steps", "val_rot_deg", "parameters")}
-    if task == "autoencoder" and not args.baselines_only:
-        pr, pp = reconstruct_windows(engine, rot, pos)
-        report["reconstruction"] = evaluate_reconstruction(pr, pp, rot, pos, parents, engine.layout.rotation_joints)
-    if args.baselines_only or task == "inbetween":
-        predict = inbetween_predictor(engine) if task == "inbetween" and not args.baselines_only else None
-        report["inbetween"] = {str(k): v for k, v in evaluate_inbetween(predict, rot, pos, parents).items()}
-        if args.blender_baseline:
-            from .blender_baseline import bezier_predictor
-            bez = evaluate_inbetween(bezier_predictor(ms.skeleton), rot, pos, parents)
-            for k, v in bez.items():
-                report["inbetween"][str(k)]["blender_bezier"] = v["model"]
+              "window": WINDOW, "columns": {}}
+    if engine is not None:
+        info = engine.ckpt.info
+        report["info"] = {k: info.get(k) for k in ("task", "steps", "val_rot_deg", "parameters")}
+        left = set(info.get("left_out_kinds") or [])
+        report["left_out_in_training"] = bool(left) and set(LEAVE_OUT) <= left
+    for name, sel in columns(args.split).items():
+        try:
+            report["columns"][name] = _column(engine, args, sel, skeleton, bezier)
+        except (EvalError, DataError) as e:
+            raise EvalError(f"{name} column: {e}") from None
     return report
 
 
@@ -197,8 +244,10 @@ def main(argv=None) -> int:
         return mesh_main(argv)
     ap = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")
-    ap.add_argument("--data", required=True, help="BVH folder or .tar.xz archive")
-    ap.add_argument("--split", default="test", choices=("train", "val", "test"))
+    ap.add_argument("--data", default=DEFAULT_DATA,
+                    help="BVH folders or .tar.xz archives, comma-separated (default: both archives in ../shared/data)")
+    ap.add_argument("--split", default="test", choices=("val", "test"),
+                    help="test: report; val: choose designs (the unfamiliar column then reads validation only)")
     ap.add_argument("--cache", default=None, help="parsed-data cache folder")
     ap.add_argument("--out", default=None, help="report folder (default: the checkpoint's folder)")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N windows")

@@ -185,7 +185,7 @@ def train(cfg: TrainConfig) -> Path:
     layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
     feats, _ = to_features(*Batcher(train_ms, layout).raw(stats_sampler.sample(2048)), layout)
-    normalizer = Normalizer.fit(feats)
+    normalizer = Normalizer.fit(feats, rotate=cfg.linear_path and cfg.task == "autoencoder")
     init = ckpt_io.load(cfg.init) if cfg.init else None
     if init is not None:
         if init.layout != layout or not init.skeleton.same_hierarchy(train_ms.skeleton):
@@ -206,7 +206,8 @@ def train(cfg: TrainConfig) -> Path:
     kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
     mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
-                       base=cfg.base if cfg.task == "inbetween" else "slerp")
+                       base=cfg.base if cfg.task == "inbetween" else "slerp",
+                       linear_path=cfg.linear_path and cfg.task == "autoencoder")
     model = build_model(mcfg)
     if init is not None:
         if init.config != mcfg:
