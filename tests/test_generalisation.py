@@ -194,3 +194,15 @@ def test_evaluation_reports_familiar_and_unfamiliar_columns(both_archives, tmp_p
     md = (out / "eval-test.md").read_text()
     assert "unfamiliar L2Q ÷ SLERP" in md and "Splinetween without the guard" in md
     assert report["left_out_in_training"] is False  # the shipped model saw every kind
+
+
+def test_root_translation_moves_into_its_child_with_the_same_global_motion(walk):
+    from training.data import fold_root_translation
+    rot, pos = walk.rotations.copy(), walk.positions.copy()
+    pos[:, 0, 2] = np.linspace(0, 80, len(pos))  # root motion on the root joint, as a few dataset-1 clips have
+    before = Q.fk(rot, pos, walk.skeleton.parents)[1]
+    r2, p2 = fold_root_translation(rot, pos, walk.skeleton.parents)
+    assert not np.any(p2[:, 0])
+    assert np.abs(Q.fk(r2, p2, walk.skeleton.parents)[1] - before).max() < 1e-9
+    same = fold_root_translation(walk.rotations, walk.positions, walk.skeleton.parents)
+    assert same[1] is walk.positions  # nothing to fold: the arrays are left alone

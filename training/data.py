@@ -156,8 +156,8 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         except (BVHError, DataError) as e:
             skipped.append(f"{e}")
             continue
-        clips.append((where, clip.skeleton, clip.rotations.astype(np.float32), clip.positions.astype(np.float32),
-                      clip.name, clip.frame_time))
+        rot, pos = fold_root_translation(clip.rotations, clip.positions, clip.skeleton.parents)
+        clips.append((where, clip.skeleton, rot.astype(np.float32), pos.astype(np.float32), clip.name, clip.frame_time))
         del clip
     if not seen_any:
         raise DataError(f"{data}: no BVH files found")
@@ -198,12 +198,30 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
     return ms
 
 
+def fold_root_translation(rot: np.ndarray, pos: np.ndarray, parents) -> tuple[np.ndarray, np.ndarray]:
+    """Move a root joint's translation into its children when the root never rotates.
+
+    A few dataset-1 clips (dash, run and walk by the ``normal`` performer) carry the root motion on
+    ``joint_Root``, whose channels are zero everywhere else; with the rotation the identity, adding
+    the root's position to its children's gives the same global motion, and every clip then moves
+    through the same joint (one feature layout, one re-centring).
+    """
+    root = int(np.flatnonzero(np.asarray(parents) < 0)[0])
+    if not np.any(pos[:, root]) or np.abs(rot[:, root, 1:]).max() > 1e-9:
+        return rot, pos
+    pos = pos.copy()
+    for c in np.flatnonzero(np.asarray(parents) == root):
+        pos[:, c] += pos[:, root]
+    pos[:, root] = 0.0
+    return rot, pos
+
+
 def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton | None = None):
     if cache_dir is None:
         return None
     ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{ids}|{sel.key()}|v2{ref}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v3{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 

@@ -183,17 +183,20 @@ def train(cfg: TrainConfig) -> Path:
             raise DataError(f"{cfg.data}: every {split} clip is shorter than --window={cfg.window} frames "
                             f"(the longest has {ms.lengths.max()}); lower --window")
     layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
+    augmenter = None
+    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix:
+        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix)
+    # statistics (and the principal axes of a linear path) of what the model will see: augmented windows
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
-    feats, _ = to_features(*Batcher(train_ms, layout).raw(stats_sampler.sample(2048)), layout)
+    stats_gen = torch.Generator().manual_seed(cfg.seed + 1)
+    feats, _ = to_features(*Batcher(train_ms, layout, None, cfg.augment_yaw, augmenter).raw(
+        stats_sampler.sample(2048), stats_gen), layout)
     normalizer = Normalizer.fit(feats, rotate=cfg.linear_path and cfg.task == "autoencoder")
     init = ckpt_io.load(cfg.init) if cfg.init else None
     if init is not None:
         if init.layout != layout or not init.skeleton.same_hierarchy(train_ms.skeleton):
             raise ValueError(f"{cfg.init}: --init checkpoint has a different skeleton or feature layout")
         normalizer = init.normalizer  # keep the statistics the weights were trained with
-    augmenter = None
-    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix:
-        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix)
     batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw, augmenter)
     val_batcher = Batcher(val_ms, layout, normalizer)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)
