@@ -203,6 +203,6 @@ def test_root_translation_moves_into_its_child_with_the_same_global_motion(walk)
     before = Q.fk(rot, pos, walk.skeleton.parents)[1]
     r2, p2 = fold_root_translation(rot, pos, walk.skeleton.parents)
     assert not np.any(p2[:, 0])
-    assert np.abs(Q.fk(r2, p2, walk.skeleton.parents)[1] - before).max() < 1e-9
+    assert np.abs(Q.fk(r2, p2, walk.skeleton.parents)[1][:, 1:] - before[:, 1:]).max() < 1e-9  # every joint below it
     same = fold_root_translation(walk.rotations, walk.positions, walk.skeleton.parents)
     assert same[1] is walk.positions  # nothing to fold: the arrays are left alone
