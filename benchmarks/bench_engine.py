@@ -3,7 +3,8 @@
     python benchmarks/bench_engine.py [--autoencoder CKPT] [--inbetween CKPT] [--threads 1]
 
 Prints encode/decode latency of the autoencoder for one 64-frame clip (budget: decode
-under 5 ms at d = 64), the in-betweening model per 61-frame window (budget: under 10 ms),
+under 5 ms), the in-betweening model per 61-frame window, alone and with its guard (the two
+hidden-key passes; budget: under 10 ms as shipped),
 SLERP on the same window as the baseline, and the CLI's wall time for 120 windows of 61
 frames including start-up (budget: under 20 s).
 """
@@ -60,16 +61,19 @@ def bench_inbetween(path):
     eng = Engine(path, "cpu")
     clip = read_bvh(CLIP).slice(0, 61)
     keys = every_k(61, 15)
-    ib = median_ms(lambda: eng.inbetween(clip, keys))
     rot, pos = torch.from_numpy(clip.rotations)[None], torch.from_numpy(clip.positions)[None]
     mask = torch.from_numpy(key_mask(61, keys))[None]
     sl = median_ms(lambda: interpolate(rot, pos, mask))
-    batch = [clip] * 120
-    t = time.perf_counter()
-    eng.inbetween(batch, [keys] * 120)
-    per = 1e3 * (time.perf_counter() - t) / 120
-    print(f"inbetween one 61-frame window, keys every 15: {ib:.2f} ms (budget 10 ms) | "
-          f"SLERP/LERP baseline {sl:.2f} ms | ratio {ib / sl:.1f}x | batched x120: {per:.2f} ms/window")
+    for guard in (False, True):
+        eng.guard = guard
+        ib = median_ms(lambda: eng.inbetween(clip, keys))
+        batch = [clip] * 120
+        t = time.perf_counter()
+        eng.inbetween(batch, [keys] * 120)
+        per = 1e3 * (time.perf_counter() - t) / 120
+        print(f"inbetween one 61-frame window, keys every 15, {'guarded (as shipped)' if guard else 'model alone'}: "
+              f"{ib:.2f} ms (budget 10 ms) | SLERP/LERP baseline {sl:.2f} ms | ratio {ib / sl:.1f}x | "
+              f"batched x120: {per:.2f} ms/window")
     return clip
 
 

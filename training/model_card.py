@@ -18,15 +18,17 @@ ATTRIBUTION = ("Kobayashi et al., \"Motion Capture Dataset for Practical Use of 
 
 
 def flat_metrics(report: dict) -> dict:
+    """``{column}_{metric}`` numbers (familiar / unfamiliar) for the checkpoint's info."""
     out = {}
-    rec = report.get("reconstruction")
-    if rec:
-        out.update({f"test_{k}": round(v, 4) for k, v in rec.items() if isinstance(v, (int, float))})
-    for k, res in (report.get("inbetween") or {}).items():
-        for method in ("model", "lerp_slerp"):
-            for m, v in (res.get(method) or {}).items():
-                if isinstance(v, (int, float)):
-                    out[f"test_k{k}_{method}_{m}"] = round(v, 4)
+    for col, res in (report.get("columns") or {}).items():
+        rec = res.get("reconstruction")
+        if rec:
+            out.update({f"{col}_{k}": round(v, 4) for k, v in rec.items() if isinstance(v, (int, float))})
+        for k, row in (res.get("inbetween") or {}).items():
+            for method in ("model", "model_unguarded", "lerp_slerp", "blender_bezier"):
+                for m, v in (row.get(method) or {}).items():
+                    if isinstance(v, (int, float)):
+                        out[f"{col}_k{k}_{method}_{m}"] = round(v, 4)
     return out
 
 
@@ -37,19 +39,24 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              f"- **Task**: {info.get('task')} ({model['kind']} transformer: d={model['latent']}, c={model['width']}, "
              f"n={model['layers']}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
-             f"- **Data**: Bandai-Namco-Research-Motiondataset-2, {info.get('train_clips')} train clips "
-             f"({info.get('train_frames')} frames); split: {info.get('split')}; validation on the val split "
-             f"(id % 10 == 8); test numbers on the test split (id % 10 == 5), never used for tuning.",
+             f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part), {info.get('train_clips')} "
+             f"train clips ({info.get('train_frames')} frames); split: {info.get('split')}; kinds left out: "
+             f"{', '.join(info.get('left_out_kinds') or []) or 'none'}; validation on the val splits; test numbers "
+             f"on dataset-2's test split (id % 10 == 5), never used for tuning.",
              f"- **Training**: {info.get('steps')} steps, batch {cfg.get('batch_size')}, windows of "
              f"{cfg.get('min_window')}–{cfg.get('window')} frames, RAdam lr {cfg.get('lr')} with {cfg.get('warmup')} "
              f"warm-up steps and cosine annealing to {cfg.get('min_lr')}, gradient clipping {cfg.get('clip_grad')}, "
-             f"FK loss weight {cfg.get('fk_weight')}, yaw augmentation {cfg.get('augment_yaw')}, seed {cfg.get('seed')}; "
+             f"FK loss weight {cfg.get('fk_weight')}, loss {cfg.get('loss', 'absolute')}, augmentation: yaw "
+             f"{cfg.get('augment_yaw')}, mirror {cfg.get('augment_mirror', 0)}, time reversal "
+             f"{cfg.get('augment_reverse', 0)}, speed 0.5-2x {cfg.get('augment_speed', 0)}, body mix "
+             f"{cfg.get('augment_mix', 0)}; linear path {cfg.get('linear_path', False)}; seed {cfg.get('seed')}; "
              f"{info.get('wall_time_s')} s wall on {cfg.get('threads') or 'all'} CPU thread(s) "
              f"({info.get('windows_per_s')} windows/s).",
              f"- **Best validation** (mean local rotation error, {'keys every 15' if info.get('task') == 'inbetween' else 'reconstruction'}): "
              f"{info.get('val_rot_deg', float('nan')):.3f} deg.",
              "", "## Reproduce", "", "```bash", command, "```", "",
-             "## Test metrics (training.evaluate, the data README's protocol: 61-frame windows, stride 61)", ""]
+             "## Test metrics (training.evaluate: the data README's protocol, 61-frame windows, stride 61, in the "
+             "generalisation protocol's familiar and unfamiliar columns)", ""]
     md = report.get("markdown") or ""
     lines += [md.strip(), ""] if md else []
     lines += ["## Licence", "", "Trained on CC BY-NC 4.0 data: these weights are for non-commercial use only.",
