@@ -206,3 +206,14 @@ def test_root_translation_moves_into_its_child_with_the_same_global_motion(walk)
     assert np.abs(Q.fk(r2, p2, walk.skeleton.parents)[1][:, 1:] - before[:, 1:]).max() < 1e-9  # every joint below it
     same = fold_root_translation(walk.rotations, walk.positions, walk.skeleton.parents)
     assert same[1] is walk.positions  # nothing to fold: the arrays are left alone
+
+
+def test_compare_motion_reports_both_columns(both_archives, tmp_path):
+    from training.compare import run_motion
+    doc, md = run_motion(data=both_archives, cache=str(tmp_path / "cache"), steps=2, latents=[4], kinds=["spline"],
+                         out_dir=tmp_path / "cmp", overrides=["--width=16", "--heads=2", "--layers=1",
+                                                              "--batch_size=4", "--val_windows=4", "--val_every=2",
+                                                              "--min_window=8"])
+    run = doc["runs"][0]
+    assert run["familiar"]["windows"] >= 2 and run["unfamiliar"]["windows"] >= 1
+    assert run["unfamiliar"]["mean_angle_deg"] > 0 and "4D unfamiliar" in md

@@ -23,6 +23,7 @@ import torch
 
 from backend.model import MODEL_KINDS, ModelConfig, SplineTransformer, count_parameters
 
+from .data import DEFAULT_DATA
 from .loop import optimizer_step
 from .synthetic import FAMILIES
 
@@ -134,7 +135,7 @@ def write_doc(out: Path, doc: dict, markdown: str):
 def motion_errors(ckpt_path, windows) -> dict:
     """Reconstruction errors of a checkpoint on protocol windows (training.evaluate's functions).
 
-    ``windows = training.evaluate.load_windows(data, "test", cache)``: rot [W, 61, J, 4],
+    ``windows = training.evaluate.load_windows(data, selection, cache)``: rot [W, 61, J, 4],
     pos [W, 61, J, 3], MotionSet.  Returns the mean squared local joint-rotation angle
     (deg^2, Table 4's metric), the mean geodesic angle (deg) over the modelled rotating
     joints of every frame, and global MPJPE (cm).
@@ -160,16 +161,18 @@ def run_motion(*, data: str, cache: str, steps: int, latents, kinds=TABLE_KINDS,
     ``train_s`` is this invocation's time and ``train_wall_total_s`` the run's total from its checkpoint.
     """
     from .config import load_config
-    from .evaluate import load_windows
+    from .evaluate import columns, load_windows
     from .loop import train
 
     out_dir = Path(out_dir)
     cfgs = [load_config(None, [f"--data={data}", f"--cache={cache}", f"--out={out_dir / f'{k}-d{d}'}",
                                f"--kind={k}", f"--latent={d}", f"--steps={steps}", "--threads=1", *overrides])
             for d in latents for k in kinds]  # every override is checked before the first run
-    windows = load_windows(data, "test", cache or None)
+    # the generalisation protocol's two columns (train with --leave_out=protocol for a true unfamiliar one)
+    windows = {name: load_windows(data, sel, cache or None) for name, sel in columns("test").items()}
     doc = {"command": command, "data": str(data), "steps": steps, "latents": list(latents), "runs": [],
-           "metric": "local joint rotations, test split, windows of 61 frames at stride 61"}
+           "metric": "local joint rotations, test split windows of 61 frames at stride 61: familiar kinds, and "
+                     "the left-out kinds' val+test clips (unfamiliar)"}
     for cfg in cfgs:
         if log:
             log(f"motion {cfg.kind} d={cfg.latent}: {cfg.out}")
@@ -177,9 +180,10 @@ def run_motion(*, data: str, cache: str, steps: int, latents, kinds=TABLE_KINDS,
         train(cfg)
         train_s = time.time() - t0
         t1 = time.time()
-        err = motion_errors(Path(cfg.out) / "final.json", windows)
+        err = {name: motion_errors(Path(cfg.out) / "final.json", w) for name, w in windows.items()}
         doc["runs"].append({"kind": cfg.kind, "latent": cfg.latent, "run": cfg.out, "train_s": round(train_s, 1),
-                            "eval_s": round(time.time() - t1, 1), "config": vars(cfg).copy(), **err})
+                            "eval_s": round(time.time() - t1, 1), "config": vars(cfg).copy(),
+                            "parameters": err["familiar"]["parameters"], **err})
         write_doc(out_dir / "results-motion.json", doc, motion_markdown(doc))
     return doc, motion_markdown(doc)
 
@@ -187,17 +191,19 @@ def run_motion(*, data: str, cache: str, steps: int, latents, kinds=TABLE_KINDS,
 def motion_markdown(doc: dict) -> str:
     runs = {(r["kind"], r["latent"]): r for r in doc["runs"]}
     lat = doc["latents"]
-    lines = [f"Mean squared local joint-rotation error (deg^2) / mean angle (deg), test split protocol windows, "
-             f"{doc['steps']} steps.", "", "| Method | " + " | ".join(f"{d}D" for d in lat) + " |",
-             "|" + "---|" * (len(lat) + 1)]
+    cols = ("familiar", "unfamiliar")
+    lines = [f"Mean squared local joint-rotation error (deg^2) / mean angle (deg), protocol windows, familiar | "
+             f"unfamiliar kinds, {doc['steps']} steps.", "", "| Method | " + " | ".join(
+                 f"{d}D {c}" for d in lat for c in cols) + " |", "|" + "---|" * (2 * len(lat) + 1)]
     for k in TABLE_KINDS:
-        cells = [f"{runs[k, d]['mse_angle_deg2']:.3f} / {runs[k, d]['mean_angle_deg']:.3f}" if (k, d) in runs
-                 else "n/a" for d in lat]
+        cells = [f"{runs[k, d][c]['mse_angle_deg2']:.3f} / {runs[k, d][c]['mean_angle_deg']:.3f}" if (k, d) in runs
+                 else "n/a" for d in lat for c in cols]
         lines.append(f"| {KIND_NAMES[k]} | " + " | ".join(cells) + " |")
-    lines += ["", "| Kind | d | Parameters | Test windows | MPJPE cm | Train s | Eval s |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {KIND_NAMES[r['kind']]} | {r['latent']} | {r['parameters']:,} | {r['windows']} | "
-              f"{r['mpjpe_cm']:.2f} | {r['train_s']} | {r['eval_s']} |" for r in doc["runs"]]
+    lines += ["", "| Kind | d | Parameters | Windows (familiar / unfamiliar) | MPJPE cm (familiar / unfamiliar) "
+              "| Train s | Eval s |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {KIND_NAMES[r['kind']]} | {r['latent']} | {r['parameters']:,} | {r['familiar']['windows']} / "
+              f"{r['unfamiliar']['windows']} | {r['familiar']['mpjpe_cm']:.2f} / {r['unfamiliar']['mpjpe_cm']:.2f} | "
+              f"{r['train_s']} | {r['eval_s']} |" for r in doc["runs"]]
     lines += ["", f"Command: `{doc['command']}`", ""]
     return "\n".join(lines)
 
@@ -220,7 +226,7 @@ def main(argv=None) -> int:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="docs/results-synthetic.json")
     m = sub.add_parser("motion", help="Table 4: motion autoencoders via training.train", allow_abbrev=False)
-    m.add_argument("--data", required=True)
+    m.add_argument("--data", default=DEFAULT_DATA, help="BVH folders or archives, comma-separated (default: both)")
     m.add_argument("--cache", default="")
     m.add_argument("--steps", type=int, required=True)
     m.add_argument("--latents", default="16,32,64")
