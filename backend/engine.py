@@ -79,7 +79,7 @@ class Engine:
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
-        self._guard_weights: dict[bytes, tuple[float, float]] = {}
+        self._guard_weights: dict[bytes, float] = {}
 
     # -- checks -------------------------------------------------------------------------
     @property
@@ -109,15 +109,15 @@ class Engine:
             h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
         return h.digest()
 
-    def remember_guard(self, keys, clip: Clip, weights: tuple[float, float]):
+    def remember_guard(self, keys, clip: Clip, weights: float):
         if len(self._guard_weights) > 256:
             self._guard_weights.clear()
         self._guard_weights[self._guard_key(keys, clip.rotations[keys], clip.positions[keys])] = weights
 
-    def guard_for(self, controls: "Controls", skeleton) -> tuple[float, float]:
-        """The guard's (alpha, beta) for in-betweened ``controls``: what the fill used, recomputed
+    def guard_for(self, controls: "Controls", skeleton) -> float:
+        """The guard's alpha for in-betweened ``controls``: what the fill used, recomputed
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
-        from .inbetween import guard_weights
+        from .inbetween import guard_weight
         key = self._guard_key(controls.keys, controls.key_rotations, controls.key_positions)
         if key not in self._guard_weights:
             n = controls.num_frames
@@ -126,7 +126,7 @@ class Engine:
             pos = np.zeros((n, skeleton.num_joints, 3))
             rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
             clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
-            self._guard_weights[key] = guard_weights(self, clip, list(controls.keys))
+            self._guard_weights[key] = guard_weight(self, clip, list(controls.keys))
         return self._guard_weights[key]
 
     def _require(self, task: str):

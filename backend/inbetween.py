@@ -11,9 +11,8 @@ import torch
 
 from . import quat_np as Q
 from .features import from_features
-from .guard import blend, fit_weights, holdout_passes
-from .keyframes import (inbetween_inputs, interpolate, key_mask, segments_on_keys, snap_to_keys,
-                        validate_keys)
+from .guard import blend, fit_alpha, holdout_passes
+from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .skeleton import Clip
 
 
@@ -68,41 +67,32 @@ def _fill(engine, items):
     return out
 
 
-def slerp_fill(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """SLERP of local rotations and LERP of local positions between the keys, every frame (numpy)."""
-    rot, pos = key_only(clip, keys)
-    mask = torch.from_numpy(key_mask(clip.num_frames, keys))[None]
-    r, p = interpolate(torch.from_numpy(rot)[None], torch.from_numpy(pos)[None], mask)
-    return r[0].numpy(), p[0].numpy()
-
-
-def guard_weights(engine, clip: Clip, keys: list[int], fills=None) -> tuple[float, float]:
-    """(alpha, beta) of ``backend.guard`` for these keys: the hidden-key passes are filled (or taken
-    from ``fills``, the _fill results of ``holdout_passes``) and compared with the hidden keys."""
+def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
+    """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
+    ``fills``, the _fill results of ``holdout_passes``) and compared with the hidden keys."""
     passes = holdout_passes(keys, engine.ckpt.window - 1)
     if fills is None:
         fills = _fill(engine, [(clip, p) for p in passes])
-    hidden_all, parts = [], [[], [], [], []]
+    hidden, model, herm = [], [], []
     for p, (mr, mp, br, bp, *_) in zip(passes, fills):
-        hidden = sorted(set(keys) - set(p))
-        sr, sp = slerp_fill(clip, p)
-        hidden_all += hidden
-        for lst, arr in zip(parts, ((mr, mp), (br, bp), (sr, sp), (clip.rotations, clip.positions))):
-            lst.append((arr[0][hidden], arr[1][hidden]))
-    if not hidden_all:
-        return 1.0, 0.0
+        h = sorted(set(keys) - set(p))
+        hidden += h
+        model.append((mr[h], mp[h]))
+        herm.append((br[h], bp[h]))
+    if not hidden:
+        return 1.0
     def cat(lst):
         return np.concatenate([r for r, _ in lst]), np.concatenate([q for _, q in lst])
-    model, herm, slerp, truth = (cat(lst) for lst in parts)
-    return fit_weights(truth, model, herm, slerp, engine.layout.rotation_joints, engine.layout.position_joints)
+    return fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(herm),
+                     engine.layout.rotation_joints, engine.layout.position_joints)
 
 
 @torch.inference_mode()
 def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
 
-    With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model, the
-    Hermite base and SLERP (``backend.guard``); the hidden-key passes run in the same batches.
+    With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and its
+    Hermite base (``backend.guard``); the hidden-key passes run in the same batches.
     """
     from .engine import Controls
     ck = engine.ckpt
@@ -126,9 +116,9 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         mine = [f for f, o in zip(fills, owners) if o == ci]
         rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
         if engine.guard:
-            alpha, beta = guard_weights(engine, clip, keys, mine[1:])
-            engine.remember_guard(keys, clip, (alpha, beta))
-            rot, pos = blend((rot, pos), (brot, bpos), slerp_fill(clip, keys), alpha, beta)
+            alpha = guard_weight(engine, clip, keys, mine[1:])
+            engine.remember_guard(keys, clip, alpha)
+            rot, pos = blend((rot, pos), (brot, bpos), alpha)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
         rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as given
         rot = Q.fix_hemisphere(rot)
@@ -191,9 +181,7 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
             br, bp = from_features(engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
             base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
     if engine.guard:
-        alpha, beta = engine.guard_for(controls, skel)
-        dense = Clip(skel, rot, pos, controls.frame_time / s, controls.name)
-        out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), slerp_fill(dense, dense_keys), alpha, beta)
+        out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
     out_rot = Q.fix_hemisphere(out_rot)
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
