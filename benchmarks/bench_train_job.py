@@ -34,7 +34,8 @@ def main(argv=None) -> int:
     from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
     bpy = bpy()
     fresh_scene_with_addon()
-    from blender_addon import op_train_mesh, train_job
+    from blender_addon.train import op_train as op_train_mesh
+    from blender_addon.train import job as train_job
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=args.size - 1, y_subdivisions=args.size - 1, size=2)
     obj = bpy.context.active_object
     obj.modifiers.new("Wave", "WAVE")

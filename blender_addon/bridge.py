@@ -140,8 +140,13 @@ def resolve_mode(settings: BackendSettings) -> str:
     return settings.mode
 
 
+def backend_module(name: str):
+    """Any backend module (imports torch for most): for the batch workers that run the engine directly."""
+    return importlib.import_module(f"{backend_package().__name__}.{name}")
+
+
 def _service():
-    return importlib.import_module(backend_package().__name__ + ".service")
+    return backend_module("service")
 
 
 def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotations: np.ndarray,

@@ -35,7 +35,7 @@ def flag() -> dict:
     "pc2": path, "blend": path, "from_11": frames 11-20 read first (the cloth stepped from frame 1)}``.
     Call it before setting up a module's scene: it opens the flag's .blend."""
     if "flag" not in _session:
-        from blender_addon import mesh_io
+        from blender_addon.io import mesh as mesh_io
         blend = FLAG_BLEND
         if not blend.exists():
             from training import cloth_gen
@@ -118,7 +118,7 @@ def mesh_data(obj) -> np.ndarray:
 
 
 def cache_file(obj) -> Path:
-    from blender_addon import mesh_cache
+    from blender_addon.io import cache as mesh_cache
     mod = mesh_cache.find(obj, obj.splinetween_latent.cache_uid)
     return mesh_cache.file_of(obj, mod)
 

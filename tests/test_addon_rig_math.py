@@ -1,4 +1,4 @@
-"""blender_addon.rig_math and blender_addon.gaps on their own: numpy only, checked against
+"""blender_addon.core.rig_math and blender_addon.core.gaps on their own: numpy only, checked against
 backend.quat_np and (where Blender defines the convention) against mathutils."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 from backend import quat_np as Q
-from blender_addon import gaps
-from blender_addon import rig_math as R
+from blender_addon.core import gaps
+from blender_addon.core import rig_math as R
 
 RNG = np.random.default_rng(7)
 

@@ -19,7 +19,8 @@ import pytest
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
 
 bpy = bpy()
-from blender_addon import op_train_mesh, train_job  # noqa: E402
+from blender_addon.train import op_train as op_train_mesh  # noqa: E402
+from blender_addon.train import job as train_job  # noqa: E402
 
 pytestmark = pytest.mark.blender
 TRAIN = bpy.ops.object.splinetween_train_mesh
@@ -375,7 +376,7 @@ sys.path.insert(0, sys.argv[1])
 from addon_helpers import bpy, fresh_scene_with_addon
 bpy = bpy()
 fresh_scene_with_addon()
-from blender_addon import op_train_mesh
+from blender_addon.train import op_train as op_train_mesh
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=9, y_subdivisions=9, size=2)
 bpy.context.active_object.modifiers.new("Wave", "WAVE")
 bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2])

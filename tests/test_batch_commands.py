@@ -40,14 +40,16 @@ def _open(path: Path):
 
 
 def _raw(obj) -> np.ndarray:
-    from blender_addon import latent
+    from blender_addon.latent import core as latent
     return latent.read_raw(obj, obj.splinetween_latent)
 
 
 def test_edit(blends, engine, tmp_path):
     from backend.bvh import format_bvh, read_bvh
     from backend.edits import edit_points
-    from blender_addon import latent, latent_edit, preferences
+    from blender_addon.latent import core as latent
+    from blender_addon.latent import armature as latent_edit
+    from blender_addon import preferences
     src, out = tmp_path / "in", tmp_path / "out"
     (blend,) = H.copy_inputs(blends, ["run"], src)
     bvh = Path(shutil.copy2(blends["turn"]["clip"], src / "turn.bvh"))

@@ -12,7 +12,12 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .. import bridge, fill, latent, latent_edit, rig_math, scene_io
+from .. import bridge
+from ..inbetween import fill
+from ..latent import core as latent
+from ..latent import armature as latent_edit
+from ..core import rig_math
+from ..io import scene as scene_io
 from .jobs import JobError
 
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "scenes", "shape_keys", "node_groups", "cameras",

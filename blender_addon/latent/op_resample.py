@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import latent_edit, preferences
-from .op_latent_common import poll_latent, run_reported
+from . import armature as latent_edit
+from .. import preferences
+from .common import poll_latent, run_reported
 
 MODES = [
     ("FACTOR", "Factor", "A multiple of the encoded length: 2 and 4 decode 2x / 4x as many frames (slow motion)"),

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import bpy
 
-from . import fill, preferences
-from .op_latent_common import poll_animated_armature
-from .properties import KEY_MODES
+from . import fill
+from .. import preferences
+from ..latent.common import poll_animated_armature
+
+
+KEY_MODES = [
+    ("EVERY_FRAME", "Every Frame", "A LINEAR key on every frame inside the gaps"),
+    ("EVERY_N", "Every N Frames", "BEZIER keys every N frames, handles along the model's motion"),
+]
 
 
 def draw_options(layout: bpy.types.UILayout, data) -> None:

@@ -3,15 +3,8 @@ from __future__ import annotations
 
 import bpy
 
-KEY_MODES = [
-    ("EVERY_FRAME", "Every Frame", "A LINEAR key on every frame inside the gaps"),
-    ("EVERY_N", "Every N Frames", "BEZIER keys every N frames, handles along the model's motion"),
-]
-
-MESH_KEY_MODES = [
-    ("EVERY", "Every N Frames", "Keep every N-th frame of the range (and its last frame) as a key frame"),
-    ("LIST", "Listed Frames", "Keep the listed scene frames as key frames (the range is from the first to the last)"),
-]
+from ..inbetween.op_inbetween import KEY_MODES
+from ..mesh.op_inbetween import MESH_KEY_MODES
 
 
 class SplinetweenSceneSettings(bpy.types.PropertyGroup):

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import latent_edit, preferences
-from .op_latent_common import poll_animated_armature, run_reported
+from . import armature as latent_edit
+from .. import preferences
+from .common import poll_animated_armature, run_reported
 
 RANGES = [
     ("ACTION", "Action", "Every keyed frame of the armature's action"),

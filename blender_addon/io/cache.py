@@ -17,7 +17,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import bridge
+from .. import bridge
 
 MODIFIER = "Splinetween"
 _HEADER = 32  # PC2 header bytes
@@ -34,7 +34,7 @@ def _safe(name: str) -> str:
 
 def default_folder(context=None) -> Path:
     """The preference folder, else ``splinetween`` next to the saved .blend (refused when unsaved)."""
-    from . import preferences
+    from .. import preferences
     chosen = preferences.mesh_cache_folder(context)
     if chosen:
         return Path(chosen)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import bpy
 
-from . import latent_edit
-from .op_latent_common import poll_latent, run_reported
+from . import armature as latent_edit
+from .common import poll_latent, run_reported
 
 
 class ANIM_OT_splinetween_bake(bpy.types.Operator):

@@ -23,7 +23,7 @@ KINDS = [
 
 
 def _slider_changed(self, context) -> None:
-    from . import latent
+    from . import core as latent
     latent.on_slider(self.id_data, context)
 
 
@@ -73,7 +73,7 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
 
 
 def _sync_objects(objects) -> None:
-    from . import latent
+    from . import core as latent
     for obj in objects:
         if obj.type in ("ARMATURE", "MESH") and obj.splinetween_latent.active:
             latent.sync_quietly(obj)
@@ -82,7 +82,7 @@ def _sync_objects(objects) -> None:
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
     """Raw control points typed in the UI tag the object; re-decode what they changed."""
-    from . import latent
+    from . import core as latent
     if latent.busy():
         return
     seen = []
@@ -98,14 +98,14 @@ def on_depsgraph_update(scene, depsgraph) -> None:
 @persistent
 def on_frame_change(scene, depsgraph=None) -> None:
     """Keyed or driven raw points and sliders change with the frame."""
-    from . import latent
+    from . import core as latent
     if not latent.busy():
         _sync_objects(scene.objects)
 
 
 @persistent
 def on_undo(scene, *args) -> None:
-    from . import latent
+    from . import core as latent
     if not latent.busy():
         _sync_objects(scene.objects)
 

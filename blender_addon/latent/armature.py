@@ -10,9 +10,13 @@ import time
 import bpy
 import numpy as np
 
-from . import bridge, latent, latent_io, rig_math, scene_io
-from . import latent_math as LM
-from .latent import Refusal
+from .. import bridge
+from . import core as latent
+from ..io import latent as latent_io
+from ..core import rig_math
+from ..io import scene as scene_io
+from ..core import latent_math as LM
+from .core import Refusal
 
 
 def _armature(obj):
@@ -114,7 +118,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_ro
 
 def bake(obj) -> str:
     if obj.type == "MESH":
-        from . import mesh_latent
+        from . import mesh as mesh_latent
         return mesh_latent.bake(obj)
     st = obj.splinetween_latent
     if not st.active:
@@ -126,7 +130,7 @@ def bake(obj) -> str:
 
 def remove(obj) -> str:
     if obj.type == "MESH":
-        from . import mesh_latent
+        from . import mesh as mesh_latent
         return mesh_latent.remove(obj)
     st = obj.splinetween_latent
     if not st.active:
@@ -162,7 +166,7 @@ def resample(obj, settings, frames: int) -> str:
     """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
     compresses from its start, later keys move with its end, and the sliders keep working."""
     if obj.type == "MESH":
-        from . import mesh_latent
+        from . import mesh as mesh_latent
         return mesh_latent.resample(obj, settings, frames)
     st = obj.splinetween_latent
     path, nothing = latent.resample_checkpoint(obj, st, frames)

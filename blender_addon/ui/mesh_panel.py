@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import mesh_cache
+from ..io import cache as mesh_cache
 from .latent_panel import _wrapped, draw_controls
-from .op_mesh_inbetween import draw_key_options
+from ..mesh.op_inbetween import draw_key_options
 from .panel import sidebar_panels
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import bpy
 
-from . import latent
-from .op_latent_common import poll_latent
+from . import core as latent
+from .common import poll_latent
 
 
 class ANIM_OT_splinetween_redecode(bpy.types.Operator):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import bridge, preferences
+from .. import bridge, preferences
 
 
 class ANIM_OT_splinetween_check_backend(bpy.types.Operator):

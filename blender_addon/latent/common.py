@@ -28,7 +28,7 @@ def poll_latent(cls, context) -> bool:
 
 def run_reported(op, edit) -> set[str]:
     """Run one latent edit: report its message, or its refusal as an error named by the operator."""
-    from .latent import Refusal
+    from .core import Refusal
     try:
         message = edit()
     except Refusal as e:

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import bridge, gaps, latent_io, rig_math, scene_io
+from .. import bridge
+from ..core import gaps
+from ..io import latent as latent_io
+from ..core import rig_math
+from ..io import scene as scene_io
 
 
 class Refusal(Exception):
@@ -83,7 +87,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
-        from . import latent_edit
+        from ..latent import armature as latent_edit
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
         latent_edit.bake(obj)
     if editable:
@@ -100,7 +104,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
                         rotate=j in info.rotation_joints, move=moves)
             written += 1
     if editable:
-        from . import latent_edit
+        from ..latent import armature as latent_edit
         latent_edit.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"

@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import bpy
 
-from . import mesh_latent, preferences
-from .op_latent_common import run_reported
-from .op_encode import draw_range
-from .op_mesh_encode import MeshRange, poll_mesh
-from .properties import MESH_KEY_MODES
+from ..latent import mesh as mesh_latent
+from .. import preferences
+from ..latent.common import run_reported
+from ..latent.op_encode import draw_range
+from .op_encode import MeshRange, poll_mesh
+
+
+MESH_KEY_MODES = [
+    ("EVERY", "Every N Frames", "Keep every N-th frame of the range (and its last frame) as a key frame"),
+    ("LIST", "Listed Frames", "Keep the listed scene frames as key frames (the range is from the first to the last)"),
+]
 
 
 def draw_key_options(layout: bpy.types.UILayout, data, prefix: str = "") -> None:

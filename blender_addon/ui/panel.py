@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from .op_inbetween import ANIM_OT_splinetween_inbetween, draw_options
+from ..inbetween.op_inbetween import ANIM_OT_splinetween_inbetween, draw_options
 
 
 def _inbetween_button(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:

@@ -17,9 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bridge, latent, mesh_cache, mesh_io, mesh_math
-from . import latent_math as LM
-from .latent import Refusal
+from .. import bridge
+from . import core as latent
+from ..io import cache as mesh_cache
+from ..io import mesh as mesh_io
+from ..core import mesh_math
+from ..core import latent_math as LM
+from .core import Refusal
 
 _parts: OrderedDict = OrderedDict()  # (token, segment, signature) -> vertices float32 [m, V, 3]
 _PARTS_BYTES = 512 << 20
@@ -171,7 +175,7 @@ def _sharing(obj, path: Path) -> str | None:
 
 def sync(obj, context=None, force: bool = False) -> bool:
     """Decode and write the cache file when it does not show the raw points and sliders; True if written."""
-    from . import preferences
+    from .. import preferences
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math as LM
-from . import rig_math, scene_io
+from ..core import latent_math as LM
+from ..core import rig_math
+from . import scene as scene_io
 
 _EPS = 1e-3
 

@@ -17,8 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bridge, latent_io, preferences, scene_io
-from . import latent_math as LM
+from .. import bridge
+from ..io import latent as latent_io
+from .. import preferences
+from ..io import scene as scene_io
+from ..core import latent_math as LM
 
 
 class Refusal(Exception):
@@ -194,7 +197,7 @@ def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
     if not st.active:
         return False
     if obj.type == "MESH":  # a mesh sequence: the decode goes to its PC2 file, not to F-curves
-        from . import mesh_latent
+        from . import mesh as mesh_latent
         return mesh_latent.sync(obj, context, force)
     raw = read_raw(obj, st)
     bounds, sigs = plan(st, raw)

@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 from bpy_extras import anim_utils
 
-from . import rig_math
+from ..core import rig_math
 
 _VEC2 = ("co", "handle_left", "handle_right")
 _ENUMS = ("handle_left_type", "handle_right_type", "interpolation", "type", "easing")

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import mesh_latent, preferences
-from .op_encode import draw_range
-from .op_latent_common import run_reported
+from ..latent import mesh as mesh_latent
+from .. import preferences
+from ..latent.op_encode import draw_range
+from ..latent.common import run_reported
 
 RANGES = [
     ("SCENE", "Scene", "The scene's frame range (its preview range when that is on)"),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import bpy
 
-from . import bridge, preferences
-from .train_job import (CHECKPOINT_PROP, RUNNING, TrainJob, TrainJobError, check_mesh, check_range, export_sequence,
+from .. import bridge, preferences
+from .job import (CHECKPOINT_PROP, RUNNING, TrainJob, TrainJobError, check_mesh, check_range, export_sequence,
                         job_folder, parse_options, scan_caches)
 
 INTERVAL = 0.5  # seconds between polls of the training process
@@ -95,8 +95,7 @@ def _finish(job: TrainJob, report: bool = True) -> None:
 def _use_in_preferences(job: TrainJob) -> str:
     """Make the new checkpoint the one Encode Mesh / Inbetween Mesh use (Preferences > Mesh Autoencoder or
     Mesh Inbetween, by the task it was trained for); what was set, for the report."""
-    addon = bpy.context.preferences.addons.get(__package__)
-    prefs = addon.preferences if addon else None
+    prefs = preferences.addon_prefs()
     name = "mesh_inbetween" if job.trained_task() == "inbetween" else "mesh_autoencoder"
     if prefs is None or not hasattr(prefs, name):
         return ""

@@ -375,7 +375,7 @@ class TrainJob:
         args += list(options)
         make_writable(folder)
         if frames is not None:
-            from .bridge import numpy_module
+            from ..bridge import numpy_module
             pc2 = numpy_module("pc2")
             safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
             try:
