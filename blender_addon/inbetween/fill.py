@@ -13,13 +13,10 @@ import numpy as np
 
 from .. import bridge
 from ..core import gaps
-from ..io import latent as latent_io
 from ..core import rig_math
+from ..core.errors import Refusal
+from ..io import latent as latent_io
 from ..io import scene as scene_io
-
-
-class Refusal(Exception):
-    """Why nothing was done, for ``self.report({'ERROR'}, ...)``."""
 
 
 @dataclass
@@ -87,9 +84,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
-        from ..latent import armature as latent_edit
+        from ..latent import armature
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
-        latent_edit.bake(obj)
+        armature.bake(obj)
     if editable:
         channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
@@ -104,8 +101,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
                         rotate=j in info.rotation_joints, move=moves)
             written += 1
     if editable:
-        from ..latent import armature as latent_edit
-        latent_edit.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
+        from ..latent import encode
+        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
     n_gaps = len({g for g_list in plan.gaps.values() for g in g_list})

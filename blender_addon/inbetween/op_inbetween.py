@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import fill
 from .. import preferences
+from ..core.errors import run_reported
 from ..latent.common import poll_animated_armature
+from . import fill
 
 
 KEY_MODES = [
@@ -64,15 +65,11 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
             wm.progress_update(done)
 
         try:
-            message = fill.run(context.active_object, preferences.settings(context), options, fps, progress)
-        except fill.Refusal as e:
-            self.report({"ERROR"}, f"Inbetween: {e}")
-            return {"CANCELLED"}
+            return run_reported(self, lambda: fill.run(context.active_object, preferences.settings(context),
+                                                       options, fps, progress))
         finally:
             if started:
                 wm.progress_end()
-        self.report({"INFO"}, message)
-        return {"FINISHED"}
 
 
 classes = (ANIM_OT_splinetween_inbetween,)

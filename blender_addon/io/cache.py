@@ -18,13 +18,14 @@ import bpy
 import numpy as np
 
 from .. import bridge
+from ..core.errors import Refusal
 
 MODIFIER = "Splinetween"
 _HEADER = 32  # PC2 header bytes
 _known: dict = {}  # absolute path -> (stat key, fingerprint) of the files this session wrote or read
 
 
-class CacheRefusal(ValueError):
+class CacheRefusal(Refusal, ValueError):
     """The cache cannot be placed or written; the message names the folder and the fix."""
 
 

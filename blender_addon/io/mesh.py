@@ -10,8 +10,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..core.errors import Refusal
 
-class MeshReadError(ValueError):
+
+class MeshReadError(Refusal, ValueError):
     """The sequence cannot be read; the message names the problem and the fix."""
 
 

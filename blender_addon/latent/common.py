@@ -1,4 +1,4 @@
-"""What the latent operators share: the poll, and running one edit with its report."""
+"""The polls the operators share: an animated armature, an object with latent controls."""
 from __future__ import annotations
 
 
@@ -17,7 +17,7 @@ def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
 def poll_latent(cls, context) -> bool:
     """An armature or a mesh with latent controls (the same sliders and buttons serve both)."""
     obj = context.active_object
-    if obj is None or obj.type not in ("ARMATURE", "MESH"):
+    if obj is None or obj.type not in ("ARMATURE", "MESH"):  # kinds.ADAPTERS' types
         cls.poll_message_set("Make an armature or a mesh the active object")
         return False
     if not obj.splinetween_latent.active:
@@ -25,14 +25,3 @@ def poll_latent(cls, context) -> bool:
         return False
     return True
 
-
-def run_reported(op, edit) -> set[str]:
-    """Run one latent edit: report its message, or its refusal as an error named by the operator."""
-    from .core import Refusal
-    try:
-        message = edit()
-    except Refusal as e:
-        op.report({"ERROR"}, f"{op.bl_label}: {e}")
-        return {"CANCELLED"}
-    op.report({"INFO"}, message)
-    return {"FINISHED"}

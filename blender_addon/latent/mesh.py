@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
-from . import core as latent
+from ..core import latent_math as LM
+from ..core import mesh_math
+from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..io import mesh as mesh_io
-from ..core import mesh_math
-from ..core import latent_math as LM
-from .core import Refusal
+from . import core as latent
 
 _parts: OrderedDict = OrderedDict()  # (token, segment, signature) -> vertices float32 [m, V, 3]
 _PARTS_BYTES = 512 << 20

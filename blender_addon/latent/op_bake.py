@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import armature as latent_edit
-from .common import poll_latent, run_reported
+from ..core.errors import run_reported
+from . import kinds
+from .common import poll_latent
 
 
 class ANIM_OT_splinetween_bake(bpy.types.Operator):
@@ -19,7 +20,7 @@ class ANIM_OT_splinetween_bake(bpy.types.Operator):
         return poll_latent(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        return run_reported(self, lambda: latent_edit.bake(context.active_object))
+        return run_reported(self, lambda: kinds.bake(context.active_object))
 
 
 classes = (ANIM_OT_splinetween_bake,)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import armature as latent_edit
 from .. import preferences
-from .common import poll_animated_armature, run_reported
+from ..core.errors import run_reported
+from . import encode
+from .common import poll_animated_armature
 
 RANGES = [
     ("ACTION", "Action", "Every keyed frame of the armature's action"),
@@ -27,7 +28,7 @@ def draw_range(layout: bpy.types.UILayout, op, active: bool = True) -> None:
 
 def frame_range(context: bpy.types.Context, obj, which: str, start: int, end: int) -> tuple[int, int]:
     if which == "ACTION":
-        return latent_edit.action_range(obj)
+        return encode.action_range(obj)
     if which == "SCENE":
         s = context.scene
         if s.use_preview_range:
@@ -66,7 +67,7 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
         start, end = frame_range(context, obj, self.frame_range, self.frame_start, self.frame_end)
         fps = context.scene.render.fps / context.scene.render.fps_base
         settings, checkpoint = preferences.settings(context), preferences.autoencoder_path(context)
-        return run_reported(self, lambda: latent_edit.encode(obj, settings, checkpoint, start, end, fps))
+        return run_reported(self, lambda: encode.encode(obj, settings, checkpoint, start, end, fps))
 
 
 classes = (ANIM_OT_splinetween_encode,)

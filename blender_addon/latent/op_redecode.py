@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import bpy
 
+from ..core.errors import Refusal
 from . import core as latent
+from . import kinds
 from .common import poll_latent
 
 
@@ -24,8 +26,8 @@ class ANIM_OT_splinetween_redecode(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
         try:
-            changed = latent.sync(obj, context, force=self.force)
-        except latent.Refusal as e:
+            changed = kinds.sync(obj, context, force=self.force)
+        except Refusal as e:
             with latent.suspended():
                 obj.splinetween_latent.status = str(e)
             self.report({"ERROR"}, f"Re-decode: {e}")

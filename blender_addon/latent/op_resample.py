@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import armature as latent_edit
 from .. import preferences
-from .common import poll_latent, run_reported
+from ..core.errors import run_reported
+from . import kinds
+from .common import poll_latent
 
 MODES = [
     ("FACTOR", "Factor", "A multiple of the encoded length: 2 and 4 decode 2x / 4x as many frames (slow motion)"),
@@ -43,7 +44,7 @@ class ANIM_OT_splinetween_resample(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
         n = target_frames(obj.splinetween_latent.source_frames, self.mode, self.factor, self.frames)
-        return run_reported(self, lambda: latent_edit.resample(obj, preferences.settings(context), n))
+        return run_reported(self, lambda: kinds.resample(obj, preferences.settings(context), n))
 
 
 classes = (ANIM_OT_splinetween_resample,)

@@ -6,7 +6,7 @@ This group holds the rest: checkpoint, frame range, segments and their sliders, 
 properties inside the group) origins, template, key poses and the snapshot of the original keys.
 
 The F-curves (a mesh: its PC2 cache file) always follow the raw points and sliders: each segment's ``signature`` names what
-its frames show, and ``latent.sync`` re-decodes the segments whose inputs no longer match.  It
+its frames show, and ``kinds.sync`` re-decodes the segments whose inputs no longer match.  It
 runs from the sliders' update callbacks, and from handlers for what fires no callback: raw
 properties typed in the UI (depsgraph update), keyed or driven ones (frame change), undo/redo.
 """
@@ -23,8 +23,8 @@ KINDS = [
 
 
 def _slider_changed(self, context) -> None:
-    from . import core as latent
-    latent.on_slider(self.id_data, context)
+    from . import kinds
+    kinds.on_slider(self.id_data, context)
 
 
 class SplinetweenLatentSegment(bpy.types.PropertyGroup):
@@ -73,10 +73,10 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
 
 
 def _sync_objects(objects) -> None:
-    from . import core as latent
+    from . import kinds
     for obj in objects:
-        if obj.type in ("ARMATURE", "MESH") and obj.splinetween_latent.active:
-            latent.sync_quietly(obj)
+        if obj.type in kinds.ADAPTERS and obj.splinetween_latent.active:
+            kinds.sync_quietly(obj)
 
 
 @persistent

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import bpy
 
-from ..latent import mesh as mesh_latent
 from .. import preferences
+from ..core.errors import run_reported
+from ..latent import mesh as mesh_latent
 from ..latent.op_encode import draw_range
-from ..latent.common import run_reported
 
 RANGES = [
     ("SCENE", "Scene", "The scene's frame range (its preview range when that is on)"),

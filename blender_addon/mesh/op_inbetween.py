@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import bpy
 
-from ..latent import mesh as mesh_latent
 from .. import preferences
-from ..latent.common import run_reported
+from ..core.errors import run_reported
+from ..latent import mesh as mesh_latent
 from ..latent.op_encode import draw_range
 from .op_encode import MeshRange, poll_mesh
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import Refusal
+
 CACHE_SUFFIXES = (".pc2", ".mdd")
 MIN_FRAMES = 8  # fewer frames than this make no training windows worth the name
 WINDOWS = {"autoencoder": 31, "inbetween": 61}  # training.config.MeshTrainConfig.WINDOWS
@@ -41,7 +43,7 @@ CHECKPOINT_PROP = "splinetween_mesh_checkpoint"
 RUNNING, DONE, FAILED, CANCELLED = "RUNNING", "DONE", "FAILED", "CANCELLED"
 
 
-class TrainJobError(RuntimeError):
+class TrainJobError(Refusal, RuntimeError):
     """A refusal before anything was written or started; the message names the problem and the fix."""
 
 

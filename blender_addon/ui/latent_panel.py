@@ -9,8 +9,8 @@ import textwrap
 
 import bpy
 
-from ..latent import core as latent
 from ..core import latent_math as LM
+from ..latent import core as latent
 from .panel import poll_armature, sidebar_panels
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import bpy
 
 from ..io import cache as mesh_cache
-from .latent_panel import _wrapped, draw_controls
 from ..mesh.op_inbetween import draw_key_options
+from .latent_panel import _wrapped, draw_controls
 from .panel import sidebar_panels
 
 
