@@ -69,8 +69,8 @@ def test_channels_round_trip(mode):
 def test_two_euler_solutions_are_the_same_rotation():
     q = random_quats(100)
     for mode in R.EULER_MODES:
-        ang, alt = R._both_solutions(q, mode[::-1])
-        a, b = (R.euler_to_quat(R._to_axes(x, mode[::-1]), mode) for x in (ang, alt))
+        ang, alt = R.both_solutions(q, mode[::-1])
+        a, b = (R.euler_to_quat(R.to_axes(x, mode[::-1]), mode) for x in (ang, alt))
         np.testing.assert_allclose(np.abs(np.sum(a * b, -1)), 1, atol=1e-12)
 
 

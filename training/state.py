@@ -24,13 +24,13 @@ def _split(obj, prefix, tensors):
     return obj
 
 
-def _join(obj, tensors):
+def join_tensors(obj, tensors):
     if isinstance(obj, dict) and "$t" in obj:
         return tensors[obj["$t"]]
     if isinstance(obj, dict) and "$d" in obj:
-        return {_join(k, tensors): _join(v, tensors) for k, v in obj["$d"]}
+        return {join_tensors(k, tensors): join_tensors(v, tensors) for k, v in obj["$d"]}
     if isinstance(obj, list):
-        return [_join(v, tensors) for v in obj]
+        return [join_tensors(v, tensors) for v in obj]
     return obj
 
 
@@ -57,4 +57,4 @@ def load_state(path: Path) -> dict | None:
         if not j.exists():
             return None
         doc = j.read_text()
-    return _join(json.loads(doc), load_file(str(w)))
+    return join_tensors(json.loads(doc), load_file(str(w)))

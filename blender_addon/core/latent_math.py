@@ -121,7 +121,7 @@ def euler_runs(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
     """``rig_math.euler_sequence`` for many bones at once: ``q [F, B, 4]``, ``start [B, 3]`` ->
     ``[F, B, 3]``, each frame the equivalent Euler triple nearest the previous (same numbers)."""
     order = mode[::-1]
-    cands = np.stack(R._both_solutions(q, order), 1)  # [F, 2, B, 3]: the two solutions per frame
+    cands = np.stack(R.both_solutions(q, order), 1)  # [F, 2, B, 3]: the two solutions per frame
     idx = [R._AXIS[ch] for ch in order]
     ref = np.asarray(start, dtype=np.float64)[..., idx]
     two_pi = 2 * np.pi
@@ -131,7 +131,7 @@ def euler_runs(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
         d = np.abs(c - ref)
         dist = d[..., 0] + d[..., 1] + d[..., 2]
         ref = out[i] = np.where((dist[1] < dist[0])[..., None], c[1], c[0])
-    return R._to_axes(out, order)
+    return R.to_axes(out, order)
 
 
 def to_channels(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:

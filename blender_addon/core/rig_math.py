@@ -148,12 +148,12 @@ def _nearest_turn(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return x + 2 * np.pi * np.round((ref - x) / (2 * np.pi))
 
 
-def _both_solutions(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
+def both_solutions(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
     ang = _intrinsic_angles(q_to_matrix(qnormalize(np.asarray(q, dtype=np.float64))), order)
     return ang, np.stack([ang[..., 0] + np.pi, np.pi - ang[..., 1], ang[..., 2] + np.pi], -1)
 
 
-def _to_axes(ang: np.ndarray, order: str) -> np.ndarray:
+def to_axes(ang: np.ndarray, order: str) -> np.ndarray:
     e = np.empty_like(ang)
     for n, ch in enumerate(order):
         e[..., _AXIS[ch]] = ang[..., n]
@@ -164,19 +164,19 @@ def quat_to_euler(q: np.ndarray, mode: str, compat: np.ndarray | None = None) ->
     """Blender Euler ``[..., 3]`` for unit quaternions; with ``compat`` the equivalent triple
     (of the two solutions, each shifted by whole turns) nearest to it: no 360-degree flips."""
     order = mode[::-1]
-    ang, alt = _both_solutions(q, order)
+    ang, alt = both_solutions(q, order)
     if compat is not None:
         ref = np.asarray(compat, dtype=np.float64)[..., [_AXIS[ch] for ch in order]]
         a, b = _nearest_turn(ang, ref), _nearest_turn(alt, ref)
         far = np.abs(a - ref).sum(-1, keepdims=True) > np.abs(b - ref).sum(-1, keepdims=True)
         ang = np.where(far, b, a)
-    return _to_axes(ang, order)
+    return to_axes(ang, order)
 
 
 def euler_sequence(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
     """Frames ``[F, 4]`` -> Euler ``[F, 3]``, each compatible with the previous, the first with ``start``."""
     order = mode[::-1]
-    ang, alt = _both_solutions(q, order)
+    ang, alt = both_solutions(q, order)
     ref = np.asarray(start, dtype=np.float64)[[_AXIS[ch] for ch in order]]
     out = np.empty_like(ang)
     two_pi = 2 * np.pi
@@ -188,7 +188,7 @@ def euler_sequence(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
             if d < dist:
                 best, dist = c, d
         out[i] = ref = np.asarray(best)
-    return _to_axes(out, order)
+    return to_axes(out, order)
 
 
 def axis_angle_to_quat(aa: np.ndarray) -> np.ndarray:

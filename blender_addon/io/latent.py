@@ -77,7 +77,7 @@ def _new_rows(frames: np.ndarray, values: np.ndarray) -> dict:
     m = len(frames)
     co = np.stack([frames, values], -1).astype(np.float32)
     rows = {"co": co, "handle_left": co.copy(), "handle_right": co.copy()}
-    ev = scene_io._enum_value
+    ev = scene_io.enum_value
     rows["handle_left_type"] = rows["handle_right_type"] = np.full(m, ev("handle_left_type", "AUTO_CLAMPED"), np.int32)
     rows["interpolation"] = np.full(m, ev("interpolation", "LINEAR"), np.int32)
     rows["type"] = np.full(m, ev("type", "GENERATED"), np.int32)
@@ -90,7 +90,7 @@ def _new_rows(frames: np.ndarray, values: np.ndarray) -> dict:
 
 def write_keys_exact(fc, keys: dict) -> None:
     """Replace every key of a curve; handles come back exactly as given (not recomputed)."""
-    scene_io._write_keys(fc, keys)
+    scene_io.write_keys(fc, keys)
     if len(keys["co"]):
         for a in ("handle_left", "handle_right"):
             fc.keyframe_points.foreach_set(a, np.ascontiguousarray(keys[a], dtype=np.float32).ravel())
@@ -170,7 +170,7 @@ def write_values(bag, path: str, index: int, group: str, frames: np.ndarray, val
     # fc.update() recomputes every automatic handle: put back the kept keys' handles exactly, and
     # give the written keys flat handles on their points, as the fast path does (they are LINEAR)
     restore = np.concatenate([keep_mask[keep_mask] & ~prot[keep_mask], np.ones(len(frames), bool)])[order]
-    scene_io._write_keys(fc, merged)
+    scene_io.write_keys(fc, merged)
     fixed = scene_io.read_keys(fc)
     for a in ("handle_left", "handle_right"):
         fixed[a][restore] = merged[a][restore]

@@ -102,7 +102,7 @@ def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarra
     return basis, loc
 
 
-def _enum_value(prop: str, name: str) -> int:
+def enum_value(prop: str, name: str) -> int:
     return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[name].value
 
 
@@ -127,7 +127,7 @@ def read_keys(fc) -> dict[str, np.ndarray]:
     return out
 
 
-def _write_keys(fc, keys: dict[str, np.ndarray]) -> None:
+def write_keys(fc, keys: dict[str, np.ndarray]) -> None:
     kp = fc.keyframe_points
     kp.clear()
     kp.add(len(keys["co"]))
@@ -165,13 +165,13 @@ def replace_in_gaps(obj, bag, bone: str, prop: str, index: int, gaps, frames, va
     else:
         hl = hr = new["co"]
     new["handle_left"], new["handle_right"] = hl.astype(np.float32), hr.astype(np.float32)
-    htype = np.full(m, _enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
+    htype = np.full(m, enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
     if bezier:
-        htype[:k] = _enum_value("handle_left_type", "ALIGNED")
+        htype[:k] = enum_value("handle_left_type", "ALIGNED")
     new["handle_left_type"] = new["handle_right_type"] = htype
-    new["interpolation"] = np.full(m, _enum_value("interpolation", "BEZIER" if bezier else "LINEAR"), np.int32)
-    new["type"] = np.full(m, _enum_value("type", "GENERATED"), dtype=np.int32)
-    new["easing"] = np.full(m, _enum_value("easing", "AUTO"), dtype=np.int32)
+    new["interpolation"] = np.full(m, enum_value("interpolation", "BEZIER" if bezier else "LINEAR"), np.int32)
+    new["type"] = np.full(m, enum_value("type", "GENERATED"), dtype=np.int32)
+    new["easing"] = np.full(m, enum_value("easing", "AUTO"), dtype=np.int32)
     new["back"], new["amplitude"], new["period"] = (np.full(m, v, np.float32) for v in (1.70158, 0.8, 4.1))
     for a in _BOOLS:
         new[a] = np.zeros(m, dtype=bool)
@@ -179,7 +179,7 @@ def replace_in_gaps(obj, bag, bone: str, prop: str, index: int, gaps, frames, va
     merged = {a: np.concatenate([old[a][keep], new[a]]) for a in old}
     order = np.argsort(merged["co"][:, 0], kind="stable")
     merged = {a: v[order] for a, v in merged.items()}
-    _write_keys(fc, merged)
+    write_keys(fc, merged)
     # fc.update() recomputed every automatic handle; with the default 'Continuous Acceleration'
     # smoothing that ripples out of the gaps.  Put back the exact handles of the keys that are
     # neither in nor at the end of a gap, so the curve outside the gaps is bit-identical.

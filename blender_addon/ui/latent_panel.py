@@ -14,7 +14,7 @@ from ..latent import core as latent
 from .panel import poll_armature, sidebar_panels
 
 
-def _wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: int = 44) -> None:
+def wrapped(layout: bpy.types.UILayout, text: str, icon: str = "NONE", width: int = 44) -> None:
     for i, line in enumerate(textwrap.wrap(text, width) or [""]):
         layout.label(text=line, icon=icon if i == 0 else "BLANK1")
 
@@ -29,7 +29,7 @@ class LatentPanel:
         obj = context.active_object
         st = obj.splinetween_latent
         if not st.active:
-            _wrapped(layout, "Encode the armature's motion to edit it with sliders per segment.")
+            wrapped(layout, "Encode the armature's motion to edit it with sliders per segment.")
             layout.operator("anim.splinetween_encode", icon="IPO_BEZIER")
             return
         draw_controls(layout, context, obj, st)
@@ -49,7 +49,7 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
         if problem:
             box = layout.box()
             box.alert = True
-            _wrapped(box, problem, icon="ERROR")
+            wrapped(box, problem, icon="ERROR")
     row = layout.row(align=True)
     row.operator("anim.splinetween_latent_reset", text="Reset All", icon="LOOP_BACK").segment = -1
     row.operator("anim.splinetween_bake", icon="CHECKMARK")

@@ -10,7 +10,7 @@ import bpy
 
 from ..io import cache as mesh_cache
 from ..mesh.op_inbetween import draw_key_options
-from .latent_panel import _wrapped, draw_controls
+from .latent_panel import wrapped, draw_controls
 from .panel import sidebar_panels
 
 
@@ -34,7 +34,7 @@ class MeshPanel:
                 layout.label(text=f"Shown by modifier '{mod.name}': {bpy.path.basename(mod.filepath)}",
                              icon="MOD_MESHDEFORM")
             return
-        _wrapped(layout, "Encode the mesh's frames (scene range) to edit them with sliders per segment, or keep "
+        wrapped(layout, "Encode the mesh's frames (scene range) to edit them with sliders per segment, or keep "
                          "key frames and fill the frames between them.")
         layout.operator("anim.splinetween_mesh_encode", icon="IPO_BEZIER")
         col = layout.column()
