@@ -7,7 +7,7 @@ model is first needed.
 
 * ``IN_PROCESS``: the engine runs inside Blender's Python (needs torch importable there).
 * ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender and answers framed
-  requests on its stdin/stdout (see backend/service.py); the model stays loaded between calls,
+  requests on its stdin/stdout (see backend/service/); the model stays loaded between calls,
   a call that takes longer than the timeout stops the process, and a dead process is started
   again on the next call.
 * ``AUTO``: in-process when torch can be imported here, else the backend process.
@@ -175,7 +175,7 @@ def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotation
 
 
 def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict, dict]:
-    """Any request of backend/service.py (``header["op"]`` and its arrays) -> (reply, arrays).
+    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays).
 
     In-process the service's own dispatcher answers it, so both modes run the same code and
     give the same numbers; failures come back as :class:`BridgeError` either way."""

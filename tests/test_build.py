@@ -60,7 +60,7 @@ def built(tmp_path_factory):
 def test_zip_holds_the_addon_the_backend_and_the_checkpoint(built):
     from backend import __version__
     names = set(zipfile.ZipFile(built).namelist())
-    for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service.py",
+    for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service/__init__.py", "backend/service/protocol.py",
                  "backend/engine.py", "backend/checkpoints/inbetween.json", "backend/checkpoints/inbetween.safetensors",
                  "LICENSE", "LICENSE-weights-bandai-namco.txt", "training/__init__.py", "training/train.py",
                  "training/mesh_loop.py", "training/mesh_data.py", "training/config.py", "train_job.py",

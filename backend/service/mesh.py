@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .service import get_engine
+from .engines import check_gaps, get_engine
 
 
 def _segments(controls) -> list[list[int]]:
@@ -31,9 +31,9 @@ def _segments(controls) -> list[list[int]]:
 def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
-    from .edits import edit_points
-    from .keyframes import segments_on_keys
-    from .mesh_engine import MeshControls
+    from ..edits import edit_points
+    from ..keyframes import segments_on_keys
+    from ..mesh_engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
     points = np.asarray(arrays["points"], np.float64)
@@ -103,6 +103,8 @@ def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
         raise ValueError(f"key_frames {key_frames.shape} do not match {len(keys)} keys")
     if keys != sorted(set(keys)):
         raise ValueError(f"keys must be increasing and unique, got {keys}")
+    from ..engine import EngineError
+    check_gaps(keys, engine.window - 1, header.get("name", "") or "mesh sequence", EngineError)  # before allocating
     frames = np.zeros((keys[-1] + 1,) + key_frames.shape[1:], np.float32)  # only the keys are read
     frames[keys] = key_frames
     vertices, controls = engine.inbetween(frames, keys, header.get("name", ""))
