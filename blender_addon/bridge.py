@@ -88,8 +88,9 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 
 def numpy_module(name: str):
-    """A numpy-only backend module (``pc2``, ``mesh``): safe to use in Blender without torch."""
-    if name not in ("pc2", "mesh"):
+    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
+    without torch."""
+    if name not in ("pc2", "mesh", "quat_np", "atomic"):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 

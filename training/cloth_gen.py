@@ -37,6 +37,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from backend.atomic import write_text
 from backend.pc2 import write_pc2
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,9 +340,7 @@ def _write_manifest(cfg: GenConfig, entries: dict):
                            for k in ("train", "val", "test")},
                 "skipped": [e["index"] for e in seqs if e["status"] != "ok"], "sequences": seqs}
     path = Path(cfg.out) / "manifest.json"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, path)
+    write_text(path, json.dumps(manifest, indent=1), path.with_name(path.name + ".tmp"))
 
 
 def _pending(cfg: GenConfig, entries: dict) -> list[int]:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+
+from backend.atomic import replacing, write_text
 
 
 def _split(obj, prefix, tensors):
@@ -40,11 +41,9 @@ def save_state(path: Path, state: dict):
     the JSON of another.  ``path``.json is the same document, for reading by eye."""
     tensors = {}
     doc = json.dumps(_split(state, "", tensors))
-    tmp_w, tmp_j = path.with_suffix(".safetensors.tmp"), path.with_suffix(".json.tmp")
-    save_file(tensors, str(tmp_w), metadata={"state": doc})
-    tmp_j.write_text(doc)
-    os.replace(tmp_w, path.with_suffix(".safetensors"))
-    os.replace(tmp_j, path.with_suffix(".json"))
+    with replacing(path.with_suffix(".safetensors"), path.with_suffix(".safetensors.tmp")) as tmp:
+        save_file(tensors, str(tmp), metadata={"state": doc})
+    write_text(path.with_suffix(".json"), doc, path.with_suffix(".json.tmp"))
 
 
 def load_state(path: Path) -> dict | None:
