@@ -138,6 +138,28 @@ def read_mdd(path) -> tuple[np.ndarray, np.ndarray]:
     return frames.astype(np.float32), times
 
 
+def read_header(path) -> tuple[int, int]:
+    """``(frames, points)`` from a .pc2 or .mdd header (suffix decides, any case), without reading
+    the positions; ``CacheError`` for a file that is not one."""
+    path = Path(path)
+    pc2 = path.suffix.lower() == ".pc2"
+    size = (_PC2_HEADER if pc2 else _MDD_HEADER).size
+    try:
+        with open(path, "rb") as f:
+            head = f.read(size)
+    except OSError as e:
+        raise CacheError(path, f"cannot read ({e.strerror or e})") from None
+    if len(head) < size:
+        raise CacheError(path, f"not a{' PC2' if pc2 else 'n MDD'} file ({len(head)} bytes is shorter than its "
+                               f"{size}-byte header)")
+    if not pc2:
+        return _MDD_HEADER.unpack(head)
+    sig, _, points, _, _, samples = _PC2_HEADER.unpack(head)
+    if sig != PC2_SIGNATURE:
+        raise CacheError(path, f"not a PC2 file: signature {sig!r}, expected {PC2_SIGNATURE!r}")
+    return samples, points
+
+
 def read_cache(path) -> np.ndarray:
     """Frames float32 [F, V, 3] from a .pc2 or .mdd file (suffix decides, any case)."""
     path = Path(path)

@@ -17,6 +17,20 @@ class MeshReadError(Refusal, ValueError):
     """The sequence cannot be read; the message names the problem and the fix."""
 
 
+class NoVertices(MeshReadError):
+    def __init__(self, message: str, frame: int):
+        super().__init__(message)
+        self.frame = frame
+
+
+class TopologyChange(MeshReadError):
+    """The vertex count changes in the range: ``count`` at frame ``first``, ``now`` at ``frame``."""
+
+    def __init__(self, message: str, count: int, first: int, now: int, frame: int):
+        super().__init__(message)
+        self.count, self.first, self.now, self.frame = count, first, now, frame
+
+
 _SIMULATIONS = ("CLOTH", "SOFT_BODY")
 
 
@@ -92,13 +106,13 @@ def read_mesh_sequence(context, obj, start: int, end: int, frames=None) -> np.nd
             if count is None:
                 count, at = n, f
                 if n == 0:
-                    raise MeshReadError(f"{obj.name} has no vertices at frame {f}")
+                    raise NoVertices(f"{obj.name} has no vertices at frame {f}", f)
             elif n != count:
-                raise MeshReadError(
+                raise TopologyChange(
                     f"{obj.name} has {count} vertices at frame {at} but {n} at frame {f}: its topology changes "
                     f"in frames {start}-{end}, and a sequence needs the same vertices on every frame. Choose a "
                     "range where the vertex count stays the same, or turn off the modifier that changes it "
-                    "(Remesh, Decimate, Geometry Nodes, ...)")
+                    "(Remesh, Decimate, Geometry Nodes, ...)", count, at, n, f)
             if wanted is None or f in wanted:
                 buf = np.empty(n * 3, dtype=np.float32)
                 mesh.attributes["position"].data.foreach_get("vector", buf)

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import signal
-import struct
 import subprocess
 import tempfile
 import time
@@ -30,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import bridge
 from ..core.errors import Refusal
+from ..io import mesh as mesh_io
 
 CACHE_SUFFIXES = (".pc2", ".mdd")
 MIN_FRAMES = 8  # fewer frames than this make no training windows worth the name
@@ -50,7 +51,9 @@ class TrainJobError(Refusal, RuntimeError):
 # --- the data --------------------------------------------------------------------------------
 
 def export_sequence(context, obj, frame_start: int, frame_end: int) -> np.ndarray:
-    """[F, V, 3] float32 object-space positions of ``obj`` evaluated at every frame of the range.
+    """[F, V, 3] float32 object-space positions of ``obj`` evaluated at every frame of the range:
+    Encode Mesh's reader (``io.mesh.read_mesh_sequence``: unbaked simulations stepped from their
+    cache's start), so a model trains on the vertices Encode Mesh will read.
 
     Refuses (TrainJobError) a non-mesh, an empty or too short range, and a topology that changes
     (naming the frame); the scene's current frame is restored whatever happens."""
@@ -58,31 +61,22 @@ def export_sequence(context, obj, frame_start: int, frame_end: int) -> np.ndarra
     check_range(frame_start, frame_end)
     if obj.mode == "EDIT":  # the evaluated mesh would not hold the edits
         raise TrainJobError(f"{obj.name!r} is in Edit Mode: switch to Object Mode first")
-    scene = context.scene
-    frame, subframe = scene.frame_current, scene.frame_subframe
-    frames, count, first = [], None, frame_start
     try:
-        for f in range(frame_start, frame_end + 1):
-            scene.frame_set(f)
-            mesh = obj.evaluated_get(context.evaluated_depsgraph_get()).data
-            n = len(mesh.vertices)
-            if count is None:
-                count = n
-                if n == 0:
-                    raise TrainJobError(f"{obj.name!r} has no vertices at frame {f}; nothing to train on")
-            elif n != count:
-                raise TrainJobError(
-                    f"{obj.name!r} has {count} vertices at frame {first} but {n} at frame {f}: a mesh model needs "
-                    "the same vertices on every frame; shorten the range, or apply or disable the modifier that "
-                    "changes the topology (Build, Decimate, Remesh, Geometry Nodes ...)")
-            buf = np.empty(n * 3, np.float32)
-            mesh.attributes["position"].data.foreach_get("vector", buf)
-            if not np.isfinite(buf).all():
-                raise TrainJobError(f"{obj.name!r} has NaN or infinite vertex positions at frame {f}")
-            frames.append(buf.reshape(n, 3))
-    finally:
-        scene.frame_set(frame, subframe=subframe)
-    return np.stack(frames)
+        frames = mesh_io.read_mesh_sequence(context, obj, frame_start, frame_end)
+    except mesh_io.NoVertices as e:
+        raise TrainJobError(f"{obj.name!r} has no vertices at frame {e.frame}; nothing to train on") from None
+    except mesh_io.TopologyChange as e:
+        raise TrainJobError(
+            f"{obj.name!r} has {e.count} vertices at frame {e.first} but {e.now} at frame {e.frame}: a mesh model "
+            "needs the same vertices on every frame; shorten the range, or apply or disable the modifier that "
+            "changes the topology (Build, Decimate, Remesh, Geometry Nodes ...)") from None
+    except mesh_io.MeshReadError as e:
+        raise TrainJobError(str(e)) from None
+    bad = ~np.isfinite(frames).all(axis=(1, 2))
+    if bad.any():
+        raise TrainJobError(f"{obj.name!r} has NaN or infinite vertex positions at frame "
+                            f"{frame_start + int(np.argmax(bad))}")
+    return frames
 
 
 def check_mesh(obj, context=None) -> None:
@@ -105,18 +99,8 @@ def check_range(frame_start: int, frame_end: int) -> None:
 
 
 def cache_header(path: Path) -> tuple[int, int]:
-    """(frames, vertices) from a PC2 or MDD header, without reading the positions."""
-    with open(path, "rb") as f:
-        head = f.read(32)
-    if path.suffix.lower() == ".pc2":
-        if len(head) < 32 or head[:12] != b"POINTCACHE2\0":
-            raise ValueError("not a PC2 file")
-        _, _, points, _, _, samples = struct.unpack("<12siiffi", head)
-        return samples, points
-    if len(head) < 8:
-        raise ValueError("not an MDD file")
-    frames, points = struct.unpack(">ii", head[:8])
-    return frames, points
+    """(frames, vertices) from a PC2 or MDD header, without reading the positions (backend.pc2's)."""
+    return bridge.numpy_module("pc2").read_header(path)
 
 
 def scan_caches(folder, vertices: set[int] | None = None) -> tuple[list[Path], int]:
@@ -135,8 +119,8 @@ def scan_caches(folder, vertices: set[int] | None = None) -> tuple[list[Path], i
     for p in files:
         try:
             n_frames, n_verts = cache_header(p)
-        except (OSError, ValueError, struct.error) as e:
-            bad.append(f"{p.name} ({e})")
+        except (OSError, ValueError) as e:
+            bad.append(f"{p.name} ({getattr(e, 'problem', e)})")
             continue
         if vertices and n_verts not in vertices:
             bad.append(f"{p.name} has {n_verts} vertices, the object {' or '.join(map(str, sorted(vertices)))}")
@@ -377,8 +361,7 @@ class TrainJob:
         args += list(options)
         make_writable(folder)
         if frames is not None:
-            from ..bridge import numpy_module
-            pc2 = numpy_module("pc2")
+            pc2 = bridge.numpy_module("pc2")
             safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
             try:
                 data = pc2.write_pc2(folder / f"{safe}.pc2", frames)
