@@ -1,7 +1,7 @@
 """Blender pose channels <-> the backend's BVH-convention local rotations and positions.
 
-Pure numpy (no bpy, no backend), so it is tested on its own.  Quaternions are ``(w, x, y, z)``
-with ``[..., 4]`` broadcasting, as in ``backend.quat_np``.
+Pure numpy (no bpy), so it is tested on its own; the quaternions are ``backend.quat_np``'s,
+reached through the bridge: ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
 
 The derivation (checked numerically in tests/test_addon_rig_math.py and against Blender's BVH
 importer in tests/test_addon_scene_io.py):
@@ -35,58 +35,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import bridge
+
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 # BVH (Y up) -> Blender (Z up): +90 degrees about X.
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 
 
-# -- quaternions ------------------------------------------------------------------------------
-def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+# -- quaternions: the backend's library (shipped inside the extension), same numbers --------
+Q = bridge.numpy_module("quat_np")
+qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
 
 
 def qconj(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
+    return Q.inv(np.asarray(q, dtype=np.float64))
 
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
-    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
-
-
-def qrotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    w, xyz = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(xyz, v)
-    return v + w * t + np.cross(xyz, t)
-
-
-def q_to_matrix(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                     2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                     2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-                    axis=-1).reshape(q.shape[:-1] + (3, 3))
+    return Q.normalize(q, eps=1e-12)
 
 
 def q_from_matrix(m: np.ndarray) -> np.ndarray:
     """Rotation matrices ``[..., 3, 3]`` (float32 noise allowed) -> unit quaternions, w >= 0."""
-    m = np.asarray(m, dtype=np.float64)
-    m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
-    m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
-    m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
-    t = np.stack([m00 + m11 + m22, m00, m11, m22], -1)  # each candidate is accurate where its pivot is large
-    cands = np.stack([np.stack([1 + m00 + m11 + m22, m21 - m12, m02 - m20, m10 - m01], -1),
-                      np.stack([m21 - m12, 1 + m00 - m11 - m22, m01 + m10, m02 + m20], -1),
-                      np.stack([m02 - m20, m01 + m10, 1 - m00 + m11 - m22, m12 + m21], -1),
-                      np.stack([m10 - m01, m02 + m20, m12 + m21, 1 - m00 - m11 + m22], -1)], -2)
-    best = np.argmax(t, axis=-1)[..., None, None]
-    q = qnormalize(np.take_along_axis(cands, np.broadcast_to(best, best.shape[:-2] + (1, 4)), -2)[..., 0, :])
-    return np.where(q[..., :1] < 0, -q, q)
+    return Q.from_matrix(np.asarray(m, dtype=np.float64))
 
 
 def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -106,15 +78,7 @@ def continuous(q: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
     """Shorter-arc spherical interpolation, ``t`` scalar or broadcasting against ``[...]``."""
-    t = np.asarray(t, dtype=np.float64)[..., None]
-    b = align_hemisphere(b, a)
-    d = np.clip(np.sum(a * b, axis=-1, keepdims=True), -1.0, 1.0)
-    theta = np.arccos(d)
-    s = np.sin(theta)
-    safe = s > 1e-8
-    wa = np.where(safe, np.sin((1 - t) * theta) / np.where(safe, s, 1.0), 1 - t)
-    wb = np.where(safe, np.sin(t * theta) / np.where(safe, s, 1.0), t)
-    return qnormalize(wa * a + wb * b)
+    return Q.slerp(a, b, t, eps=1e-8)
 
 
 # -- Blender rotation modes -------------------------------------------------------------------
