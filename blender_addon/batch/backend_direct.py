@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
-from .jobs import JobError
+from .errors import JobError
 
 
 def autoencoder(state):

@@ -20,7 +20,7 @@ from ..io import scene as scene_io
 from ..latent import core as latent
 from ..latent import encode as latent_encode
 from ..latent import kinds
-from .jobs import JobError
+from .errors import JobError
 
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "scenes", "shape_keys", "node_groups", "cameras",
                    "lights", "worlds", "curves", "lattices", "textures", "particles", "grease_pencils")

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import bridge
 from . import backend_direct
-from .jobs import JobError
+from .errors import JobError
 
 
 def read(path: str):
