@@ -3,7 +3,7 @@
 The checkpoints are the shipped cloth ones (backend/checkpoints/cloth_{autoencoder,inbetween}.json,
 a 71 x 71 = 5,041-vertex grid); ``SPLINETWEEN_TEST_MESH_AUTOENCODER`` / ``..._INBETWEEN`` point the
 tests elsewhere.  The cloth is the example flag (examples/cloth/cloth_flag.blend, or the same flag
-made by training.cloth_gen while the example is missing), simulated once per test session.
+made by training.mesh.cloth_gen while the example is missing), simulated once per test session.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def flag() -> dict:
         from blender_addon.io import mesh as mesh_io
         blend = FLAG_BLEND
         if not blend.exists():
-            from training import cloth_gen
+            from training.mesh import cloth_gen
             blend = cloth_gen.save_asset_blend(session_dir() / "cloth_flag.blend", frames=60)
         b = bpy()
         b.ops.wm.open_mainfile(filepath=str(blend), load_ui=False)

@@ -39,7 +39,7 @@ def main(argv=None):
             raise ConfigError("no data: pass --data=PATH (" + ("a folder of PC2/MDD caches or .blend files" if mesh
                               else "a BVH folder or the .tar.xz archive") + ")")
         if mesh:
-            from .mesh_loop import train_mesh
+            from .mesh.loop import train_mesh
             train_mesh(cfg)
         else:
             from .loop import train

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data import DataError
+from ..data import DataError
 
 
 def _pick_object(bpy, path: Path, name: str):

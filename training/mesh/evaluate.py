@@ -32,7 +32,7 @@ from backend.mesh_engine import MeshEngine
 from backend.model import least_squares_fit
 from backend.splines import bezier_basis, uniform_times
 
-from .mesh_data import load_mesh_split
+from .data import load_mesh_split
 
 
 def _pct(pred, true, frames=None) -> float:

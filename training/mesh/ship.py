@@ -1,6 +1,6 @@
-"""python -m training.ship_mesh: turn an asset's two mesh runs into shipped checkpoints with model cards.
+"""python -m training.mesh.ship: turn an asset's two mesh runs into shipped checkpoints with model cards.
 
-    python -m training.ship_mesh --name cloth --autoencoder RUN_AE --inbetween RUN_IB --data DIR \\
+    python -m training.mesh.ship --name cloth --autoencoder RUN_AE --inbetween RUN_IB --data DIR \\
         --command-autoencoder "..." --command-inbetween "..." --generator "..."
 
 Copies each run's best checkpoint to backend/checkpoints/NAME_{autoencoder,inbetween}.json with
@@ -20,9 +20,9 @@ import numpy as np
 from backend import checkpoint as ck
 from backend.mesh_engine import basis_from
 
-from .mesh_evaluate import main as evaluate
+from .evaluate import main as evaluate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def linear_path_note(task: str, info: dict, model: dict) -> str:
@@ -52,7 +52,7 @@ def card(name: str, doc: dict, report: dict, command: str, generator: str) -> st
         f"n={model['layers']}, h={model['heads']}, {model['controls']} control points per segment, "
         f"{info.get('parameters')} parameters). The basis (`{doc['asset'].get('basis')}`) is shared with the "
         "asset's other model." + (linear_path_note(task, info, model) if model.get("linear_path") else ""),
-        f"- **Data**: cloth sequences simulated by Blender 5.0 (`training.cloth_gen`: flags in randomised wind, "
+        f"- **Data**: cloth sequences simulated by Blender 5.0 (`training.mesh.cloth_gen`: flags in randomised wind, "
         f"drapes over random obstacles with random pinning, random stiffness and mass), {info.get('train_sequences')} "
         f"train sequences ({info.get('train_frames')} frames), {info.get('val_sequences')} validation; test numbers "
         f"on the {report['sequences']} held-out test sequences (index % 10 == 9), never used for tuning.",
@@ -72,7 +72,7 @@ def card(name: str, doc: dict, report: dict, command: str, generator: str) -> st
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m training.ship_mesh", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m training.mesh.ship", description=__doc__.split("\n\n")[0])
     ap.add_argument("--name", required=True)
     ap.add_argument("--autoencoder", type=Path, required=True, help="run folder")
     ap.add_argument("--inbetween", type=Path, required=True, help="run folder")

@@ -24,13 +24,13 @@ from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
 from backend.mesh_engine import basis_from, compose_inbetween
 from backend.model import ModelConfig, build_model, count_parameters
 
-from .config import MeshTrainConfig
-from .data import DataError, WindowSampler, protocol_windows
-from .inbetween_task import regular_key_masks, sample_key_masks
-from .loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
-from .mesh_data import MeshSet, load_mesh_split
-from .principal import pca
-from .state import load_state, save_state
+from ..config import MeshTrainConfig
+from ..data import DataError, WindowSampler, protocol_windows
+from ..inbetween_task import regular_key_masks, sample_key_masks
+from ..loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
+from .data import MeshSet, load_mesh_split
+from ..principal import pca
+from ..state import load_state, save_state
 
 
 def basis_tensors(basis: MeshBasis) -> dict:

@@ -1,7 +1,7 @@
 """Mesh-sequence data for training: PC2/MDD caches or .blend files of one mesh asset.
 
 A data set is a folder of caches, either in ``train/``, ``val/`` and ``test/`` subfolders (as
-``training.cloth_gen`` writes them) or flat, where the split follows the number at the end of
+``training.mesh.cloth_gen`` writes them) or flat, where the split follows the number at the end of
 the file name (id % 10 == 8 is val, == 9 is test, else train: the generator's rule); or .blend
 files, read through Blender (each file is one sequence: the mesh object over the scene range).
 Sequences are concatenated into one [T, V, 3] array with offsets, like ``MotionSet``.
@@ -17,7 +17,7 @@ import numpy as np
 
 from backend.pc2 import CacheError, read_cache
 
-from .data import SPLITS, DataError
+from ..data import SPLITS, DataError
 
 CACHE_SUFFIXES = (".pc2", ".mdd")
 
@@ -84,7 +84,7 @@ def load_mesh_split(data, split: str, object_name: str = "", num_vertices: int |
             if split != "all" and len(sources) > 1 and mesh_split_of(path) != split:
                 continue
             if path.suffix.lower() == ".blend":
-                from .blend_mesh import read_blend_sequence
+                from .blend import read_blend_sequence
                 frames = read_blend_sequence(path, object_name)
             else:
                 frames = read_cache(path)

@@ -1,4 +1,4 @@
-"""python -m training.cloth_gen --out DIR --count 300: cloth mesh sequences simulated by headless
+"""python -m training.mesh.cloth_gen --out DIR --count 300: cloth mesh sequences simulated by headless
 Blender, written as PC2 caches for training the per-asset mesh models.
 
 One asset, a square cloth grid (2 m x 2 m, 71 x 71 = 5,041 vertices by default, vertex ``j * n + i``
@@ -40,7 +40,7 @@ import numpy as np
 from backend.atomic import write_text
 from backend.pc2 import write_pc2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ASSET_RESOLUTION = 71  # vertices per side: 71 x 71 = 5,041
 ASSET_SIZE = 2.0  # metres per side
 FPS = 30
@@ -357,7 +357,7 @@ def _pending(cfg: GenConfig, entries: dict) -> list[int]:
 
 
 def _worker_cmd(cfg: GenConfig, indices: list[int]) -> list[str]:
-    return [sys.executable, "-m", "training.cloth_gen", "--out", str(cfg.out), "--count", str(cfg.count),
+    return [sys.executable, "-m", "training.mesh.cloth_gen", "--out", str(cfg.out), "--count", str(cfg.count),
             "--frames", str(cfg.frames), "--seed", str(cfg.seed), "--resolution", str(cfg.resolution),
             "--quality", str(cfg.quality), "--collision-quality", str(cfg.collision_quality),
             "--indices", ",".join(map(str, indices))]
@@ -428,7 +428,7 @@ def _writable_folder(path: Path) -> str | None:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m training.cloth_gen", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m training.mesh.cloth_gen", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="data set folder (created; re-run to resume)")
     ap.add_argument("--count", type=int, default=300, help="sequences to make (default 300)")

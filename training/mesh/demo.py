@@ -19,7 +19,7 @@ from backend.mesh import bbox_diagonal, linear_interpolation, vertex_errors
 from backend.mesh_engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
 from backend.pc2 import write_pc2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BLEND = ROOT / "examples" / "cloth" / "cloth_flag.blend"
 
 
@@ -57,7 +57,7 @@ def plot(path: Path, truth, linear, model, keys):
 
 def run(blend: Path, out: Path, every: int = 5, device: str = "auto", ae=DEFAULT_MESH,
         inbetween=DEFAULT_MESH_INBETWEEN) -> dict:
-    from .blend_mesh import read_blend_sequence
+    from .blend import read_blend_sequence
     t0 = time.perf_counter()
     truth = read_blend_sequence(blend)
     t_sim = time.perf_counter() - t0
@@ -95,7 +95,7 @@ def report(r: dict, out: Path, every: int) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m training.mesh_demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m training.mesh.demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("blend", nargs="?", type=Path, default=DEFAULT_BLEND)
     ap.add_argument("--every", type=int, default=5)
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "demo")
