@@ -118,7 +118,7 @@ import json, sys, time
 import bpy
 bpy.ops.wm.read_factory_settings(use_empty=True)
 bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
-op = sys.modules["bl_ext.user_default.splinetween.op_train_mesh"]
+op = sys.modules["bl_ext.user_default.splinetween.train.op_train"]
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=9, y_subdivisions=9, size=2)
 obj = bpy.context.active_object
 obj.modifiers.new("Wave", "WAVE")
