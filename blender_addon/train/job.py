@@ -6,8 +6,9 @@
 2. *Start*: ``<interpreter> -m training.train mesh --data=... --out=<job>/run ...`` runs in its own
    process group with PYTHONPATH = the folder holding ``backend/`` and ``training/``; its stdout
    and stderr go to ``<job>/train.log``.
-3. *Poll* (from a ``bpy.app.timers`` callback, never blocking): read what the log gained since
-   the last poll and parse the CLI's progress bar, validation, ``done:`` and ``error:`` lines.
+3. *Poll* (from a ``bpy.app.timers`` callback, never blocking): read what the CLI's JSON-lines
+   events (``--events=<job>/events.jsonl``, see ``training/progress.py``) gained since the last poll:
+   steps, loss, ETA, validation, done, error; the log only for a crash's last line.
 4. *Cancel*: SIGTERM to the process group (SIGKILL after a grace period), then reap it.  The
    CLI saves ``run/last`` atomically, so starting again with the same data and settings resumes
    from there; other data or settings move the old run aside (``run-<time>``) instead of mixing.
@@ -24,7 +25,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ import numpy as np
 from .. import bridge
 from ..core.errors import Refusal
 from ..io import mesh as mesh_io
+from .events import EventReader, TrainProgress, last_line
 
 CACHE_SUFFIXES = (".pc2", ".mdd")
 MIN_FRAMES = 8  # fewer frames than this make no training windows worth the name
@@ -190,86 +191,7 @@ def _options_dict(args: list[str]) -> dict:
     return out
 
 
-# --- progress --------------------------------------------------------------------------------
-
-_BAR = re.compile(r"\[[#.]+\] (\d+)/(\d+) loss (\S+) lr \S+ (\d+) win/s eta (\d+:\d\d)")
-_VAL = re.compile(r"step (\d+): val mean vertex error (\S+) %")
-_RESUME = re.compile(r"resuming .* at step (\d+)$")
-_DONE = re.compile(r"done: (.+\.json) \(val mean vertex error (\S+) %")
-
-
-@dataclass
-class TrainProgress:
-    step: int = 0
-    total: int = 0
-    loss: float | None = None
-    eta: str = ""
-    val_error: float | None = None  # % of the bounding-box diagonal
-    val_step: int = 0
-    resumed_from: int | None = None
-    done_path: str = ""
-    error: str = ""  # the CLI's ``error:`` line
-    last_line: str = ""  # the last non-progress line (a traceback's last line on a crash)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def factor(self) -> float:
-        return min(1.0, self.step / self.total) if self.total else 0.0
-
-
-class LogParser:
-    """Feeds on the log as it grows; progress-bar updates end in ``\\r``, other lines in ``\\n``."""
-
-    def __init__(self):
-        self.progress = TrainProgress()
-        self._tail = ""
-
-    def feed(self, text: str) -> TrainProgress:
-        parts = re.split(r"[\r\n]", self._tail + text)
-        self._tail = parts.pop()
-        for line in parts:
-            self._line(line.strip())
-        m = _BAR.search(self._tail)  # the bar being drawn now (no \r after it yet)
-        if m:
-            self._bar(m)
-        return self.progress
-
-    def _bar(self, m) -> None:
-        p = self.progress
-        p.step, p.total, p.eta = max(p.step, int(m.group(1))), int(m.group(2)), m.group(5)
-        try:
-            p.loss = float(m.group(3))
-        except ValueError:
-            pass
-
-    def _line(self, line: str) -> None:
-        if not line:
-            return
-        p = self.progress
-        m = _BAR.search(line)
-        if m:
-            self._bar(m)
-            return
-        p.last_line = line
-        if (m := _VAL.match(line)) is not None:
-            p.val_step = int(m.group(1))
-            p.step = max(p.step, p.val_step)
-            p.val_error = float(m.group(2))
-        elif (m := _RESUME.search(line)) is not None:
-            p.resumed_from = int(m.group(1))
-            p.step = max(p.step, p.resumed_from)
-        elif (m := _DONE.match(line)) is not None:
-            p.done_path = m.group(1)
-            p.step = max(p.step, p.total)
-            try:
-                p.val_error = float(m.group(2))
-            except ValueError:
-                pass
-        elif line.startswith("error: "):
-            p.error = line[len("error: "):]
-        elif line.startswith("warning: "):
-            p.warnings.append(line[len("warning: "):])
-
+# --- progress ---------------------------------------------------------------------------------
 
 def saved_step(run: Path) -> int | None:
     """The step of ``run/last`` (what a restart resumes from), or None."""
@@ -303,8 +225,12 @@ class TrainJob:
         self.object_name, self.blend_file, self.temp_folder = object_name, blend_file, temp_folder
         self.run = folder / "run"
         self.log_path = folder / "train.log"
-        self.parser = LogParser()
+        self.events_path = folder / "events.jsonl"
+        self.reader = EventReader()
         self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a read may split a character
+        self._decode_log = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._events_offset = 0
+        self._log_tail = ""
         self.state = RUNNING
         self.message = note
         self.returncode: int | None = None
@@ -318,7 +244,7 @@ class TrainJob:
 
     @property
     def progress(self) -> TrainProgress:
-        return self.parser.progress
+        return self.reader.progress
 
     @property
     def checkpoint(self) -> Path:
@@ -410,13 +336,14 @@ class TrainJob:
 
     def command(self) -> list[str]:
         return [self.interpreter, "-m", "training.train", "mesh", f"--data={self.data}", f"--out={self.run}",
-                *self.args]
+                f"--events={self.events_path}", *self.args]
 
     def _launch(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         env["PYTHONPATH"] = str(self.root)
         env["PYTHONUNBUFFERED"] = "1"
         kw = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+        self.events_path.write_bytes(b"")  # this run's events only (the CLI appends)
         with open(self.log_path, "wb") as log:
             log.write((" ".join(self.command()) + "\n").encode())
             log.flush()
@@ -438,15 +365,26 @@ class TrainJob:
     # -- polling --
 
     def _read_log(self) -> None:
+        """What the events and the log gained since the last poll."""
+        events = self._read_from(self.events_path, self._events_offset)
+        self._events_offset += len(events)
+        if events:
+            self.reader.feed(self._decode.decode(events))
+        log = self._read_from(self.log_path, self._offset)
+        self._offset += len(log)
+        if log:
+            self._log_tail = (self._log_tail + self._decode_log.decode(log))[-8192:]
+            p = self.progress
+            p.last_line = last_line(self._log_tail, p.last_line)
+
+    @staticmethod
+    def _read_from(path: Path, offset: int) -> bytes:
         try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._offset)
-                data = f.read()
+            with open(path, "rb") as f:
+                f.seek(offset)
+                return f.read()
         except OSError:
-            return
-        self._offset += len(data)
-        if data:
-            self.parser.feed(self._decode.decode(data))
+            return b""
 
     def poll(self) -> str:
         """Non-blocking: take what the log gained, notice the end of the process; the state."""

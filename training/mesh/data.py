@@ -17,6 +17,7 @@ import numpy as np
 
 from backend.pc2 import CacheError, read_cache
 
+from .. import progress
 from ..data import SPLITS, DataError
 
 CACHE_SUFFIXES = (".pc2", ".mdd")
@@ -110,6 +111,7 @@ def load_mesh_split(data, split: str, object_name: str = "", num_vertices: int |
         raise DataError(f"{data}: no readable mesh sequences in split {split!r}" + why)
     if verbose and skipped:
         print(f"warning: skipped {len(skipped)} {split} sequence(s): " + "; ".join(skipped[:5]), file=sys.stderr)
+        progress.emit("warning", message=f"skipped {len(skipped)} {split} sequence(s): " + "; ".join(skipped[:5]))
     lengths = [len(s) for s, _ in keep]
     return MeshSet(np.concatenate([s for s, _ in keep]).astype(np.float32, copy=False),
                    np.concatenate([[0], np.cumsum(lengths)]), [n for _, n in keep], skipped)

@@ -24,13 +24,14 @@ from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
 from backend.mesh_engine import basis_from, compose_inbetween
 from backend.model import ModelConfig, build_model, count_parameters
 
+from .. import progress
 from ..config import MeshTrainConfig
 from ..data import DataError, WindowSampler, protocol_windows
 from ..inbetween_task import regular_key_masks, sample_key_masks
 from ..loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
-from .data import MeshSet, load_mesh_split
 from ..principal import pca
 from ..state import load_state, save_state
+from .data import MeshSet, load_mesh_split
 
 
 def basis_tensors(basis: MeshBasis) -> dict:
@@ -243,6 +244,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
         step, best, wall, history = restore_state(state, model, opt, sched, sampler)
         batcher.rng.bit_generator.state = state["key_rng"]
         print(f"resuming {out} at step {step}", file=sys.stderr)
+        progress.emit("resume", step=step)
     info_base = {"data": str(cfg.data), "task": cfg.task, "kind": "mesh", "parameters": count_parameters(model),
                  "vertices": basis.num_vertices, "components": basis.size,
                  "train_sequences": len(train_ms.names), "train_frames": int(train_ms.starts[-1]),
@@ -273,6 +275,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
           f"{len(val_windows)} val windows, basis of {basis.size} in {t_basis:.1f} s, "
           f"{count_parameters(model)} parameters", file=sys.stderr)
     prog = Progress(cfg.steps, step)
+    progress.emit("start", total=cfg.steps)
     t_start, seen, t_rate = time.time() - wall, 0, time.time()
     model.train()
     rate = 0.0
@@ -285,6 +288,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
         seen += cfg.batch_size
         rate = seen / max(time.time() - t_rate, 1e-9)
         prog.show(step, f"loss {loss.item():.4f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
+        progress.step(step, cfg.steps, loss=loss.item(), lr=sched.get_last_lr()[0], windows_per_s=round(rate, 1))
         if step % 50 == 0:
             history.append({"step": step, "loss": loss.item(), "windows_per_s": rate})
         is_last = step == cfg.steps
@@ -292,6 +296,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
             err = val_error_pct(model, val_batcher, val_ms, basis, val_windows, val_masks)
             history.append({"step": step, "val_vertex_pct": err})
             print(f"\nstep {step}: val mean vertex error {err:.3f} % of the bounding-box diagonal", file=sys.stderr)
+            progress.emit("validation", step=step, metric="val_vertex_pct", value=err)
             wall = time.time() - t_start
             info = dict(info_base, steps=step, wall_time_s=round(wall, 1), val_vertex_pct=err,
                         windows_per_s=round(rate, 1), config=vars(cfg).copy())
@@ -312,4 +317,5 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
         add_principal(out / "best", train_ms, cfg.principal, seed=cfg.seed)
     print(f"\ndone: {out / 'best.json'} (val mean vertex error {best:.3f} % of the bounding-box diagonal)",
           file=sys.stderr)
+    progress.emit("done", checkpoint=str(out / "best.json"), metric="val_vertex_pct", value=best)
     return out / "best.json"
