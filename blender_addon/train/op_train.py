@@ -15,8 +15,9 @@ from pathlib import Path
 import bpy
 
 from .. import bridge, preferences
-from .job import (CHECKPOINT_PROP, RUNNING, TrainJob, TrainJobError, check_mesh, check_range, export_sequence,
-                        job_folder, parse_options, scan_caches)
+from ..core.errors import run_reported
+from .job import (CHECKPOINT_PROP, RUNNING, TrainJob, check_mesh, check_range, export_sequence, job_folder,
+                  parse_options, scan_caches)
 
 INTERVAL = 0.5  # seconds between polls of the training process
 _job: TrainJob | None = None
@@ -221,41 +222,40 @@ class OBJECT_OT_splinetween_train_mesh(bpy.types.Operator):
                            else f"Saves to //splinetween/{folder.name}"), icon="INFO")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        return run_reported(self, lambda: self._start(context))
+
+    def _start(self, context: bpy.types.Context) -> str:
+        """Export and start the job; the report's message (a refusal raises before anything starts)."""
         global _job, _last_message
         obj = context.active_object
-        try:
-            check_mesh(obj, context)
-            options = parse_options(self.options)
-            folder, temp = job_folder(bpy.data.filepath, obj.name)
-            settings = preferences.settings(context)
-            common = dict(steps=self.steps, task=self.task, components=self.components, options=options,
-                          interpreter=settings.interpreter or bridge.default_interpreter(),
-                          root=bridge.backend_root(), object_name=obj.name, blend_file=bpy.data.filepath,
-                          temp_folder=temp)
-            t0 = time.perf_counter()
-            if self.source == "FRAMES":
-                self._scene_range_unless_set(context)
-                check_range(self.frame_start, self.frame_end)
-                frames = export_sequence(context, obj, self.frame_start, self.frame_end)
-                what = f"frames {self.frame_start}-{self.frame_end} ({frames.shape[1]} vertices)"
-                _job = TrainJob.start(folder, frames=frames, **common)
-            else:
-                evaluated = len(obj.evaluated_get(context.evaluated_depsgraph_get()).data.vertices)
-                files, longest = scan_caches(bpy.path.abspath(self.cache_folder), {len(obj.data.vertices), evaluated})
-                what = f"{len(files)} cache(s) in {bpy.path.abspath(self.cache_folder)}"
-                _job = TrainJob.start(folder, cache_folder=bpy.path.abspath(self.cache_folder), cache_files=files,
-                                      longest=longest, **common)
-        except TrainJobError as e:
-            self.report({"ERROR"}, f"{self.bl_label}: {e}")
-            return {"CANCELLED"}
+        check_mesh(obj, context)
+        options = parse_options(self.options)
+        folder, temp = job_folder(bpy.data.filepath, obj.name)
+        settings = preferences.settings(context)
+        common = dict(steps=self.steps, task=self.task, components=self.components, options=options,
+                      interpreter=settings.interpreter or bridge.default_interpreter(),
+                      root=bridge.backend_root(), object_name=obj.name, blend_file=bpy.data.filepath,
+                      temp_folder=temp)
+        t0 = time.perf_counter()
+        if self.source == "FRAMES":
+            self._scene_range_unless_set(context)
+            check_range(self.frame_start, self.frame_end)
+            frames = export_sequence(context, obj, self.frame_start, self.frame_end)
+            what = f"frames {self.frame_start}-{self.frame_end} ({frames.shape[1]} vertices)"
+            _job = TrainJob.start(folder, frames=frames, **common)
+        else:
+            evaluated = len(obj.evaluated_get(context.evaluated_depsgraph_get()).data.vertices)
+            files, longest = scan_caches(bpy.path.abspath(self.cache_folder), {len(obj.data.vertices), evaluated})
+            what = f"{len(files)} cache(s) in {bpy.path.abspath(self.cache_folder)}"
+            _job = TrainJob.start(folder, cache_folder=bpy.path.abspath(self.cache_folder), cache_files=files,
+                                  longest=longest, **common)
         _job.export_s = time.perf_counter() - t0
         _last_message = ("", "")
         _start_timer()
+        _redraw()
         where = f"temp folder {folder}" if temp else f"//splinetween/{folder.name}"
         note = f"; {_job.message}" if _job.message else ""
-        self.report({"INFO"}, f"Training a mesh model for {obj.name} on {what} in the background, in {where}{note}")
-        _redraw()
-        return {"FINISHED"}
+        return f"Training a mesh model for {obj.name} on {what} in the background, in {where}{note}"
 
 
 class OBJECT_OT_splinetween_train_mesh_cancel(bpy.types.Operator):
