@@ -1,6 +1,6 @@
 """Train Mesh Model: the operators, the timer that follows the job, and the sidebar section.
 
-The job itself (export, process, log parsing, cancel) is ``train_job``; this module holds the
+The job itself (export, process, events, cancel) is ``train.job``; this module holds the
 one job a Blender session runs at a time, polls it from ``bpy.app.timers`` every half second
 (never blocking the interface), shows its progress in the 3D Viewport's Splinetween tab and,
 on success, points the object at the trained checkpoint.  (Not the window manager's progress:
