@@ -16,8 +16,8 @@ import bpy
 
 from .. import bridge, preferences
 from ..core.errors import run_reported
-from .job import (CHECKPOINT_PROP, RUNNING, TrainJob, check_mesh, check_range, export_sequence, job_folder,
-                  parse_options, scan_caches)
+from .data import check_mesh, check_range, export_sequence, job_folder, parse_options, scan_caches
+from .job import CHECKPOINT_PROP, RUNNING, TrainJob
 
 INTERVAL = 0.5  # seconds between polls of the training process
 _job: TrainJob | None = None
