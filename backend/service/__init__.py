@@ -31,8 +31,9 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
 * ``shutdown`` -> ``{"ok": true}``, then the process exits
 
 A failure is answered ``{"ok": false, "error": message, "type": exception class}`` and the
-process keeps serving (a frame it cannot follow is answered, then the process ends).  Models are loaded once per (checkpoint, device) and kept warm.  Only
-numpy is imported at module level; torch comes with the first model.
+process keeps serving (a frame it cannot follow is answered, then the process ends).  Models are
+loaded once per (checkpoint, device) and kept warm.  Only numpy is imported at module level;
+torch comes with the first model.
 
 The package: ``protocol`` (frames), ``engines`` (the engine cache), ``motion`` and ``mesh`` (the
 work per kind), ``handlers`` (the dispatch table), ``process`` (the serving loop and ``main``).
