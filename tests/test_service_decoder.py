@@ -146,3 +146,13 @@ def test_fuzz_well_framed_requests_reach_the_handlers(op, arrays, extra):
     code, replies = serve(buf.getvalue() + hello())
     assert code == 0 and len(replies) == (1 if op == "shutdown" else 2)
     assert all(r.get("ok") is True or named_error(r) for r in replies), replies
+
+
+@pytest.mark.parametrize("op, task, points", [("decode", "autoencoder", (1, 4, 16)),
+                                              ("mesh_decode", "autoencoder", (1, 4, 32))])
+def test_a_decode_into_absurdly_many_frames_is_refused_before_decoding(op, task, points):
+    header = {"op": op, "task": task, "device": "cpu", "segments": [[0, 30]], "lengths": [1 << 40],
+              "amplify": [1.0], "timing": [0.0], "principal": [[]], "keys": None}
+    arrays = {"points": np.zeros(points), "origins": np.zeros((1, 3)), "template": np.zeros((22, 3))}
+    with pytest.raises(ValueError, match=r"output frames are \d+ bytes, more than one reply carries"):
+        service.handle(header, arrays)

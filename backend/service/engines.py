@@ -38,6 +38,16 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
     return engine
 
 
+def check_reply_size(frames: int, bytes_per_frame: int, what: str) -> None:
+    """Refuse, before decoding, an answer larger than one reply array may be (a resample asked
+    for absurdly many frames would otherwise allocate them)."""
+    from .protocol import MAX_ARRAY
+    size = max(0, frames) * bytes_per_frame
+    if size > MAX_ARRAY:
+        raise ValueError(f"{what}: {frames} output frames are {size} bytes, more than one reply carries "
+                         f"({MAX_ARRAY}); ask for fewer frames")
+
+
 def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError) -> None:
     """Refuse keys (sorted, from 0) with a gap above the model's window before anything is
     allocated for their frames, in the words and error type the engine itself would use."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engines import check_gaps, get_engine
+from .engines import check_gaps, check_reply_size, get_engine
 
 
 def _segments(controls) -> list[list[int]]:
@@ -40,6 +40,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     keys = header.get("keys")
     if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points)):
         raise ValueError("mesh_decode: segments, lengths, edits and points differ in count")
+    check_reply_size(sum(lengths), engine.num_vertices * 3 * 4, "mesh_decode")  # vertices [F, V, 3] float32
     if keys is not None:
         key_frames = np.asarray(arrays["key_frames"], np.float32)
         if len(key_frames) != len(keys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engines import check_gaps
+from .engines import check_gaps, check_reply_size
 
 
 def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,
@@ -75,6 +75,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         raise ValueError("decode: segments, lengths, edits and points differ in count")
     pca = engine.principal()
     j = engine.skeleton.num_joints
+    check_reply_size(sum(lengths), j * 4 * 8, "decode")  # rotations [F, J, 4] float64, the largest reply
     rots, poss = [], []
     for i, (a, b) in enumerate(segs):
         n, m = int(b) - int(a) + 1, lengths[i]
