@@ -1,6 +1,8 @@
 """The polls the operators share: an animated armature, an object with latent controls."""
 from __future__ import annotations
 
+from .kinds import ADAPTERS
+
 
 def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
     """An active armature with an action; otherwise say why the button is greyed out."""
@@ -17,7 +19,7 @@ def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
 def poll_latent(cls, context) -> bool:
     """An armature or a mesh with latent controls (the same sliders and buttons serve both)."""
     obj = context.active_object
-    if obj is None or obj.type not in ("ARMATURE", "MESH"):  # kinds.ADAPTERS' types
+    if obj is None or obj.type not in ADAPTERS:
         cls.poll_message_set("Make an armature or a mesh the active object")
         return False
     if not obj.splinetween_latent.active:
