@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import replacing
+
 PC2_SIGNATURE = b"POINTCACHE2\0"
 PC2_VERSION = 1
 _PC2_HEADER = struct.Struct("<12siiffi")  # 32 bytes
@@ -45,22 +47,19 @@ def _check_frames(path, frames) -> np.ndarray:
 
 
 def _write_atomic(path: Path, *payload) -> Path:
-    """Write the pieces (bytes or arrays, written without copying) to ``path.tmp`` then rename,
-    so a reader never sees half a cache."""
+    """Write the pieces (bytes or arrays, written without copying) to ``path.tmp``, flush it and
+    rename it (``atomic.replacing``), so a reader never sees half a cache."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise CacheError(path, f"folder {folder} does not exist; create it or choose another")
     if not os.access(folder, os.W_OK):
         raise CacheError(path, f"folder {folder} is not writable; choose a writable folder")
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
-            for piece in payload:
-                f.write(memoryview(piece).cast("B") if isinstance(piece, np.ndarray) else piece)
-        os.replace(tmp, path)
+        with replacing(path, path.with_name(path.name + ".tmp")) as tmp:
+            with open(tmp, "wb") as f:
+                for piece in payload:
+                    f.write(memoryview(piece).cast("B") if isinstance(piece, np.ndarray) else piece)
     except OSError as e:
-        if tmp.is_file():
-            tmp.unlink()
         raise CacheError(path, f"could not write ({e.strerror or e}); choose a writable folder "
                                f"with free space instead of {folder}") from None
     return path
@@ -137,6 +136,28 @@ def read_mdd(path) -> tuple[np.ndarray, np.ndarray]:
     times = np.frombuffer(data, ">f4", count, _MDD_HEADER.size).astype(np.float32)
     frames = np.frombuffer(data, ">f4", offset=_MDD_HEADER.size + count * 4).reshape(count, points, 3)
     return frames.astype(np.float32), times
+
+
+def read_header(path) -> tuple[int, int]:
+    """``(frames, points)`` from a .pc2 or .mdd header (suffix decides, any case), without reading
+    the positions; ``CacheError`` for a file that is not one."""
+    path = Path(path)
+    pc2 = path.suffix.lower() == ".pc2"
+    size = (_PC2_HEADER if pc2 else _MDD_HEADER).size
+    try:
+        with open(path, "rb") as f:
+            head = f.read(size)
+    except OSError as e:
+        raise CacheError(path, f"cannot read ({e.strerror or e})") from None
+    if len(head) < size:
+        raise CacheError(path, f"not a{' PC2' if pc2 else 'n MDD'} file ({len(head)} bytes is shorter than its "
+                               f"{size}-byte header)")
+    if not pc2:
+        return _MDD_HEADER.unpack(head)
+    sig, _, points, _, _, samples = _PC2_HEADER.unpack(head)
+    if sig != PC2_SIGNATURE:
+        raise CacheError(path, f"not a PC2 file: signature {sig!r}, expected {PC2_SIGNATURE!r}")
+    return samples, points
 
 
 def read_cache(path) -> np.ndarray:

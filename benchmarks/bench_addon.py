@@ -54,7 +54,9 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     import bpy
     from addon_helpers import (channelbag, copy_armature, fresh_scene_with_addon, import_bvh, prefs, thin_keys)
-    from blender_addon import bridge, preferences, rig_math, scene_io
+    from blender_addon import bridge, preferences
+    from blender_addon.core import rig_math
+    from blender_addon.io import scene as scene_io
 
     fresh_scene_with_addon()
     src = import_bvh(CLIP)

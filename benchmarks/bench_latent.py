@@ -80,7 +80,9 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     import bpy
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
-    from blender_addon import bridge, latent, latent_io
+    from blender_addon import bridge
+    from blender_addon.latent import core as latent
+    from blender_addon.io import latent as latent_io
 
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"

@@ -55,7 +55,10 @@ def main(argv=None) -> int:
     bpy = bpy()
     import mesh_addon_helpers as H
     from backend.mesh import join_frames
-    from blender_addon import bridge, mesh_cache, mesh_io, mesh_latent
+    from blender_addon import bridge
+    from blender_addon.io import cache as mesh_cache
+    from blender_addon.io import mesh as mesh_io
+    from blender_addon.latent import mesh as mesh_latent
     ckpt = Path(args.autoencoder) if args.autoencoder else H.MESH_AUTOENCODER
     if not ckpt.exists():
         raise SystemExit(f"bench_mesh: no mesh autoencoder at {ckpt} (pass --autoencoder)")

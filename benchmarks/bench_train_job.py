@@ -34,7 +34,8 @@ def main(argv=None) -> int:
     from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
     bpy = bpy()
     fresh_scene_with_addon()
-    from blender_addon import op_train_mesh, train_job
+    from blender_addon.train import op_train as op_train_mesh
+    from blender_addon.train import data as train_data
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=args.size - 1, y_subdivisions=args.size - 1, size=2)
     obj = bpy.context.active_object
     obj.modifiers.new("Wave", "WAVE")
@@ -45,7 +46,7 @@ def main(argv=None) -> int:
     times = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        frames = train_job.export_sequence(bpy.context, obj, 1, args.frames)
+        frames = train_data.export_sequence(bpy.context, obj, 1, args.frames)
         times.append(time.perf_counter() - t0)
     print(f"export: {frames.shape[1]} vertices x {frames.shape[0]} frames: median {1e3 * statistics.median(times):.0f} ms "
           f"({1e3 * statistics.median(times) / frames.shape[0]:.2f} ms per frame)")

@@ -7,7 +7,7 @@ model is first needed.
 
 * ``IN_PROCESS``: the engine runs inside Blender's Python (needs torch importable there).
 * ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender and answers framed
-  requests on its stdin/stdout (see backend/service.py); the model stays loaded between calls,
+  requests on its stdin/stdout (see backend/service/); the model stays loaded between calls,
   a call that takes longer than the timeout stops the process, and a dead process is started
   again on the next call.
 * ``AUTO``: in-process when torch can be imported here, else the backend process.
@@ -88,8 +88,9 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 
 def numpy_module(name: str):
-    """A numpy-only backend module (``pc2``, ``mesh``): safe to use in Blender without torch."""
-    if name not in ("pc2", "mesh"):
+    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
+    without torch."""
+    if name not in ("pc2", "mesh", "quat_np", "atomic"):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -140,8 +141,13 @@ def resolve_mode(settings: BackendSettings) -> str:
     return settings.mode
 
 
+def backend_module(name: str):
+    """Any backend module (imports torch for most): for the batch workers that run the engine directly."""
+    return importlib.import_module(f"{backend_package().__name__}.{name}")
+
+
 def _service():
-    return importlib.import_module(backend_package().__name__ + ".service")
+    return backend_module("service")
 
 
 def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotations: np.ndarray,
@@ -170,7 +176,7 @@ def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotation
 
 
 def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict, dict]:
-    """Any request of backend/service.py (``header["op"]`` and its arrays) -> (reply, arrays).
+    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays).
 
     In-process the service's own dispatcher answers it, so both modes run the same code and
     give the same numbers; failures come back as :class:`BridgeError` either way."""

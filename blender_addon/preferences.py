@@ -87,7 +87,8 @@ def autoencoder_path(context: bpy.types.Context | None = None):
     return path if path.suffix == ".json" else path.with_suffix(".json")
 
 
-def _prefs(context):
+def addon_prefs(context=None):
+    """The add-on's preferences, or None when it was registered by hand."""
     addon = (context or bpy.context).preferences.addons.get(__package__)
     return addon.preferences if addon else None
 
@@ -95,7 +96,7 @@ def _prefs(context):
 def mesh_checkpoint_path(task: str, context: bpy.types.Context | None = None):
     """The mesh checkpoint for ``task`` ("autoencoder" or "inbetween"): the preference, else the shipped one."""
     from pathlib import Path
-    prefs = _prefs(context)
+    prefs = addon_prefs(context)
     chosen = (prefs.mesh_inbetween if task == "inbetween" else prefs.mesh_autoencoder) if prefs else ""
     path = Path(bpy.path.abspath(chosen)).expanduser() if chosen else bridge.default_mesh_checkpoint(task)
     return path if path.suffix == ".json" else path.with_suffix(".json")
@@ -103,7 +104,7 @@ def mesh_checkpoint_path(task: str, context: bpy.types.Context | None = None):
 
 def mesh_cache_folder(context: bpy.types.Context | None = None) -> str:
     """The Mesh Cache Folder preference as an absolute path ("" when unset: next to the .blend)."""
-    prefs = _prefs(context)
+    prefs = addon_prefs(context)
     chosen = prefs.mesh_cache_folder if prefs else ""
     return bpy.path.abspath(chosen) if chosen else ""
 

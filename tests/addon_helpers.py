@@ -61,7 +61,7 @@ def import_bvh(path=TEST_CLIP):
 
 
 def channelbag(obj):
-    from blender_addon import scene_io
+    from blender_addon.io import scene as scene_io
     return scene_io.channelbag(obj)
 
 
@@ -92,7 +92,7 @@ def select_keys(obj, frames=None, bones=None):
 
 
 def snapshot(obj):
-    from blender_addon import scene_io
+    from blender_addon.io import scene as scene_io
     return scene_io.fcurve_arrays(channelbag(obj))
 
 

@@ -95,7 +95,7 @@ def changed_frames(a: dict, b: dict) -> np.ndarray:
 
 def segment_frames(obj, s: int) -> tuple[int, int]:
     """Scene frames of segment ``s`` now (shared ends included)."""
-    from blender_addon import latent_math as LM
+    from blender_addon.core import latent_math as LM
     st = obj.splinetween_latent
     a, b = LM.output_bounds([(g.start, g.end) for g in st.segments], st.source_frames, st.frames)[s]
     return st.frame_start + a, st.frame_start + b
@@ -104,7 +104,7 @@ def segment_frames(obj, s: int) -> tuple[int, int]:
 def reach(obj, s: int) -> tuple[int, int]:
     """Scene frames a change of segment ``s`` may rewrite: the segment, and the frames over which
     its neighbours ease into the seams they share with it (encoded ranges; see latent_math.ramp)."""
-    from blender_addon import latent_math as LM
+    from blender_addon.core import latent_math as LM
     a, b = segment_frames(obj, s)
     st = obj.splinetween_latent
     if st.kind != "AUTOENCODER":
@@ -120,7 +120,8 @@ def reach(obj, s: int) -> tuple[int, int]:
 
 def pose_bvh(obj, names, frames):
     """The armature's F-curves at scene ``frames`` in the checkpoint's convention."""
-    from blender_addon import rig_math, scene_io
+    from blender_addon.core import rig_math
+    from blender_addon.io import scene as scene_io
     rig = scene_io.rig_frames(obj, names, np.zeros((len(names), 3)))
     rig.cm_per_unit = obj.splinetween_latent.cm_per_unit if obj.splinetween_latent.active else 1.0
     return rig_math.blender_to_bvh(rig, *scene_io.read_pose(obj, channelbag(obj), names, frames))

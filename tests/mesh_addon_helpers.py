@@ -3,7 +3,7 @@
 The checkpoints are the shipped cloth ones (backend/checkpoints/cloth_{autoencoder,inbetween}.json,
 a 71 x 71 = 5,041-vertex grid); ``SPLINETWEEN_TEST_MESH_AUTOENCODER`` / ``..._INBETWEEN`` point the
 tests elsewhere.  The cloth is the example flag (examples/cloth/cloth_flag.blend, or the same flag
-made by training.cloth_gen while the example is missing), simulated once per test session.
+made by training.mesh.cloth_gen while the example is missing), simulated once per test session.
 """
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ def flag() -> dict:
     "pc2": path, "blend": path, "from_11": frames 11-20 read first (the cloth stepped from frame 1)}``.
     Call it before setting up a module's scene: it opens the flag's .blend."""
     if "flag" not in _session:
-        from blender_addon import mesh_io
+        from blender_addon.io import mesh as mesh_io
         blend = FLAG_BLEND
         if not blend.exists():
-            from training import cloth_gen
+            from training.mesh import cloth_gen
             blend = cloth_gen.save_asset_blend(session_dir() / "cloth_flag.blend", frames=60)
         b = bpy()
         b.ops.wm.open_mainfile(filepath=str(blend), load_ui=False)
@@ -118,7 +118,7 @@ def mesh_data(obj) -> np.ndarray:
 
 
 def cache_file(obj) -> Path:
-    from blender_addon import mesh_cache
+    from blender_addon.io import cache as mesh_cache
     mod = mesh_cache.find(obj, obj.splinetween_latent.cache_uid)
     return mesh_cache.file_of(obj, mod)
 

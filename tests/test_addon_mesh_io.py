@@ -11,7 +11,8 @@ from mesh_addon_helpers import (cached_grid, evaluated, evaluated_range, flag, g
                                 setup_scene, stack)
 
 bpy = bpy()
-from blender_addon import mesh_cache, mesh_io  # noqa: E402
+from blender_addon.io import cache as mesh_cache  # noqa: E402
+from blender_addon.io import mesh as mesh_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -10,7 +10,7 @@ from mesh_addon_helpers import (MESH_AUTOENCODER, cache_file, cached_grid, evalu
                                 mesh_data, raw_props, setup_scene, stack, ui_edit)
 
 bpy = bpy()
-from blender_addon import latent_math as LM  # noqa: E402
+from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
 N = 121

@@ -17,7 +17,7 @@ CLASSES = ("ANIM_OT_splinetween_mesh_encode", "ANIM_OT_splinetween_mesh_inbetwee
 
 
 def draw(obj) -> list:
-    from blender_addon.mesh_panel import VIEW3D_PT_splinetween_mesh as P
+    from blender_addon.ui.mesh_panel import VIEW3D_PT_splinetween_mesh as P
     log = []
     ctx = SimpleNamespace(active_object=obj, preferences=bpy.context.preferences, scene=bpy.context.scene)
     P.draw(SimpleNamespace(layout=Recorder(log)), ctx)

@@ -16,7 +16,8 @@ from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, dis
 
 bpy = bpy()
 from backend.keyframes import every_k  # noqa: E402
-from blender_addon import rig_math as R, scene_io  # noqa: E402
+from blender_addon.core import rig_math as R  # noqa: E402
+from blender_addon.io import scene as scene_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween

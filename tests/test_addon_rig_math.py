@@ -1,4 +1,4 @@
-"""blender_addon.rig_math and blender_addon.gaps on their own: numpy only, checked against
+"""blender_addon.core.rig_math and blender_addon.core.gaps on their own: numpy only, checked against
 backend.quat_np and (where Blender defines the convention) against mathutils."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 from backend import quat_np as Q
-from blender_addon import gaps
-from blender_addon import rig_math as R
+from blender_addon.core import gaps
+from blender_addon.core import rig_math as R
 
 RNG = np.random.default_rng(7)
 
@@ -69,8 +69,8 @@ def test_channels_round_trip(mode):
 def test_two_euler_solutions_are_the_same_rotation():
     q = random_quats(100)
     for mode in R.EULER_MODES:
-        ang, alt = R._both_solutions(q, mode[::-1])
-        a, b = (R.euler_to_quat(R._to_axes(x, mode[::-1]), mode) for x in (ang, alt))
+        ang, alt = R.both_solutions(q, mode[::-1])
+        a, b = (R.euler_to_quat(R.to_axes(x, mode[::-1]), mode) for x in (ang, alt))
         np.testing.assert_allclose(np.abs(np.sum(a * b, -1)), 1, atol=1e-12)
 
 

@@ -10,8 +10,8 @@ from addon_helpers import (TEST_CLIP, bpy, channelbag, copy_armature, disable_ad
 
 bpy = bpy()
 from backend.bvh import read_bvh  # noqa: E402
-from blender_addon import rig_math as R  # noqa: E402
-from blender_addon import scene_io  # noqa: E402
+from blender_addon.core import rig_math as R  # noqa: E402
+from blender_addon.io import scene as scene_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 ROT_TOL = 2e-6  # rad; Blender keeps keys and rest matrices in float32

@@ -19,7 +19,8 @@ import pytest
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
 
 bpy = bpy()
-from blender_addon import op_train_mesh, train_job  # noqa: E402
+from blender_addon.train import op_train as op_train_mesh  # noqa: E402
+from blender_addon.train import job as train_job  # noqa: E402
 
 pytestmark = pytest.mark.blender
 TRAIN = bpy.ops.object.splinetween_train_mesh
@@ -314,30 +315,6 @@ def test_an_unsaved_file_trains_in_the_temp_folder(addon, tmp_path, monkeypatch,
     op_train_mesh.shutdown()
 
 
-def test_the_log_parser_follows_the_cli_however_the_log_is_cut():
-    log = ("1 train sequences (70 frames of 100 vertices), 1 val windows, basis of 8 in 0.0 s, 19592 parameters\n"
-           "resuming /x/run at step 40\n"
-           "\r[#####...................] 45/200 loss 1.2500 lr 3.00e-04 410 win/s eta 0:07"
-           "\r[######..................] 50/200 loss 0.9000 lr 3.00e-04 400 win/s eta 0:06"
-           "\nstep 50: val mean vertex error 2.345 % of the bounding-box diagonal\n"
-           "\r[########################] 199/200 loss 0.5000 lr 1.00e-06 400 win/s eta 0:00"
-           "\nstep 200: val mean vertex error 1.500 % of the bounding-box diagonal\n"
-           "\ndone: /x/run/best.json (val mean vertex error 1.500 % of the bounding-box diagonal)\n")
-    for cut in (1, 7, 64, len(log)):
-        parser = train_job.LogParser()
-        seen = []
-        for i in range(0, len(log), cut):
-            p = parser.feed(log[i:i + cut])
-            seen.append(p.step)
-            if p.step == 50 and p.val_error is None:
-                assert (p.total, p.loss, p.eta) == (200, 0.9, "0:06")
-        assert seen == sorted(seen)  # never goes backwards
-        assert (p.step, p.total, p.resumed_from, p.val_step, p.val_error) == (200, 200, 40, 200, 1.5)
-        assert p.done_path == "/x/run/best.json" and p.error == ""
-    p = train_job.LogParser().feed("error: --width=3: expected int\n")
-    assert p.error == "--width=3: expected int"
-
-
 def test_opening_another_file_mid_training_leaves_its_objects_alone(grid, tmp_path, monkeypatch):
     monkeypatch.setenv("SPLINETWEEN_NO_PRINCIPAL", "1")
     other = tmp_path / "other" / "other.blend"
@@ -375,7 +352,7 @@ sys.path.insert(0, sys.argv[1])
 from addon_helpers import bpy, fresh_scene_with_addon
 bpy = bpy()
 fresh_scene_with_addon()
-from blender_addon import op_train_mesh
+from blender_addon.train import op_train as op_train_mesh
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=9, y_subdivisions=9, size=2)
 bpy.context.active_object.modifiers.new("Wave", "WAVE")
 bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2])

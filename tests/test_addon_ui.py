@@ -17,7 +17,7 @@ def _keymap_items():
 
 def test_register_and_unregister():
     fresh_scene_with_addon()
-    from blender_addon import panel
+    from blender_addon.ui import panel
     assert hasattr(bpy.types, "ANIM_OT_splinetween_inbetween")
     for editor in ("VIEW3D", "DOPESHEET", "GRAPH"):  # the Splinetween sidebar tab of all three editors
         for name in ("inbetween", "latent"):

@@ -48,7 +48,8 @@ def check_filled(source: Path, output: Path, keys: list[int], n: int) -> None:
 
 def operator_result(source: Path):
     """What the Inbetween operator (fill.run, in-process) makes of the file's keys."""
-    from blender_addon import bridge, fill
+    from blender_addon import bridge
+    from blender_addon.inbetween import fill
     obj = open_armature(source)
     fill.run(obj, bridge.BackendSettings(mode="IN_PROCESS", device="cpu"), fill.Options(), 30.0)
     return snapshot(obj)
@@ -101,7 +102,8 @@ def test_two_workers_bvh_and_every_k(blends, tmp_path):
     from backend.bvh import format_bvh, read_bvh
     from backend.engine import DEFAULT_INBETWEEN, Engine
     from backend.keyframes import every_k
-    from blender_addon import rig_math as R, scene_io
+    from blender_addon.core import rig_math as R
+    from blender_addon.io import scene as scene_io
 
     src, out = tmp_path / "in", tmp_path / "out"
     dense = H.build_blends(src, [blends["run"]["clip"]], dense=True)["run"]

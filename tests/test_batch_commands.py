@@ -40,14 +40,16 @@ def _open(path: Path):
 
 
 def _raw(obj) -> np.ndarray:
-    from blender_addon import latent
+    from blender_addon.latent import core as latent
     return latent.read_raw(obj, obj.splinetween_latent)
 
 
 def test_edit(blends, engine, tmp_path):
     from backend.bvh import format_bvh, read_bvh
     from backend.edits import edit_points
-    from blender_addon import latent, latent_edit, preferences
+    from blender_addon import preferences
+    from blender_addon.latent import core as latent
+    from blender_addon.latent import encode, kinds
     src, out = tmp_path / "in", tmp_path / "out"
     (blend,) = H.copy_inputs(blends, ["run"], src)
     bvh = Path(shutil.copy2(blends["turn"]["clip"], src / "turn.bvh"))
@@ -65,11 +67,11 @@ def test_edit(blends, engine, tmp_path):
     assert [(s.amplify, s.timing) for s in st.segments] == [(1.5, 0.25)] * len(st.segments)
     got, raw = snapshot(theirs), _raw(theirs)
     ours = _open(blend)  # the same by hand, with the add-on's own functions
-    latent_edit.encode(ours, preferences.settings(), preferences.autoencoder_path(), 1, blends["run"]["frames"], 30.0)
+    encode.encode(ours, preferences.settings(), preferences.autoencoder_path(), 1, blends["run"]["frames"], 30.0)
     with latent.suspended():
         for seg in ours.splinetween_latent.segments:
             seg.amplify, seg.timing = 1.5, 0.25
-    latent.sync(ours)
+    kinds.sync(ours)
     want = snapshot(ours)
     assert got.keys() == want.keys()
     for k in want:

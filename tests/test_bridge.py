@@ -144,7 +144,7 @@ def test_auto_mode_and_the_shipped_checkpoint():
 
 
 def test_only_the_bridge_imports_the_backend_and_torch():
-    for path in sorted((ROOT / "blender_addon").glob("*.py")):
+    for path in sorted((ROOT / "blender_addon").rglob("*.py")):
         tree = ast.parse(path.read_text())
         names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]

@@ -60,11 +60,11 @@ def built(tmp_path_factory):
 def test_zip_holds_the_addon_the_backend_and_the_checkpoint(built):
     from backend import __version__
     names = set(zipfile.ZipFile(built).namelist())
-    for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service.py",
-                 "backend/engine.py", "backend/checkpoints/inbetween.json", "backend/checkpoints/inbetween.safetensors",
-                 "LICENSE", "LICENSE-weights-bandai-namco.txt", "training/__init__.py", "training/train.py",
-                 "training/mesh_loop.py", "training/mesh_data.py", "training/config.py", "train_job.py",
-                 "op_train_mesh.py"):
+    for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service/__init__.py",
+                 "backend/service/protocol.py", "backend/engine.py", "backend/checkpoints/inbetween.json",
+                 "backend/checkpoints/inbetween.safetensors", "LICENSE", "LICENSE-weights-bandai-namco.txt",
+                 "training/__init__.py", "training/train.py", "training/mesh/loop.py", "training/mesh/data.py",
+                 "training/config.py", "train/job.py", "train/op_train.py"):
         assert need in names, need
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     manifest = zipfile.ZipFile(built).read("blender_manifest.toml").decode()
@@ -106,7 +106,7 @@ def test_training_cli_runs_from_the_unpacked_extension(built, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "python -m training.train mesh" in res.stdout and "components=64" in res.stdout
-    where = subprocess.run([sys.executable, "-c", "import training.mesh_loop as m, backend as b; "
+    where = subprocess.run([sys.executable, "-c", "import training.mesh.loop as m, backend as b; "
                             "print(m.__file__); print(b.__file__)"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert where.returncode == 0, where.stderr
@@ -118,7 +118,7 @@ import json, sys, time
 import bpy
 bpy.ops.wm.read_factory_settings(use_empty=True)
 bpy.ops.extensions.package_install_files(filepath=sys.argv[1], repo="user_default", enable_on_install=True)
-op = sys.modules["bl_ext.user_default.splinetween.op_train_mesh"]
+op = sys.modules["bl_ext.user_default.splinetween.train.op_train"]
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=9, y_subdivisions=9, size=2)
 obj = bpy.context.active_object
 obj.modifiers.new("Wave", "WAVE")

@@ -14,14 +14,14 @@ import pytest
 from backend.pc2 import read_pc2
 
 pytestmark = pytest.mark.blender
-G = pytest.importorskip("training.cloth_gen")
+G = pytest.importorskip("training.mesh.cloth_gen")
 ROOT = Path(__file__).resolve().parents[1]
 RES = 11
 
 
 def _cli(*args):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "training.cloth_gen", *map(str, args)], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "training.mesh.cloth_gen", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

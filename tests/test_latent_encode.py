@@ -17,7 +17,7 @@ from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, cur
 
 bpy = bpy()
 from backend import quat_np as Q  # noqa: E402
-from blender_addon import latent_math as LM  # noqa: E402
+from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

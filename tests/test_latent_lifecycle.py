@@ -12,7 +12,7 @@ from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, enco
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402
-from blender_addon import latent_math as LM  # noqa: E402
+from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -157,7 +157,7 @@ def test_a_missing_or_swapped_checkpoint_turns_the_sliders_off(source, tmp_path,
     else:
         doc = (tmp_path / AUTOENCODER.name).read_text().replace('"steps"', '"steps_"', 1)
         (tmp_path / AUTOENCODER.name).write_text(doc)
-    from blender_addon import latent
+    from blender_addon.latent import core as latent
     path, why = latent.checkpoint_for(obj.splinetween_latent)
     assert path is None and ("is missing" if damage == "missing" else "has changed since encoding") in why
     before = snapshot(obj)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
-from blender_addon import latent_math as LM
-from blender_addon import rig_math as R
+from blender_addon.core import latent_math as LM
+from blender_addon.core import rig_math as R
 
 SEGS = [(0, 54), (54, 109), (109, 163)]
 

@@ -39,7 +39,7 @@ class Recorder:
 
 
 def draw(obj) -> list:
-    from blender_addon.latent_panel import VIEW3D_PT_splinetween_latent as P
+    from blender_addon.ui.latent_panel import VIEW3D_PT_splinetween_latent as P
     log = []
     me = SimpleNamespace(layout=Recorder(log), draw_segments=P.draw_segments)
     P.draw(me, SimpleNamespace(active_object=obj, preferences=bpy.context.preferences, scene=bpy.context.scene))
@@ -57,7 +57,7 @@ def texts(log) -> str:
 
 
 def test_classes_and_handlers_come_and_go():
-    from blender_addon import latent_props
+    from blender_addon.latent import props as latent_props
     fresh_scene_with_addon()
     assert all(hasattr(bpy.types, c) for c in CLASSES) and hasattr(bpy.types.Object, "splinetween_latent")
     for name, fn in latent_props._HANDLERS:

@@ -69,7 +69,7 @@ def _mesh_checkpoint(tmp_path, basis_ok=True):
     basis = fit_basis(frames, 6)
     cfg = ModelConfig(input_dim=6, output_dim=6, width=32, latent=8, layers=1, heads=4)
     from backend.features import Normalizer
-    from training.mesh_loop import _mesh_checkpoint as make, basis_tensors
+    from training.mesh.loop import _mesh_checkpoint as make, basis_tensors
     from training.config import MeshTrainConfig
     c = make(cfg, Normalizer.fit(torch.from_numpy(project(frames, basis))), basis, MeshTrainConfig(window=30), {})
     if not basis_ok:

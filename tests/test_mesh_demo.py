@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend.pc2 import read_pc2
-from training import mesh_demo
+from training.mesh import demo as mesh_demo
 
 
 def test_cloth_demo_inbetweens_better_than_linear_and_writes_its_files(tmp_path, capsys):

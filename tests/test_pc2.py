@@ -139,3 +139,16 @@ def test_failed_write_leaves_no_file(tmp_path, frames):
     with pytest.raises(CacheError, match="could not write"):
         write_pc2(tmp_path / "a.pc2", frames)
     assert not (tmp_path / "a.pc2").exists()
+
+
+def test_read_header_reads_only_the_header(tmp_path):
+    from backend.pc2 import CacheError, read_header, write_mdd
+    frames = np.zeros((7, 5, 3), np.float32)
+    assert read_header(write_pc2(tmp_path / "a.PC2", frames)) == (7, 5)
+    assert read_header(write_mdd(tmp_path / "a.mdd", frames)) == (7, 5)
+    (tmp_path / "b.pc2").write_bytes(b"POINTCACHE3\0" + bytes(20))
+    with pytest.raises(CacheError, match="not a PC2 file: signature"):
+        read_header(tmp_path / "b.pc2")
+    (tmp_path / "c.mdd").write_bytes(b"\0\0")
+    with pytest.raises(CacheError, match="not an MDD file"):
+        read_header(tmp_path / "c.mdd")

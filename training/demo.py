@@ -2,7 +2,7 @@
 
 Writes OUT/<clip>.bvh (the model's result) and OUT/<clip>.png (ground truth vs SLERP vs
 the model: a few joints' curves and a skeleton strip), and prints the errors of both.
-Then the cloth part (``training.mesh_demo``): Blender simulates the example cloth, the
+Then the cloth part (``training.mesh.demo``): Blender simulates the example cloth, the
 shipped cloth models in-between it from every 5th frame and reconstruct it (PC2 + PNG).
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     print(f"wrote {args.out / args.clip.name} and {png} in {time.perf_counter() - t0:.1f} s")
     if args.no_cloth:
         return 0
-    from . import mesh_demo
+    from .mesh import demo as mesh_demo
     return mesh_demo.main(["--out", str(args.out), "--device", args.device])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plots import DPI, _figure, _pyplot, _save
+from .plots import DPI, new_figure, pyplot, save_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"
@@ -66,8 +66,8 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     segment = min(segment, len(controls.segments) - 1)
     names = list(clip.skeleton.names)
     joints = [j for j in JOINTS if j in names] or names[2:4]
-    fig, axes = _figure(size, dpi, nrows=2, ncols=2)
-    cmap = _pyplot().get_cmap("viridis")
+    fig, axes = new_figure(size, dpi, nrows=2, ncols=2)
+    cmap = pyplot().get_cmap("viridis")
     frames = np.arange(clip.num_frames)
     for ax, joint in zip(axes[0], joints):
         j = names.index(joint)
@@ -88,7 +88,7 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     basis = splines.bezier_basis(3, t)
     before, after = splines.evaluate(controls.points[segment], basis), splines.evaluate(edited[segment], basis)
     ax = axes[1][0]
-    colors = _pyplot().get_cmap("tab10")
+    colors = pyplot().get_cmap("tab10")
     for i, f in enumerate(np.argsort(-before.var(0), kind="stable")[:5]):
         ax.plot(t, before[:, f], color=colors(i), lw=1.8, label=f"z[{f}]")
         ax.plot(t, after[:, f], color=colors(i), lw=1.4, ls="--")
@@ -118,7 +118,7 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     ax.grid(alpha=0.3)
     fig.suptitle(f"{clip.name}: latent editing with {Path(engine.path).name}", fontsize=11)
     fig.tight_layout()
-    return _save(fig, Path(out), dpi)
+    return save_figure(fig, Path(out), dpi)
 
 
 def main(argv=None) -> int:

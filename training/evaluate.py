@@ -240,7 +240,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = next((a for a in argv if not a.startswith("-")), None)
     if first and _is_mesh_checkpoint(first):
-        from .mesh_evaluate import main as mesh_main
+        from .mesh.evaluate import main as mesh_main
         return mesh_main(argv)
     ap = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n\n")[0])
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")

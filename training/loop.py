@@ -16,6 +16,7 @@ from backend import quat_torch as QT
 from backend.features import Normalizer, detect_layout, split_features, to_features
 from backend.model import ModelConfig, build_model, count_parameters
 
+from . import progress
 from .config import TrainConfig
 from .data import DataError, WindowSampler, load_split, protocol_windows, within_clip_position_std
 from .augment import Augmenter, time_warp
@@ -231,6 +232,7 @@ def train(cfg: TrainConfig) -> Path:
             speed_rng.bit_generator.state = state["speed_rng"]
         if rank == 0:
             print(f"resuming {out} at step {step}", file=sys.stderr)
+            progress.emit("resume", step=step)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     parents = train_ms.skeleton.parents
     info_base = {"data": str(cfg.data), "split": "train (dataset-2: id % 10 not in {5, 8}; dataset-1: style not "
@@ -243,6 +245,7 @@ def train(cfg: TrainConfig) -> Path:
         print(f"{len(train_ms.names)} train clips ({train_ms.starts[-1]} frames, {sampler.short} shorter than "
               f"{cfg.window} skipped for windows), {len(val_windows)} val windows, "
               f"{count_parameters(model)} parameters", file=sys.stderr)
+        progress.emit("start", total=cfg.steps)
     prog = Progress(cfg.steps, step)
     t_start, seen, t_rate = time.time() - wall, 0, time.time()
     model.train()
@@ -265,6 +268,7 @@ def train(cfg: TrainConfig) -> Path:
         if rank == 0:
             rate = seen / max(time.time() - t_rate, 1e-9)
             prog.show(step, f"loss {loss.item():.5f} lr {sched.get_last_lr()[0]:.2e} {rate:.0f} win/s")
+            progress.step(step, cfg.steps, loss=loss.item(), lr=sched.get_last_lr()[0], windows_per_s=round(rate, 1))
         if step % cfg.log_every == 0:
             logged = torch.stack([loss.detach(), *parts.values()])
             if world > 1:  # equal slices: the mean of the ranks' means is the whole batch's mean
@@ -278,6 +282,7 @@ def train(cfg: TrainConfig) -> Path:
             err = rotation_error_deg(model, val_batcher, val_windows, layout)
             history.append({"step": step, "val_rot_deg": err})
             print(f"\nstep {step}: val rotation error {err:.3f} deg", file=sys.stderr)
+            progress.emit("validation", step=step, metric="val_rot_deg", value=err)
             wall = time.time() - t_start
             info = dict(info_base, steps=step, wall_time_s=round(wall, 1), val_rot_deg=err,
                         windows_per_s=round(rate, 1), config=vars(cfg).copy())
@@ -301,4 +306,5 @@ def train(cfg: TrainConfig) -> Path:
         import json
         (out / "history.json").write_text(json.dumps(history))
         print(f"\ndone: {out / 'best.json'} (val rotation error {best:.3f} deg)", file=sys.stderr)
+        progress.emit("done", checkpoint=str(out / "best.json"), metric="val_rot_deg", value=best)
     return out / "best.json"

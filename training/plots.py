@@ -24,22 +24,22 @@ class PlotError(ValueError):
     pass
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
 
 
-def _figure(size, dpi=DPI, **kw):
-    plt = _pyplot()
+def new_figure(size, dpi=DPI, **kw):
+    plt = pyplot()
     w, h = size
     return plt.subplots(figsize=(w / dpi, h / dpi), dpi=dpi, **kw)
 
 
-def _save(fig, out: Path, dpi=DPI) -> Path:
+def save_figure(fig, out: Path, dpi=DPI) -> Path:
     """Save without bbox_inches='tight', so the PNG is exactly the asked-for size."""
-    plt = _pyplot()
+    plt = pyplot()
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,8 +74,8 @@ def read_history(run_dir) -> tuple[list[dict], Path]:
         # training state (training.state): {"$d": [[key, value], ...]}, the history holds no tensors
         for k, v in doc.get("$d", []) if isinstance(doc, dict) else []:
             if k == "history":
-                from .state import _join
-                return _join(v, {}), f
+                from .state import join_tensors
+                return join_tensors(v, {}), f
         raise PlotError(f"{f}: no training history in this file")
     raise PlotError(f"{p}: no history.json or last.json (is this a training run folder?)")
 
@@ -86,7 +86,7 @@ def plot_curves(run_dir, out, size=SIZES["curves"], dpi=DPI) -> Path:
     val = [e for e in history if "val_rot_deg" in e]
     if not train and not val:
         raise PlotError(f"{src}: the history has no 'loss' or 'val_rot_deg' entries yet")
-    fig, (ax_l, ax_v) = _figure(size, dpi, ncols=2)
+    fig, (ax_l, ax_v) = new_figure(size, dpi, ncols=2)
     if train:
         steps = [e["step"] for e in train]
         ax_l.plot(steps, [e["loss"] for e in train], color="k", lw=1.5, label="total")
@@ -113,7 +113,7 @@ def plot_curves(run_dir, out, size=SIZES["curves"], dpi=DPI) -> Path:
     ax_v.grid(alpha=0.3)
     fig.suptitle(str(src.parent.name if src.name in ("history.json", "last.json") else src.name))
     fig.tight_layout()
-    return _save(fig, out, dpi)
+    return save_figure(fig, out, dpi)
 
 
 # -- latent spline (Fig. 8) ---------------------------------------------------------------
@@ -152,8 +152,8 @@ def plot_latent(ckpt, clip_path, out, segment=0, features=8, size=SIZES["latent"
     engine, clip = _engine_and_clip(ckpt, clip_path)
     d = latent_spline(engine, clip, segment, features)
     a, b = d["segments"][d["segment"]]
-    fig, ax = _figure(size, dpi)
-    colors = _pyplot().get_cmap("tab10")
+    fig, ax = new_figure(size, dpi)
+    colors = pyplot().get_cmap("tab10")
     for i, f in enumerate(d["features"]):
         c = colors(i % 10)
         ax.plot(d["t"], d["curve"][:, f], color=c, lw=2, label=f"z[{f}]")
@@ -171,7 +171,7 @@ def plot_latent(ckpt, clip_path, out, segment=0, features=8, size=SIZES["latent"
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    return _save(fig, out, dpi)
+    return save_figure(fig, out, dpi)
 
 
 # -- reconstruction curves ----------------------------------------------------------------
@@ -222,7 +222,7 @@ def plot_recon(ckpt, clip_path, out, joints=None, count=4, size=SIZES["recon"], 
     engine, clip = _engine_and_clip(ckpt, clip_path)
     d = recon_curves(engine, clip, joints, count)
     n = len(d["joints"])
-    fig, axes = _figure(size, dpi, nrows=n, sharex=True, squeeze=False)
+    fig, axes = new_figure(size, dpi, nrows=n, sharex=True, squeeze=False)
     colors = {"X": "tab:red", "Y": "tab:green", "Z": "tab:blue"}
     for ax, jd in zip(axes[:, 0], d["joints"]):
         for i, a in enumerate(jd["axes"]):
@@ -236,7 +236,7 @@ def plot_recon(ckpt, clip_path, out, joints=None, count=4, size=SIZES["recon"], 
     fig.suptitle(f"{d['name']}: local rotations, ground truth (solid) vs reconstruction (dashed), "
                  f"{Path(str(engine.path)).name}", fontsize=11)
     fig.tight_layout()
-    return _save(fig, out, dpi)
+    return save_figure(fig, out, dpi)
 
 
 # -- command line -------------------------------------------------------------------------

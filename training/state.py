@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
+
+from backend.atomic import replacing, write_text
 
 
 def _split(obj, prefix, tensors):
@@ -24,13 +25,13 @@ def _split(obj, prefix, tensors):
     return obj
 
 
-def _join(obj, tensors):
+def join_tensors(obj, tensors):
     if isinstance(obj, dict) and "$t" in obj:
         return tensors[obj["$t"]]
     if isinstance(obj, dict) and "$d" in obj:
-        return {_join(k, tensors): _join(v, tensors) for k, v in obj["$d"]}
+        return {join_tensors(k, tensors): join_tensors(v, tensors) for k, v in obj["$d"]}
     if isinstance(obj, list):
-        return [_join(v, tensors) for v in obj]
+        return [join_tensors(v, tensors) for v in obj]
     return obj
 
 
@@ -40,11 +41,9 @@ def save_state(path: Path, state: dict):
     the JSON of another.  ``path``.json is the same document, for reading by eye."""
     tensors = {}
     doc = json.dumps(_split(state, "", tensors))
-    tmp_w, tmp_j = path.with_suffix(".safetensors.tmp"), path.with_suffix(".json.tmp")
-    save_file(tensors, str(tmp_w), metadata={"state": doc})
-    tmp_j.write_text(doc)
-    os.replace(tmp_w, path.with_suffix(".safetensors"))
-    os.replace(tmp_j, path.with_suffix(".json"))
+    with replacing(path.with_suffix(".safetensors"), path.with_suffix(".safetensors.tmp")) as tmp:
+        save_file(tensors, str(tmp), metadata={"state": doc})
+    write_text(path.with_suffix(".json"), doc, path.with_suffix(".json.tmp"))
 
 
 def load_state(path: Path) -> dict | None:
@@ -57,4 +56,4 @@ def load_state(path: Path) -> dict | None:
         if not j.exists():
             return None
         doc = j.read_text()
-    return _join(json.loads(doc), load_file(str(w)))
+    return join_tensors(json.loads(doc), load_file(str(w)))

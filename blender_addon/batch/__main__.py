@@ -6,11 +6,10 @@ if __package__:
     from . import main
     sys.exit(main())
 else:  # run as a script (by Blender): import the add-on package by its folder name
-    import importlib
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]  # no shadowing by our modules
     sys.path.insert(0, str(here.parent.parent))
     argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:]
-    sys.exit(importlib.import_module(f"{here.parent.name}.batch").main(argv))
+    sys.exit(__import__(f"{here.parent.name}.batch", fromlist=["main"]).main(argv))

@@ -10,18 +10,13 @@ add-on's latent controls and the bridge instead (in-process or the backend proce
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 from pathlib import Path
 
 import numpy as np
 
 from .. import bridge
-from .jobs import JobError
-
-
-def _backend(name: str):
-    return importlib.import_module(f"{bridge.backend_package().__name__}.{name}")
+from .errors import JobError
 
 
 def autoencoder(state):
@@ -30,7 +25,7 @@ def autoencoder(state):
         raise JobError("encode and edit of .bvh files run the model in the worker's Python, which cannot import "
                        "PyTorch; run the batch with an interpreter that has it (python -m blender_addon.batch)")
     try:
-        return _backend("service").get_engine(str(state.autoencoder), state.backend.device, "autoencoder")
+        return bridge.backend_module("service").get_engine(str(state.autoencoder), state.backend.device, "autoencoder")
     except ValueError as e:
         raise JobError(str(e)) from None
 
@@ -62,7 +57,7 @@ def encode(engine, clip):
 def edit(engine, clip, opts: dict):
     """Encode, edit the control points (amplify, principal directions), decode (timing, supersample):
     the steps of ``python -m backend edit``."""
-    edits = _backend("edits")
+    edits = bridge.backend_module("edits")
     check_clip(engine, clip)
     pca = engine.principal()
     amounts = [float(v) for v in opts.get("pc") or []]

@@ -12,8 +12,15 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from .. import bridge, fill, latent, latent_edit, rig_math, scene_io
-from .jobs import JobError
+from .. import bridge
+from ..core import rig_math
+from ..core.errors import Refusal
+from ..inbetween import fill
+from ..io import scene as scene_io
+from ..latent import core as latent
+from ..latent import encode as latent_encode
+from ..latent import kinds
+from .errors import JobError
 
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "scenes", "shape_keys", "node_groups", "cameras",
                    "lights", "worlds", "curves", "lattices", "textures", "particles", "grease_pencils")
@@ -210,7 +217,7 @@ def inbetween(job: dict, state, entry: dict, progress):
         try:
             _, _, _, plan = fill.prepare(obj, state.backend, fill_opts)
             message = fill.run(obj, state.backend, fill_opts, _fps(obj))
-        except fill.Refusal as e:
+        except Refusal as e:
             entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
             entry["errors"].append(f"{obj.name}: {e}")
             continue
@@ -236,8 +243,8 @@ def _latent_summary(obj) -> dict | None:
 
 def _encode(obj, state, opts: dict) -> str:
     """The Encode button on one armature (range: --range, else the action's frame range)."""
-    a, b = opts["range"] if opts.get("range") else latent_edit.action_range(obj)
-    return latent_edit.encode(obj, state.backend, state.autoencoder, int(a), int(b), _fps(obj))
+    a, b = opts["range"] if opts.get("range") else latent_encode.action_range(obj)
+    return latent_encode.encode(obj, state.backend, state.autoencoder, int(a), int(b), _fps(obj))
 
 
 def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None):
@@ -262,7 +269,7 @@ def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None
             if edit_opts is not None:
                 edited, frames = _edit(obj, state, edit_opts)
                 message += "; " + edited
-        except (latent.Refusal, JobError) as e:
+        except (Refusal, JobError) as e:
             entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
             entry["errors"].append(f"{obj.name}: {e}")
             continue
@@ -287,15 +294,15 @@ def _edit(obj, state, opts: dict) -> tuple[str, int]:
             seg.amplify = float(opts.get("amplify", 1.0))
             seg.timing = float(opts.get("timing", 0.0))
             seg.principal = tuple(pcs + [0.0] * (len(seg.principal) - len(pcs)))
-    latent.sync(obj)
+    kinds.sync(obj)
     done = [f"amplify {opts.get('amplify', 1.0):g}, timing {opts.get('timing', 0.0):g}"
             + (f", principal {pcs}" if any(pcs) else "")]
     n = int(opts.get("supersample", 1))
     if n > 1:
-        done.append(latent_edit.resample(obj, state.backend, (st.frames - 1) * n + 1))
+        done.append(kinds.resample(obj, state.backend, (st.frames - 1) * n + 1))
     frames = st.frames
     if opts.get("bake"):
-        done.append(latent_edit.bake(obj))
+        done.append(kinds.bake(obj))
     return "; ".join(done), frames
 
 

@@ -8,22 +8,17 @@ not keep them: its exporter writes Z-up offsets and the scene's frame rate.)
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
 
 from .. import bridge
 from . import backend_direct
-from .jobs import JobError
-
-
-def _backend(name: str):
-    return importlib.import_module(f"{bridge.backend_package().__name__}.{name}")
+from .errors import JobError
 
 
 def read(path: str):
-    bvh = _backend("bvh")
+    bvh = bridge.backend_module("bvh")
     try:
         return bvh.read_bvh(path)
     except bvh.BVHError as e:
@@ -96,7 +91,7 @@ def inbetween(job: dict, state, entry: dict, progress):
         filled = np.setdiff1d(np.arange(k0, k1 + 1), keys)
         ref[filled] = np.nan
         meta["source_channels"] = ref
-    skeleton_mod, bvh = _backend("skeleton"), _backend("bvh")
+    skeleton_mod, bvh = bridge.backend_module("skeleton"), bridge.backend_module("bvh")
     result = skeleton_mod.Clip(clip.skeleton, out_rot, out_pos, clip.frame_time, clip.name, meta)
     frames = int(k1 - k0 + 1 - len(keys))
     entry["objects"].append({"name": clip.name or Path(job["source"]).stem, "status": "ok", "keys": keys,
@@ -121,7 +116,7 @@ def edit(job: dict, state, entry: dict, progress):
     entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, out.num_frames - 1], "gaps": 0,
                              "frames_written": out.num_frames})
     progress(out.num_frames)
-    return _text_writer(_backend("bvh").format_bvh(out))
+    return _text_writer(bridge.backend_module("bvh").format_bvh(out))
 
 
 def info(job: dict, state, entry: dict, progress):

@@ -14,11 +14,7 @@ from pathlib import Path
 
 from .. import bridge
 from . import safe_io
-
-
-class JobError(Exception):
-    """This file cannot be processed; the message says why (reported, the batch goes on)."""
-
+from .errors import JobError
 
 ADDON = __package__.rsplit(".", 1)[0]  # "blender_addon" (source tree) or the extension's folder name
 

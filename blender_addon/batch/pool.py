@@ -37,8 +37,8 @@ def _blender_binary() -> str:
 
 
 def worker_command() -> list[str]:
-    code = (f"import sys; sys.path.insert(0, {str(ADDON_DIR.parent)!r}); import importlib; "
-            f"sys.exit(importlib.import_module({ADDON_DIR.name + '.batch.worker'!r}).main())")
+    code = (f"import sys; sys.path.insert(0, {str(ADDON_DIR.parent)!r}); "
+            f"import {ADDON_DIR.name}.batch.worker as w; sys.exit(w.main())")
     binary = _blender_binary()
     if binary:
         return [binary, "-b", "--factory-startup", "--disable-autoexec", "--python-expr", code]

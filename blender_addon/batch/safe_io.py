@@ -21,6 +21,8 @@ import os
 import shutil
 from pathlib import Path
 
+from .. import bridge
+
 TEMP_TAG = ".splinetween-tmp-"
 MARKER_SUFFIX = ".done"
 BACKUP_SUFFIX = "1"  # scene.blend -> scene.blend1, walk.bvh -> walk.bvh1
@@ -34,31 +36,18 @@ def temp_path(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}{TEMP_TAG}{os.getpid()}{'.blend' if dest.suffix == '.blend' else '.tmp'}")
 
 
-def _fsync(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 @contextlib.contextmanager
 def atomic_target(dest: Path):
-    """``with atomic_target(out) as tmp: write tmp`` -> ``out`` appears complete, or not at all."""
+    """``with atomic_target(out) as tmp: write tmp`` -> ``out`` appears complete, or not at all
+    (the backend's ``atomic.replacing``, with the batch's temporary names)."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(dest)
     try:
-        yield tmp
-        if not tmp.exists():
-            raise OSError(f"{dest}: nothing was written")
-        _fsync(tmp)
-        os.replace(tmp, dest)
+        with bridge.numpy_module("atomic").replacing(dest, tmp):
+            yield tmp
+            if not tmp.exists():
+                raise OSError(f"{dest}: nothing was written")
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "@")):  # Blender saves through "<path>@"
             with contextlib.suppress(OSError):

@@ -1,0 +1,58 @@
+"""The engine cache: one engine per (kind, checkpoint file, device), kept warm between requests
+and loaded again when the file is replaced (e.g. by a newer training checkpoint)."""
+from __future__ import annotations
+
+import os
+
+_engines: dict = {}
+
+_NEEDS = {(False, True): "Inbetween needs an in-betweening one",
+          (False, False): "latent editing (Encode) needs a motion autoencoder one",
+          (True, True): "Inbetween Mesh needs a mesh in-betweening one",
+          (True, False): "Encode Mesh needs a mesh autoencoder one"}
+
+
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False):
+    """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
+    engine), loaded once per (kind, file, device) and again when the file is replaced."""
+    if mesh:
+        from ..mesh_engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
+        from ..mesh_engine import MeshEngine as factory
+    else:
+        from ..engine import DEFAULT_CHECKPOINT as autoencoder, DEFAULT_INBETWEEN as inbetween
+        from ..engine import Engine as factory
+    path = os.path.abspath(checkpoint) if checkpoint else str(inbetween if task == "inbetween" else autoencoder)
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        stamp = None  # the engine's loader names the missing file
+    key = (factory.__name__, path, device, stamp)
+    if key not in _engines:
+        for old in [k for k in _engines if k[:3] == key[:3]]:
+            del _engines[old]
+        _engines[key] = factory(path, device)
+    engine = _engines[key]
+    if engine.task != task:
+        need = _NEEDS[mesh, task == "inbetween"]
+        raise ValueError(f"{path}: this is {'a mesh' if mesh else 'an'} {engine.task} checkpoint; {need}")
+    return engine
+
+
+def check_reply_size(frames: int, bytes_per_frame: int, what: str) -> None:
+    """Refuse, before decoding, an answer larger than one reply array may be (a resample asked
+    for absurdly many frames would otherwise allocate them)."""
+    from .protocol import MAX_ARRAY
+    size = max(0, frames) * bytes_per_frame
+    if size > MAX_ARRAY:
+        raise ValueError(f"{what}: {frames} output frames are {size} bytes, more than one reply carries "
+                         f"({MAX_ARRAY}); ask for fewer frames")
+
+
+def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError) -> None:
+    """Refuse keys (sorted, from 0) with a gap above the model's window before anything is
+    allocated for their frames, in the words and error type the engine itself would use."""
+    from ..keyframes import validate_keys
+    try:
+        validate_keys(keys, keys[-1] + 1, max_gap)
+    except ValueError as e:
+        raise error(f"{label}: {e}") from None

@@ -1,0 +1,111 @@
+"""The armature requests' work (``inbetween``, ``encode``, ``decode``), shared with the add-on's
+in-process mode: key poses or clips in the checkpoint's convention -> frames and latent splines."""
+from __future__ import annotations
+
+import numpy as np
+
+from .engines import check_gaps, check_reply_size
+
+
+def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,
+                   frame_time: float = 1.0 / 30.0) -> tuple[np.ndarray, np.ndarray]:
+    """Key poses only (local rotations ``[K, J, 4]``, positions ``[K, J, 3]`` in the checkpoint's
+    convention, keys 0-based from 0) -> every frame ``[F, J, 4]``, ``[F, J, 3]``."""
+    rot, pos, _ = inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions, frame_time)
+    return rot, pos
+
+
+def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions, frame_time=1.0 / 30.0):
+    """:func:`inbetween_keys` plus the latent spline it decoded: ``(rot, pos, Controls)``."""
+    from dataclasses import replace
+
+    from ..skeleton import Clip
+    keys = [int(k) for k in keys]
+    if not keys or keys[0] != 0:
+        raise ValueError(f"keys must start at frame 0, got {keys[:3]}")
+    j = engine.skeleton.num_joints
+    if key_rotations.shape != (len(keys), j, 4) or key_positions.shape != (len(keys), j, 3) \
+            or offsets.shape != (j, 3):
+        raise ValueError(f"key arrays {key_rotations.shape}, {key_positions.shape}, offsets {offsets.shape} "
+                         f"do not match {len(keys)} keys x {j} joints")
+    check_gaps(keys, engine.ckpt.window - 1, "blender")  # the clip's name below: refused before allocating
+    f = keys[-1] + 1
+    rot = np.zeros((f, j, 4))
+    rot[..., 0] = 1.0
+    pos = np.broadcast_to(offsets, (f, j, 3)).astype(np.float64)
+    rot[keys], pos[keys] = key_rotations, key_positions
+    skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
+    out, controls = engine.inbetween(Clip(skel, rot, pos, frame_time, "blender"), keys)
+    return out.rotations, out.positions, controls
+
+
+def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0):
+    """Every frame of a clip (checkpoint convention) -> (header, arrays) of its latent spline."""
+    from dataclasses import replace
+
+    from ..skeleton import Clip
+    j = engine.skeleton.num_joints
+    if rotations.shape[1:] != (j, 4) or positions.shape[1:] != (j, 3) or offsets.shape != (j, 3) \
+            or len(rotations) != len(positions):
+        raise ValueError(f"arrays {rotations.shape}, {positions.shape}, offsets {offsets.shape} do not match "
+                         f"{j} joints")
+    skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
+    c = engine.encode(Clip(skel, np.asarray(rotations, np.float64), np.asarray(positions, np.float64),
+                           frame_time, "blender"))
+    return ({"segments": [[int(a), int(b)] for a, b in c.segments], "principal_names": engine.principal_names(),
+             "min_frames": engine.min_frames},
+            {"points": c.points, "origins": c.origins, "template": c.template})
+
+
+def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The ``decode`` request: each listed segment decoded on its own (a batch of one, so a
+    segment decodes to the same numbers whichever others are asked for with it)."""
+    import torch
+
+    from ..edits import edit_points
+    from ..engine import Controls
+    from ..features import from_features
+    from ..inbetween import decode_inbetween
+    segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
+    amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
+    points, origins = np.asarray(arrays["points"], np.float64), np.asarray(arrays["origins"], np.float64)
+    template = np.asarray(arrays["template"], np.float64)
+    keys = header.get("keys")
+    if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points) == len(origins)):
+        raise ValueError("decode: segments, lengths, edits and points differ in count")
+    pca = engine.principal()
+    j = engine.skeleton.num_joints
+    check_reply_size(sum(lengths), j * 4 * 8, "decode")  # rotations [F, J, 4] float64, the largest reply
+    rots, poss = [], []
+    for i, (a, b) in enumerate(segs):
+        n, m = int(b) - int(a) + 1, lengths[i]
+        amounts = [float(x) for x in principal[i]]
+        if any(amounts) and pca is None:
+            raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
+        if pca is not None and len(amounts) > len(pca[1]):
+            raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+        pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
+        if n < 2 or m < 2:
+            raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
+        if keys is None:
+            feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n], (m - 1) / (n - 1),
+                                                  float(timing[i]))[0]
+            r, p = from_features(feat, engine.layout, origin, torch.as_tensor(template, dtype=torch.float32,
+                                                                              device=engine.device), j)
+            r, p = r.cpu().numpy().astype(np.float64), p.cpu().numpy().astype(np.float64)
+        else:
+            if (m - 1) % (n - 1):
+                raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
+            inside = [k for k, key in enumerate(keys) if a <= key <= b]
+            sub = Controls(pts[None], origins[i:i + 1], [(0, n - 1)], template, 1.0 / 30.0,
+                           keys=[int(keys[k]) - int(a) for k in inside],
+                           key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
+                           key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
+            out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+            r, p = out.rotations, out.positions
+        if len(r) != m:
+            raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")
+        rots.append(r)
+        poss.append(p)
+    empty = (np.zeros((0, j, 4)), np.zeros((0, j, 3)))
+    return (np.concatenate(rots), np.concatenate(poss)) if rots else empty

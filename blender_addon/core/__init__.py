@@ -1,0 +1,1 @@
+"""bpy-free maths of the add-on (rigs, latent ranges, mesh sequences, gaps): tested without Blender."""

@@ -1,0 +1,275 @@
+"""Latent editing without bpy: property names, frame maps, seams, signatures, Euler runs, key merges.
+
+Pure Python + numpy (tested on its own in tests/test_latent_math.py).  Frames here are 0-based
+and relative to the start of the encoded range.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import rig_math as R
+
+POINTS = 4  # cubic Bezier control points per segment
+RAW_PREFIX = "splinetween_s"
+_FRAME_EPS = 1e-3
+
+
+def raw_name(segment: int, point: int) -> str:
+    """The object's ID property holding control point ``point`` of segment ``segment``."""
+    return f"{RAW_PREFIX}{segment:02d}_c{point}"
+
+
+def is_raw_path(data_path: str) -> bool:
+    """An F-curve or driver path that animates a raw control point."""
+    return data_path.startswith(f'["{RAW_PREFIX}')
+
+
+# -- frames ---------------------------------------------------------------------------------------
+def output_bounds(segments, source_frames: int, frames: int) -> list[tuple[int, int]]:
+    """Output range (inclusive, sharing end frames) of each source segment when a range of
+    ``source_frames`` frames is decoded into ``frames`` frames (stretched or compressed)."""
+    r = (frames - 1) / (source_frames - 1)
+    cuts = [int(np.floor(a * r + 0.5)) for a, _ in segments] + [frames - 1]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def map_frame(frame: int, source_frames: int, frames: int) -> int:
+    return int(np.floor(frame * (frames - 1) / (source_frames - 1) + 0.5))
+
+
+def check_length(segments, source_frames: int, frames: int, whole_factors: bool) -> str | None:
+    """Why a range cannot be decoded into ``frames`` frames, or None."""
+    if whole_factors and (frames - 1) % (source_frames - 1):
+        return (f"an in-betweened range stretches only by whole factors: {source_frames} frames -> "
+                f"{', '.join(str((source_frames - 1) * s + 1) for s in (1, 2, 3, 4))}, ...")
+    short = [i for i, (a, b) in enumerate(output_bounds(segments, source_frames, frames)) if b - a < 1]
+    if short:
+        least = max(2, int(np.ceil((source_frames - 1) / min(b - a for a, b in segments))) + 1)
+        return f"{frames} frames leave segment {short[0] + 1} without frames (use at least {least})"
+    return None
+
+
+# -- what the F-curves show -----------------------------------------------------------------------
+def signature(points: np.ndarray, amplify: float, timing: float, principal, length: int) -> str:
+    """A fingerprint of everything that decides one segment's decoded frames."""
+    h = hashlib.sha1(np.ascontiguousarray(points, dtype=np.float64).tobytes())
+    h.update(np.array([amplify, timing, length, *principal], dtype=np.float64).tobytes())
+    return h.hexdigest()[:24]
+
+
+def bad_values(raw: np.ndarray) -> str | None:
+    """A message naming the first raw control point that is NaN or infinite, or None."""
+    bad = np.argwhere(~np.isfinite(raw))
+    if not len(bad):
+        return None
+    s, c, i = (int(x) for x in bad[0])
+    return (f"{raw_name(s, c)}[{i}] is {raw[s, c, i]}; the motion was left as it was (type a number, "
+            "or Reset the segment)")
+
+
+SEAM_RAMP = 0.25  # share of a segment over which it eases into the pose at a shared end frame
+
+
+def ramp(m: int) -> np.ndarray:
+    """Weights (1 at the shared end frame, easing to 0) of the frames a segment of ``m`` frames
+    blends towards a seam: a quarter of the segment, at most half of it, at least the seam itself."""
+    r = max(1, min(int(round(SEAM_RAMP * (m - 1))), (m - 1) // 2))
+    x = np.arange(r) / r
+    return 1.0 - x * x * (3.0 - 2.0 * x)
+
+
+def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pose at the frame segments ``left`` and ``left + 1`` share: the mean of both sides."""
+    (lr, lp), (rr, rp) = parts[left], parts[left + 1]
+    return R.slerp(lr[-1], rr[0], 0.5), 0.5 * (lp[-1] + rp[0])
+
+
+def _ease(rot, pos, idx, q, p, w) -> None:
+    """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``."""
+    ident = np.zeros_like(q)
+    ident[..., 0] = 1.0
+    delta = R.align_hemisphere(R.qmul(R.qconj(rot[idx[0]]), q), ident)
+    rot[idx] = R.qnormalize(R.qmul(rot[idx], R.slerp(ident[None], delta[None], w[:, None])))
+    pos[idx] += w[:, None, None] * (p - pos[idx[0]])
+    rot[idx[0]], pos[idx[0]] = q, p
+
+
+def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, True)) -> tuple[np.ndarray, np.ndarray]:
+    """Frames to write for segment ``s`` (``parts[s] = (rot, pos)`` its own decode).  With ``seams``,
+    each end frame it shares with a neighbour becomes the mean of both sides (as Engine.decode joins
+    segments) and the segment eases into that pose over :func:`ramp` frames, so the motion has no
+    step at the seam (neighbours decoded apart, or edited apart, need not meet).  ``sides``: which
+    ends to ease (frames outside a ramp are never touched)."""
+    rot, pos = parts[s][0].copy(), parts[s][1].copy()
+    if not seams:
+        return rot, pos
+    w = ramp(len(rot))
+    if s > 0 and sides[0]:
+        _ease(rot, pos, np.arange(len(w)), *seam_pose(parts, s - 1), w)
+    if s < count - 1 and sides[1]:
+        _ease(rot, pos, len(rot) - 1 - np.arange(len(w)), *seam_pose(parts, s), w)
+    return rot, pos
+
+
+# -- channel values -------------------------------------------------------------------------------
+def euler_runs(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
+    """``rig_math.euler_sequence`` for many bones at once: ``q [F, B, 4]``, ``start [B, 3]`` ->
+    ``[F, B, 3]``, each frame the equivalent Euler triple nearest the previous (same numbers)."""
+    order = mode[::-1]
+    cands = np.stack(R.both_solutions(q, order), 1)  # [F, 2, B, 3]: the two solutions per frame
+    idx = [R._AXIS[ch] for ch in order]
+    ref = np.asarray(start, dtype=np.float64)[..., idx]
+    two_pi = 2 * np.pi
+    out = np.empty_like(cands[:, 0])
+    for i in range(cands.shape[0]):
+        c = cands[i] + two_pi * np.round((ref - cands[i]) / two_pi)
+        d = np.abs(c - ref)
+        dist = d[..., 0] + d[..., 1] + d[..., 2]
+        ref = out[i] = np.where((dist[1] < dist[0])[..., None], c[1], c[0])
+    return R.to_axes(out, order)
+
+
+def to_channels(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
+    """Rotations ``[F, B, 4]`` of bones sharing a rotation mode -> channel values ``[F, B, 3|4]``,
+    continuous from ``start [B, 3|4]`` (the channels' values just before)."""
+    if mode in ("QUATERNION", "AXIS_ANGLE"):
+        return R.quat_to_channels(q, mode, start)
+    return euler_runs(q, mode, start)
+
+
+# -- key arrays (scene_io.read_keys dicts) --------------------------------------------------------
+def _rows(keys: dict, mask: np.ndarray) -> dict:
+    return {a: v[mask] for a, v in keys.items()}
+
+
+def _shift(keys: dict, delta: float) -> dict:
+    out = dict(keys)
+    for a in ("co", "handle_left", "handle_right"):
+        out[a] = keys[a].copy()
+        out[a][:, 0] += np.float32(delta)
+    return out
+
+
+def merge_restore(cur: dict | None, orig: dict | None, lo: float, cur_hi: float, orig_hi: float) -> dict | None:
+    """A curve's keys after Remove: the original keys inside ``[lo, orig_hi]`` and the current keys
+    outside ``[lo, cur_hi]`` (those after it moved back by ``cur_hi - orig_hi``).  A current key
+    that still is the original key of its frame (same frame, same value) takes back every original
+    attribute, so an untouched curve comes back bit-identical; keys edited since stay as they are.
+    None: the curve did not exist and nothing is left on it."""
+    parts = []
+    if orig is not None:
+        x = orig["co"][:, 0]
+        parts.append(_rows(orig, (x >= lo - _FRAME_EPS) & (x <= orig_hi + _FRAME_EPS)))
+    if cur is not None and len(cur["co"]):
+        x = cur["co"][:, 0]
+        before, after = x < lo - _FRAME_EPS, x > cur_hi + _FRAME_EPS
+        kept = [_rows(cur, before)]
+        if after.any():
+            kept.append(_shift(_rows(cur, after), orig_hi - cur_hi) if cur_hi != orig_hi else _rows(cur, after))
+        outside = {a: np.concatenate([k[a] for k in kept]) for a in cur}
+        if orig is not None and len(outside["co"]):
+            ox = orig["co"][:, 0]
+            o_out = np.flatnonzero((ox < lo - _FRAME_EPS) | (ox > orig_hi + _FRAME_EPS))
+            at = {int(round(float(ox[i]) * 1000)): i for i in o_out}
+            for r, (f, v) in enumerate(outside["co"]):
+                i = at.get(int(round(float(f) * 1000)))
+                if i is not None and orig["co"][i, 1] == v and abs(ox[i] - f) < _FRAME_EPS:
+                    for a in outside:
+                        outside[a][r] = orig[a][i]
+        parts.append(outside)
+    if orig is None and (not parts or not len(parts[-1]["co"])):
+        return None
+    merged = {a: np.concatenate([p[a] for p in parts]) for a in parts[0]}
+    order = np.argsort(merged["co"][:, 0], kind="stable")
+    return {a: v[order] for a, v in merged.items()}
+
+
+def pack_curves(curves: list[tuple[str, int, dict | None]]) -> dict:
+    """[(data_path, index, keys or None)] -> flat arrays for ID properties (floats as float64,
+    the rest as int32: exact round trip of read_keys' float32 / int / bool arrays)."""
+    attrs = next((list(k) for _, _, k in curves if k is not None), [])
+    out = {"paths": [p for p, _, _ in curves], "index": np.array([i for _, i, _ in curves], np.int32),
+           "count": np.array([-1 if k is None else len(k["co"]) for _, _, k in curves], np.int32),
+           "attrs": attrs}
+    for a in attrs:
+        vals = [k[a].reshape(len(k["co"]), -1) for _, _, k in curves if k is not None]
+        flat = np.concatenate(vals).ravel() if vals else np.zeros(0)
+        out["v_" + a] = flat.astype(np.float64 if flat.dtype.kind == "f" else np.int32)
+    return out
+
+
+def unpack_curves(packed: dict, dtypes: dict) -> dict[tuple[str, int], dict | None]:
+    """The inverse of :func:`pack_curves`; ``dtypes`` maps each attribute to (dtype, width)."""
+    out, offset = {}, 0
+    paths, index, count = list(packed["paths"]), np.asarray(packed["index"]), np.asarray(packed["count"])
+    arrays = {a: np.asarray(packed["v_" + a]) for a in packed["attrs"]}
+    for p, i, n in zip(paths, index, count):
+        if n < 0:
+            out[p, int(i)] = None
+            continue
+        keys = {}
+        for a, flat in arrays.items():
+            dt, w = dtypes[a]
+            v = flat[offset * w:(offset + n) * w].astype(dt)
+            keys[a] = v.reshape(n, w) if w > 1 else v
+        out[p, int(i)] = keys
+        offset += n
+    return out
+
+
+# -- checkpoints ------------------------------------------------------------------------------------
+_hashes: dict = {}
+
+
+_weights: dict = {}
+
+
+def checkpoint_files(path) -> tuple[Path, ...]:
+    """A checkpoint's config, the weights file it names and, for a mesh asset, its shared vertex
+    basis file (read again when the config changes)."""
+    p = Path(path)
+    j = p if p.suffix == ".json" else p.with_suffix(".json")
+    try:
+        key = (str(j), os.stat(j).st_mtime_ns)
+    except OSError:
+        return j, j.with_suffix(".safetensors")
+    if key not in _weights:
+        default = j.with_suffix(".safetensors").name
+        try:
+            doc = json.loads(j.read_text(encoding="utf-8"))
+            basis = (doc.get("asset") or {}).get("basis")
+            _weights[key] = (str(doc.get("weights", default)),) + ((str(basis),) if basis else ())
+        except (OSError, ValueError, AttributeError):
+            _weights[key] = (default,)
+    return (j,) + tuple(j.with_name(n) for n in _weights[key])
+
+
+def checkpoint_hash(path) -> str | None:
+    """SHA-256 of a checkpoint's config and weights (None when either cannot be read); a file's
+    hash is computed once per size and modification time."""
+    files = checkpoint_files(path)
+    try:
+        stamp = tuple((str(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files)
+    except OSError:
+        return None
+    if stamp not in _hashes:
+        h = hashlib.sha256()
+        try:
+            for f in files:
+                h.update(Path(f).read_bytes())
+        except OSError:
+            return None
+        _hashes[stamp] = h.hexdigest()[:32]
+    return _hashes[stamp]
+
+
+def soft_limits(points: np.ndarray) -> tuple[float, float]:
+    """Slider range for raw control points: (soft, hard) magnitudes from the encoded values."""
+    m = float(np.nanmax(np.abs(points))) if np.size(points) else 1.0
+    soft = float(np.ceil(max(1.0, 1.5 * m)))
+    return soft, 10.0 * soft

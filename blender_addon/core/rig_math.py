@@ -1,0 +1,269 @@
+"""Blender pose channels <-> the backend's BVH-convention local rotations and positions.
+
+Pure numpy (no bpy), so it is tested on its own; the quaternions are ``backend.quat_np``'s,
+reached through the bridge: ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
+
+The derivation (checked numerically in tests/test_addon_rig_math.py and against Blender's BVH
+importer in tests/test_addon_scene_io.py):
+
+* Blender poses bone ``j`` with ``P_j = P_parent @ inv(M_parent) @ M_j @ T(L_j) @ R(B_j)``, where
+  ``M_j`` is ``bone.matrix_local`` (rest, armature space; its translation is the rest head) and
+  ``L_j``, ``B_j`` are the pose channels (``location``, rotation) in the bone's own rest frame.
+  The rotation of ``P_j`` relative to rest, in armature axes, is therefore
+  ``G_j = G_parent @ (M_j B_j M_j^T)``: each bone contributes ``M_j B_j M_j^T``.
+* A BVH skeleton rests with every joint frame aligned with the world, so its global rotation
+  is ``G_j = G_parent @ R_j`` with ``R_j`` the local (channel) rotation.  Both chains agree when
+  ``R_j = C^T M_j B_j M_j^T C`` with ``C`` the axis change from BVH (Y up, characters face +Z)
+  to Blender (Z up, facing -Y): ``(x, y, z) -> (x, -z, y)``, a +90 degree turn about X.  This
+  is the ``axis_conversion(from_forward='-Z', from_up='Y')`` of Blender's BVH importer, which
+  bakes it into the armature's rest pose (the object matrix stays identity).
+* Positions: the rest head moves by ``M_j L_j`` (``use_local_location``, the default) or by
+  ``M_parent L_j`` (location in the parent's frame), in the parent's rest-relative frame, so the
+  BVH local position is ``s * C^T (h_j - h_parent + F_j L_j)`` with ``h`` the rest heads,
+  ``F_j`` that location frame and ``s`` centimetres per Blender unit.
+* Euler modes: Blender's ``'XYZ'`` means X applied first, ``R = Rz @ Ry @ Rx``, i.e. the
+  intrinsic order read backwards.  The importer keys ``'ZXY'`` bones for the file's ZXY
+  channels, but their values are re-decomposed in each bone's rest frame, so they are not the
+  file's numbers; the file's own ZXY triple is Blender's ``Euler(..., 'YXZ')`` in BVH axes.
+
+These hold for any rig whose bones match the checkpoint skeleton by name and hierarchy and
+whose rest pose is the skeleton's rest pose (joint frames aligned, as a BVH import gives).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import bridge
+
+_AXIS = {"X": 0, "Y": 1, "Z": 2}
+EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+# BVH (Y up) -> Blender (Z up): +90 degrees about X.
+BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
+
+
+# -- quaternions: the backend's library (shipped inside the extension), same numbers --------
+Q = bridge.numpy_module("quat_np")
+qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
+
+
+def qconj(q: np.ndarray) -> np.ndarray:
+    return Q.inv(np.asarray(q, dtype=np.float64))
+
+
+def qnormalize(q: np.ndarray) -> np.ndarray:
+    return Q.normalize(q, eps=1e-12)
+
+
+def q_from_matrix(m: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``[..., 3, 3]`` (float32 noise allowed) -> unit quaternions, w >= 0."""
+    return Q.from_matrix(np.asarray(m, dtype=np.float64))
+
+
+def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``q`` with its sign flipped where it points away from ``ref`` (same rotation)."""
+    return np.where(np.sum(q * ref, axis=-1, keepdims=True) < 0, -q, q)
+
+
+def continuous(q: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Sign-continuous sequence ``[F, ..., 4]`` whose first element is in ``start``'s hemisphere."""
+    q = np.array(q, dtype=np.float64, copy=True)
+    prev = start
+    for i in range(q.shape[0]):
+        q[i] = align_hemisphere(q[i], prev)
+        prev = q[i]
+    return q
+
+
+def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
+    """Shorter-arc spherical interpolation, ``t`` scalar or broadcasting against ``[...]``."""
+    return Q.slerp(a, b, t, eps=1e-8)
+
+
+# -- Blender rotation modes -------------------------------------------------------------------
+def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
+    q = np.zeros(np.shape(angle) + (4,))
+    q[..., 0] = np.cos(0.5 * angle)
+    q[..., 1 + axis] = np.sin(0.5 * angle)
+    return q
+
+
+def euler_to_quat(e: np.ndarray, mode: str) -> np.ndarray:
+    """Blender Euler ``e [..., 3]`` (radians, indexed x, y, z) in rotation mode ``mode``."""
+    e = np.asarray(e, dtype=np.float64)
+    a, b, c = (_AXIS[ch] for ch in mode)  # applied first .. last: R = R_c @ R_b @ R_a
+    return qmul(qmul(_axis_quat(c, e[..., c]), _axis_quat(b, e[..., b])), _axis_quat(a, e[..., a]))
+
+
+def _intrinsic_angles(m: np.ndarray, order: str) -> np.ndarray:
+    """Angles of ``R = R_i(a) R_j(b) R_k(c)`` (``order`` = ijk), middle angle in [-pi/2, pi/2]."""
+    i, j, k = (_AXIS[ch] for ch in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    cb = np.hypot(m[..., i, i], m[..., i, j])
+    b = np.arctan2(s * m[..., i, k], cb)
+    a = np.where(cb < 1e-12, np.arctan2(s * m[..., k, j], m[..., j, j]), np.arctan2(-s * m[..., j, k], m[..., k, k]))
+    sa, ca = np.sin(a), np.cos(a)
+    c = np.arctan2(s * ca * m[..., j, i] + sa * m[..., k, i], ca * m[..., j, j] + s * sa * m[..., k, j])
+    return np.stack([a, b, c], -1)
+
+
+def _nearest_turn(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return x + 2 * np.pi * np.round((ref - x) / (2 * np.pi))
+
+
+def both_solutions(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
+    ang = _intrinsic_angles(q_to_matrix(qnormalize(np.asarray(q, dtype=np.float64))), order)
+    return ang, np.stack([ang[..., 0] + np.pi, np.pi - ang[..., 1], ang[..., 2] + np.pi], -1)
+
+
+def to_axes(ang: np.ndarray, order: str) -> np.ndarray:
+    e = np.empty_like(ang)
+    for n, ch in enumerate(order):
+        e[..., _AXIS[ch]] = ang[..., n]
+    return e
+
+
+def quat_to_euler(q: np.ndarray, mode: str, compat: np.ndarray | None = None) -> np.ndarray:
+    """Blender Euler ``[..., 3]`` for unit quaternions; with ``compat`` the equivalent triple
+    (of the two solutions, each shifted by whole turns) nearest to it: no 360-degree flips."""
+    order = mode[::-1]
+    ang, alt = both_solutions(q, order)
+    if compat is not None:
+        ref = np.asarray(compat, dtype=np.float64)[..., [_AXIS[ch] for ch in order]]
+        a, b = _nearest_turn(ang, ref), _nearest_turn(alt, ref)
+        far = np.abs(a - ref).sum(-1, keepdims=True) > np.abs(b - ref).sum(-1, keepdims=True)
+        ang = np.where(far, b, a)
+    return to_axes(ang, order)
+
+
+def euler_sequence(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
+    """Frames ``[F, 4]`` -> Euler ``[F, 3]``, each compatible with the previous, the first with ``start``."""
+    order = mode[::-1]
+    ang, alt = both_solutions(q, order)
+    ref = np.asarray(start, dtype=np.float64)[[_AXIS[ch] for ch in order]]
+    out = np.empty_like(ang)
+    two_pi = 2 * np.pi
+    for i in range(ang.shape[0]):  # sequential by nature; plain floats keep it fast
+        best, dist = None, np.inf
+        for cand in (ang[i], alt[i]):
+            c = [x + two_pi * round((r - x) / two_pi) for x, r in zip(cand.tolist(), ref.tolist())]
+            d = sum(abs(x - r) for x, r in zip(c, ref.tolist()))
+            if d < dist:
+                best, dist = c, d
+        out[i] = ref = np.asarray(best)
+    return to_axes(out, order)
+
+
+def axis_angle_to_quat(aa: np.ndarray) -> np.ndarray:
+    """Blender ``rotation_axis_angle`` ``(angle, x, y, z)`` -> quaternions."""
+    aa = np.asarray(aa, dtype=np.float64)
+    axis = aa[..., 1:] / np.maximum(np.linalg.norm(aa[..., 1:], axis=-1, keepdims=True), 1e-12)
+    return np.concatenate([np.cos(0.5 * aa[..., :1]), np.sin(0.5 * aa[..., :1]) * axis], -1)
+
+
+def quat_to_axis_angle(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    axis = np.where(n > 1e-12, q[..., 1:] / np.maximum(n, 1e-12), np.array([0.0, 1.0, 0.0]))
+    return np.concatenate([2 * np.arctan2(n, q[..., :1]), axis], -1)
+
+
+def channels_to_quat(values: np.ndarray, mode: str) -> np.ndarray:
+    """A bone's rotation channels as Blender stores them (3 Euler, 4 quaternion or axis-angle)."""
+    if mode == "QUATERNION":
+        return qnormalize(np.asarray(values, dtype=np.float64))
+    if mode == "AXIS_ANGLE":
+        return axis_angle_to_quat(values)
+    return euler_to_quat(values, mode)
+
+
+def quat_to_channels(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
+    """Frames ``[F, 4]`` -> channel values ``[F, 3 or 4]``, continuous from ``start`` (channel values)."""
+    if mode in ("QUATERNION", "AXIS_ANGLE"):
+        q = continuous(q, channels_to_quat(start, mode))
+        return q if mode == "QUATERNION" else quat_to_axis_angle(q)
+    return euler_sequence(q, mode, start)
+
+
+# -- rig <-> BVH convention -------------------------------------------------------------------
+@dataclass
+class RigFrames:
+    """What the conversion needs from a rig's rest pose, for the matched bones in joint order."""
+    rest: np.ndarray  # [J, 4] bone rest orientation (matrix_local), armature space
+    location_frame: np.ndarray  # [J, 4] the frame a bone's ``location`` is expressed in
+    offsets: np.ndarray  # [J, 3] rest head minus the parent's rest head, armature space (units)
+    cm_per_unit: float = 1.0
+
+    @classmethod
+    def from_rest(cls, matrices: np.ndarray, parent_matrices: np.ndarray, local_location: np.ndarray,
+                  cm_per_unit: float = 1.0) -> "RigFrames":
+        """``matrices [J, 4, 4]`` each bone's ``matrix_local``, ``parent_matrices [J, 4, 4]`` its
+        parent bone's (identity for a bone without parent), ``local_location [J]`` bool."""
+        m = np.asarray(matrices, dtype=np.float64)
+        pm = np.asarray(parent_matrices, dtype=np.float64)
+        rest = q_from_matrix(m[:, :3, :3])
+        loc = np.where(np.asarray(local_location, dtype=bool)[:, None], rest, q_from_matrix(pm[:, :3, :3]))
+        return cls(rest, loc, m[:, :3, 3] - pm[:, :3, 3], float(cm_per_unit))
+
+    def bvh_offsets(self) -> np.ndarray:
+        """Rest offsets in the backend's convention (BVH axes, centimetres)."""
+        return self.cm_per_unit * qrotate(qconj(BVH_TO_BLENDER), self.offsets)
+
+
+def blender_to_bvh(rig: RigFrames, basis: np.ndarray, location: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pose channels (``basis [..., J, 4]`` rotation quaternions, ``location [..., J, 3]``) ->
+    the backend's local rotations ``[..., J, 4]`` and positions ``[..., J, 3]`` (cm)."""
+    c_inv = qconj(BVH_TO_BLENDER)
+    rot = qmul(qmul(c_inv, qmul(qmul(rig.rest, basis), qconj(rig.rest))), BVH_TO_BLENDER)
+    disp = rig.offsets + qrotate(rig.location_frame, location)
+    return rot, rig.cm_per_unit * qrotate(c_inv, disp)
+
+
+def bvh_to_blender(rig: RigFrames, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`blender_to_bvh`: -> (basis quaternions, locations in Blender units)."""
+    c, r_inv = BVH_TO_BLENDER, qconj(rig.rest)
+    basis = qmul(qmul(r_inv, qmul(qmul(c, rotations), qconj(c))), rig.rest)
+    disp = qrotate(c, positions) / rig.cm_per_unit - rig.offsets
+    return basis, qrotate(qconj(rig.location_frame), disp)
+
+
+def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:
+    """Centimetres per Blender unit, to the nearest power of ten (1 for a BVH imported at scale 1,
+    100 for one imported in metres): the rig's proportions are kept, only its units change."""
+    a = float(np.linalg.norm(skeleton_offsets, axis=-1).sum())
+    b = float(np.linalg.norm(rig_offsets, axis=-1).sum())
+    if a <= 0 or b <= 0:
+        return 1.0
+    return float(10.0 ** np.round(np.log10(a / b)))
+
+
+# -- matching ---------------------------------------------------------------------------------
+class RigMismatch(ValueError):
+    """The armature's bones do not carry the checkpoint skeleton; the message lists why."""
+
+    def __init__(self, missing: list[str], reparented: list[str]):
+        parts = []
+        if missing:
+            parts.append(f"missing bones: {', '.join(missing)}")
+        if reparented:
+            parts.append(f"bones with another parent: {', '.join(reparented)}")
+        super().__init__("; ".join(parts))
+        self.missing, self.reparented = missing, reparented
+
+
+def match_bones(joint_names, joint_parents, bone_parent: dict, name_map: dict | None = None) -> list[str]:
+    """Bone name for each checkpoint joint (``name_map`` joint -> bone, identity by default).
+
+    ``bone_parent`` maps every bone name of the armature to its parent's name (None at a root).
+    A joint's bone must exist and be parented to the bone of the joint's parent; the skeleton's
+    root joint may sit under any bone (its motion is then relative to that bone)."""
+    name_map = name_map or {}
+    bones = [name_map.get(n, n) for n in joint_names]
+    missing = [b for b in bones if b not in bone_parent]
+    reparented = [b for j, b in enumerate(bones)  # (under a missing bone is already reported)
+                  if b in bone_parent and joint_parents[j] >= 0 and bones[joint_parents[j]] in bone_parent
+                  and bone_parent[b] != bones[joint_parents[j]]]
+    if missing or reparented:
+        raise RigMismatch(missing, reparented)
+    return bones

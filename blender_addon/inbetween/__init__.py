@@ -1,0 +1,1 @@
+"""Inbetween: fill the gaps between selected keys with the model's motion."""

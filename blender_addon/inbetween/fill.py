@@ -1,0 +1,156 @@
+"""The work behind the Inbetween operator: selection -> model keys -> backend -> F-curves.
+
+Like the bundled BVH importer's ``load()``, a plain function the thin operator calls.  Every
+check and the whole backend call happen before the first write, so a refusal or a backend
+failure leaves the scene exactly as it was.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import bridge
+from ..core import gaps
+from ..core import rig_math
+from ..core.errors import Refusal
+from ..io import latent as latent_io
+from ..io import scene as scene_io
+
+
+@dataclass
+class Options:
+    blend: float = 1.0  # 0 keeps the existing curves, 1 writes the model's motion
+    key_mode: str = "EVERY_FRAME"  # or "EVERY_N": BEZIER keys every ``step`` frames
+    step: int = 5
+    all_bones: bool = False  # write every matched bone, not only those with selected keys
+    name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (identity by default)
+    editable: bool = False  # keep the control points as latent controls (when every frame of every bone is filled)
+
+
+def prepare(obj, settings: bridge.BackendSettings, options: Options):
+    """Checks and reads, no writes: -> (info, bag, bones, plan)."""
+    if obj is None or obj.type != "ARMATURE":
+        raise Refusal("the active object is not an armature")
+    bag = scene_io.channelbag(obj)
+    if bag is None or not len(bag.fcurves):
+        raise Refusal(f"{obj.name} has no keys in its active action")
+    try:
+        info = bridge.describe(settings)
+    except bridge.BridgeError as e:
+        raise Refusal(str(e)) from None
+    try:
+        bones = rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj), options.name_map)
+    except rig_math.RigMismatch as e:
+        raise Refusal(f"{obj.name} does not match the model's skeleton ({info.path.name}): {e}") from None
+    curves = scene_io.curves_by_bone(bag, bones)
+    selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
+    try:
+        plan = gaps.plan(selected, bones, options.all_bones, info.max_gap)
+    except gaps.PlanError as e:
+        raise Refusal(str(e)) from None
+    return info, bag, bones, plan
+
+
+def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0, progress=None) -> str:
+    """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
+    t0 = time.perf_counter()
+    step = progress or (lambda done, total: None)
+    info, bag, bones, plan = prepare(obj, settings, options)
+    total = 2 + len(bones)
+    step(0, total)
+    rig = scene_io.rig_frames(obj, bones, info.offsets)
+    basis, loc = scene_io.read_pose(obj, bag, bones, plan.keys)
+    rot, pos = rig_math.blender_to_bvh(rig, basis, loc)
+    keys = [k - plan.start for k in plan.keys]
+    step(1, total)
+    editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones)
+    try:
+        if editable:
+            header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
+            reply, latent_out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "key_rotations": rot,
+                                                                  "key_positions": pos})
+            out_rot, out_pos = latent_out["rotations"], latent_out["positions"]
+        else:
+            out_rot, out_pos = bridge.inbetween(settings, rig.bvh_offsets(), keys, rot, pos, 1.0 / fps)
+    except bridge.BridgeError as e:
+        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
+    if out_rot.shape != (plan.num_frames, len(bones), 4) or not np.isfinite(out_rot).all() \
+            or not np.isfinite(out_pos).all():
+        raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
+    out_basis, out_loc = rig_math.bvh_to_blender(rig, out_rot, out_pos)
+    step(2, total)
+    note = ""
+    st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
+    if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
+        from ..latent import armature
+        note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
+        armature.bake(obj)
+    if editable:
+        channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
+        snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
+    written = 0
+    for j, bone in enumerate(bones):
+        step(3 + j, total)
+        if bone not in plan.gaps:
+            continue
+        moves = j in info.position_joints
+        if j in info.rotation_joints or moves:
+            _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
+                        rotate=j in info.rotation_joints, move=moves)
+            written += 1
+    if editable:
+        from ..latent import encode
+        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
+                                      snap, out_rot, out_pos)
+        note += "; editable in Latent Controls"
+    n_gaps = len({g for g_list in plan.gaps.values() for g in g_list})
+    return (f"Inbetweened {n_gaps} gap{'s' * (n_gaps != 1)} on {written} bone{'s' * (written != 1)} "
+            f"({len(plan.keys)} key frames) in {1e3 * (time.perf_counter() - t0):.0f} ms{note}")
+
+
+def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bool:
+    """Whether the fill writes the model's motion on every frame between the first and last key
+    of every matched bone: only then can its control points drive the range afterwards."""
+    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
+    return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
+        all(plan.gaps.get(b, []) == whole for b in bones)
+
+
+def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,
+                rotate: bool, move: bool) -> None:
+    """Write one bone's model motion (``basis [F, 4]``, ``loc [F, 3]`` over the plan's frames)."""
+    mode = obj.pose.bones[bone].rotation_mode
+    rprop, rsize = scene_io.rotation_property(mode)
+    channels = ([(rprop, rsize)] if rotate else []) + ([("location", 3)] if move else [])
+    acc = {(p, i): ([], [], [], []) for p, n in channels for i in range(n)}  # frames, values, h_left, h_right
+    blend = float(np.clip(options.blend, 0.0, 1.0))
+    bezier = options.key_mode == "EVERY_N"
+    for a, b in plan.gaps[bone]:
+        dense = np.arange(a, b + 1)
+        q, l = basis[dense - plan.start], loc[dense - plan.start]
+        if blend < 1.0:
+            rot_now = scene_io.read_channel(obj, bag, bone, rprop, rsize, dense)
+            q = rig_math.slerp(rig_math.channels_to_quat(rot_now, mode), q, blend)
+            l = scene_io.read_channel(obj, bag, bone, "location", 3, dense) * (1 - blend) + l * blend
+        start = scene_io.read_channel(obj, bag, bone, rprop, rsize, [a])[0]
+        values = {rprop: rig_math.quat_to_channels(q, mode, start), "location": l}
+        at = gaps.sample_frames(a, b, options.step if bezier else 1)
+        if at.size == 0:
+            continue
+        for (p, i), (fr, val, hl, hr) in acc.items():
+            v = values[p][:, i]
+            fr.append(at)
+            val.append(v[at - a])
+            if bezier:
+                h = gaps.bezier_handles(at, v[at - a], gaps.slopes(v, dense, at), a, b)
+                hl.append(h[0])
+                hr.append(h[1])
+    for (p, i), (fr, val, hl, hr) in acc.items():
+        if not fr:
+            continue
+        handles = (np.concatenate(hl), np.concatenate(hr)) if bezier else None
+        static = getattr(obj.pose.bones[bone], p)[i]
+        scene_io.replace_in_gaps(obj, bag, bone, p, i, plan.gaps[bone], np.concatenate(fr),
+                                 np.concatenate(val), handles, static)

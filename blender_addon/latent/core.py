@@ -1,0 +1,182 @@
+"""The latent state of an object, whatever its kind: bookkeeping, raw points, segment plans.
+
+Each segment's ``signature`` fingerprints its inputs (raw control points, amplify, timing,
+principal offsets, output length); an adapter (``armature``, ``mesh``, chosen in ``kinds``)
+re-decodes the segments whose signature differs from what the scene shows.  Nothing here
+knows how a kind writes its frames.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from .. import bridge, preferences
+from ..core import latent_math as LM
+from ..core.errors import Refusal
+from ..io import latent as latent_io
+from ..io import scene as scene_io
+
+# what the raw properties' tooltips call a kind's decoded frames
+NOUN = {"ARMATURE": "motion", "MESH": "mesh sequence"}
+_busy = [0]
+
+
+@contextmanager
+def suspended():
+    """No re-decode from callbacks or handlers while the add-on itself changes the state."""
+    _busy[0] += 1
+    try:
+        yield
+    finally:
+        _busy[0] -= 1
+
+
+def busy() -> bool:
+    return _busy[0] > 0
+
+
+def is_mesh(st) -> bool:
+    """Whether the range is a mesh sequence's (its checkpoints are mesh ones)."""
+    return st.id_data.type == "MESH"
+
+
+def names(st) -> list[str]:
+    return [n for n in st.principal_names.split("\n") if n]
+
+
+def checkpoint_meta(path) -> dict:
+    """Task, minimum frames, latent size and principal-direction names, from a checkpoint's JSON."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        info = doc.get("info", {})
+        return {"task": info.get("task", "autoencoder"), "min_frames": int(info.get("config", {}).get("min_window", 2)),
+                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", []))}
+    except OSError as e:
+        raise Refusal(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > Add-ons > "
+                      "Splinetween") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise Refusal(f"{path} is not a Splinetween checkpoint ({e})") from None
+
+
+def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
+    """The checkpoint the preferences name for ``kind`` ("AUTOENCODER", "INBETWEEN"); ``mesh``: a mesh one."""
+    if mesh:
+        return preferences.mesh_checkpoint_path("autoencoder" if kind == "AUTOENCODER" else "inbetween", context)
+    if kind == "AUTOENCODER":
+        return preferences.autoencoder_path(context)
+    s = preferences.settings(context)
+    return bridge.describe(s).path if s.checkpoint else bridge.default_checkpoint()
+
+
+def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
+    """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
+    same hash), or None and why not."""
+    stored = Path(st.checkpoint)
+    try:
+        candidates = [stored, configured_checkpoint(st.kind, context, is_mesh(st))]
+    except bridge.BridgeError:
+        candidates = [stored]
+    for c in candidates:
+        if LM.checkpoint_hash(c) == st.checkpoint_hash:
+            return c, ""
+    what = "is missing" if LM.checkpoint_hash(stored) is None else "has changed since encoding"
+    return None, (f"the checkpoint that encoded this range ({stored.name}) {what}: sliders are off; "
+                  "Bake keeps the motion, Remove restores the original keys")
+
+
+def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
+    """Resample's checks before anything changes, for armatures and meshes alike: (the checkpoint to
+    decode with, "") or (None, why there is nothing to do); refuses a range that cannot take ``frames``."""
+    if not st.active:
+        raise Refusal(f"{obj.name} has no latent controls")
+    why = LM.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
+                          st.kind == "INBETWEEN")
+    if why:
+        raise Refusal(why)
+    if frames == st.frames:
+        return None, f"The range already has {frames} frames"
+    path, why = checkpoint_for(st)
+    if path is None:
+        raise Refusal(why)
+    return path, ""
+
+
+def read_raw(obj, st) -> np.ndarray:
+    """The raw control points ``[S, 4, d]`` from the object's ID properties."""
+    d = st.latent_size
+    out = np.empty((len(st.segments), LM.POINTS, d))
+    for s in range(len(st.segments)):
+        for c in range(LM.POINTS):
+            name = LM.raw_name(s, c)
+            v = obj.get(name)
+            try:
+                a = np.array(v, dtype=np.float64).ravel()
+            except (TypeError, ValueError):
+                a = None
+            if v is None or a is None or a.size != d:
+                raise Refusal(f"the custom property {name} is missing or has the wrong size (it needs {d} "
+                              "numbers); Remove or Bake the latent controls")
+            out[s, c] = a
+    bad = LM.bad_values(out)
+    if bad:
+        raise Refusal(bad)
+    return out
+
+
+def array(st, key, shape=None, dtype=np.float64):
+    a = np.array(st[key], dtype=dtype)
+    return a.reshape(shape) if shape is not None else a
+
+
+def plan(st, raw: np.ndarray, frames: int | None = None):
+    """(output bounds, signatures) of every segment for ``frames`` output frames (default: now)."""
+    frames = st.frames if frames is None else frames
+    src = [(seg.start, seg.end) for seg in st.segments]
+    bounds = LM.output_bounds(src, st.source_frames, frames)
+    m = len(names(st))
+    sigs = [LM.signature(raw[s], seg.amplify, seg.timing, tuple(seg.principal[:m]), bounds[s][1] - bounds[s][0] + 1)
+            for s, seg in enumerate(st.segments)]
+    return bounds, sigs
+
+
+def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, segments, points,
+                     principal_names) -> None:
+    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points."""
+    st = obj.splinetween_latent
+    points = np.asarray(points, dtype=np.float64)
+    with suspended():
+        st.active, st.kind = True, kind
+        st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
+        st.token = uuid.uuid4().hex[:16]
+        st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
+        st.latent_size = points.shape[-1]
+        st.principal_names, st.status, st.snapshot_all = "\n".join(principal_names), "", False
+        st.segments.clear()
+        for a, b in segments:
+            seg = st.segments.add()
+            seg.start, seg.end = int(a), int(b)
+        soft, hard = LM.soft_limits(points)
+        for s, (a, b) in enumerate(segments):
+            for c in range(LM.POINTS):
+                name = LM.raw_name(s, c)
+                obj[name] = points[s, c]
+                obj.id_properties_ui(name).update(
+                    min=-hard, max=hard, soft_min=-soft, soft_max=soft, precision=4,
+                    description=f"Segment {s + 1} (frames {start + a}-{start + b}), control point {c + 1} of "
+                                f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
+                                f"{NOUN.get(obj.type, 'motion')}")
+
+
+def clear(obj) -> None:
+    """Drop every trace of the latent range (raw properties, their keys and drivers, bookkeeping);
+    the adapter forgets its decoded parts first."""
+    with suspended():
+        for key in [k for k in obj.keys() if k.startswith(LM.RAW_PREFIX)]:
+            del obj[key]
+        latent_io.drop_raw_animation(obj, scene_io.channelbag(obj))
+        obj.property_unset("splinetween_latent")
+    obj.update_tag(refresh={"TIME"})

@@ -1,0 +1,118 @@
+"""Encode an armature's motion into latent controls, and keep Inbetween's controls editable.
+
+Like ``fill``: every check and the backend call come before the first write, so a refusal
+leaves the scene exactly as it was.
+"""
+from __future__ import annotations
+
+import time
+
+import bpy
+import numpy as np
+
+from .. import bridge
+from ..core import latent_math as LM
+from ..core import rig_math
+from ..core.errors import Refusal
+from ..io import latent as latent_io
+from ..io import scene as scene_io
+from . import armature
+from . import core as latent
+
+
+def _armature(obj):
+    if obj is None or obj.type != "ARMATURE":
+        raise Refusal("the active object is not an armature")
+    bag = scene_io.channelbag(obj)
+    if bag is None or not len(bag.fcurves):
+        raise Refusal(f"{obj.name} has no keys in its active action")
+    return bag
+
+
+def _shared_action(obj) -> str | None:
+    action = obj.animation_data.action
+    for other in bpy.data.objects:
+        if other is not obj and other.type == "ARMATURE" and other.splinetween_latent.active \
+                and other.animation_data and other.animation_data.action == action:
+            return other.name
+    return None
+
+
+def action_range(obj) -> tuple[int, int]:
+    a, b = obj.animation_data.action.frame_range
+    return int(round(a)), int(round(b))
+
+
+def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fps: float = 30.0) -> str:
+    """Encode scene frames ``start..end`` of the armature's driven channels and write the decode."""
+    t0 = time.perf_counter()
+    if obj is not None and obj.type == "ARMATURE" and obj.splinetween_latent.active:
+        raise Refusal(f"{obj.name} already has latent controls (frames {obj.splinetween_latent.frame_start}-"
+                      f"{obj.splinetween_latent.frame_end}); Bake or Remove them first")
+    other = _shared_action(obj) if obj is not None and obj.animation_data else None
+    if other:
+        raise Refusal(f"{obj.name} shares its action with {other}, which has latent controls; "
+                      "give this armature its own action (the number next to the action's name makes a copy)")
+    bag = _armature(obj)
+    meta = latent.checkpoint_meta(path)
+    if meta["task"] != "autoencoder":
+        raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
+                      "(Preferences > Add-ons > Splinetween > Autoencoder)")
+    n = end - start + 1
+    if n < meta["min_frames"]:
+        raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
+                      f"{meta['min_frames']} (encode a longer range)")
+    try:
+        info = bridge.describe(bridge.BackendSettings(checkpoint=str(path)))
+        bones = rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj))
+    except bridge.BridgeError as e:
+        raise Refusal(str(e)) from None
+    except rig_math.RigMismatch as e:
+        raise Refusal(f"{obj.name} does not match the model's skeleton ({path.name}): {e}") from None
+    rig = scene_io.rig_frames(obj, bones, info.offsets)
+    frames = np.arange(start, end + 1, dtype=np.float64)
+    rot, pos = rig_math.blender_to_bvh(rig, *latent_io.read_pose(obj, bag, bones, frames))
+    bad = ~(np.isfinite(rot).all((1, 2)) & np.isfinite(pos).all((1, 2)))
+    if bad.any():
+        raise Refusal(f"the curves hold NaN or infinite values at frame(s) {frames[bad][:5].astype(int).tolist()}")
+    header = {"op": "encode", "checkpoint": str(path), "frame_time": 1.0 / fps}
+    try:
+        reply, out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "rotations": rot,
+                                                       "positions": pos})
+    except bridge.BridgeError as e:
+        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
+    channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
+    snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, size, _ in channels
+                                    for i in range(size)])
+    armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
+                   rotation_joints=info.rotation_joints, position_joints=info.position_joints,
+                   cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
+                   origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
+                   snapshot=snap)
+    try:
+        armature.sync(obj, force=True, fresh=True)
+    except Refusal:
+        armature.forget(obj.splinetween_latent.token)
+        latent.clear(obj)
+        raise
+    s = len(reply["segments"])
+    return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
+            f"in {1e3 * (time.perf_counter() - t0):.0f} ms")
+
+
+def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_rot, key_pos, reply, out,
+                      snap, out_rot, out_pos) -> None:
+    """After Inbetween wrote every frame between its keys: keep its control points editable."""
+    points = np.asarray(out["points"], dtype=np.float64)
+    n = keys[-1] + 1
+    armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
+                   rotation_joints=info.rotation_joints, position_joints=info.position_joints,
+                   cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
+                   template=out["template"], principal_names=[], snapshot=snap, keys=keys,
+                   key_rotations=key_rot, key_positions=key_pos)
+    st = obj.splinetween_latent
+    bounds, sigs = latent.plan(st, points)
+    with latent.suspended():
+        for s, (a, b) in enumerate(bounds):  # the keys show the neutral decode: prime the cache with it
+            armature.decoded[st.token, s, sigs[s]] = (out_rot[a:b + 1], out_pos[a:b + 1])
+            st.segments[s].signature = sigs[s]

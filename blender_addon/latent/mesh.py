@@ -1,0 +1,352 @@
+"""Latent controls for mesh sequences: Encode Mesh, Inbetween Mesh, their re-decode, Bake, Remove, Resample.
+
+The same bookkeeping as armatures (``Object.splinetween_latent``: segments, sliders, raw control
+points ``splinetween_sNN_cK`` as ID properties, see ``latent``), but the decode is written to a PC2
+file read by a MeshCache modifier (``mesh_cache``) instead of F-curves.  The mesh data and the
+other modifiers are never changed.  ``cache_fingerprint`` names what the file holds; when the
+file no longer holds it (an undo restored older sliders, the file was deleted, another session)
+every segment is decoded and written again.  Every check and the backend call come before the
+first change: a refusal leaves the object, its modifiers and the files as they were.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from .. import bridge
+from ..core import latent_math as LM
+from ..core import mesh_math
+from ..core.errors import Refusal
+from ..io import cache as mesh_cache
+from ..io import mesh as mesh_io
+from . import core as latent
+
+_parts: OrderedDict = OrderedDict()  # (token, segment, signature) -> vertices float32 [m, V, 3]
+_PARTS_BYTES = 512 << 20
+
+
+def meta(path: Path, task: str) -> dict:
+    """A mesh checkpoint's task, vertex count, window, minimum frames (from its JSON, no torch)."""
+    where = "Mesh Inbetween" if task == "inbetween" else "Mesh Autoencoder"
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        asset, info = doc.get("asset") or {}, doc.get("info", {})
+        out = {"mesh": asset.get("kind") == "mesh", "vertices": int(asset.get("vertices", 0)),
+               "task": "inbetween" if doc["model"]["kind"] == "keyframe" else "autoencoder",
+               "window": int(doc.get("window", 61)), "min_frames": int(info.get("config", {}).get("min_window", 2))}
+    except OSError as e:
+        raise Refusal(f"cannot read the mesh checkpoint {path} ({e.strerror}); set Preferences > Add-ons > "
+                      f"Splinetween > {where} to a mesh checkpoint trained on this mesh") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise Refusal(f"{path} is not a Splinetween checkpoint ({e})") from None
+    if not out["mesh"]:
+        raise Refusal(f"{Path(path).name} is a motion (armature) checkpoint; mesh sequences need a mesh checkpoint "
+                      f"(Preferences > Add-ons > Splinetween > {where}; train one with python -m training.train mesh)")
+    if out["task"] != task:
+        raise Refusal(f"{Path(path).name} is a mesh {out['task']} checkpoint; this needs a mesh {task} one "
+                      f"(Preferences > Add-ons > Splinetween > {where})")
+    return out
+
+
+def _free_mesh(obj) -> None:
+    try:
+        mesh_io.require_mesh(obj)
+    except mesh_io.MeshReadError as e:
+        raise Refusal(str(e)) from None
+    if obj.mode == "EDIT":
+        raise Refusal(f"{obj.name} is in Edit Mode: switch to Object Mode first")
+    st = obj.splinetween_latent
+    if st.active:
+        raise Refusal(f"{obj.name} already has latent controls (frames {st.frame_start}-{st.frame_end}); Bake or "
+                      "Remove them first")
+
+
+def _read(context, obj, start: int, end: int, frames=None) -> np.ndarray:
+    try:
+        return mesh_io.read_mesh_sequence(context, obj, start, end, frames)
+    except mesh_io.MeshReadError as e:
+        raise Refusal(str(e)) from None
+
+
+def _check_vertices(obj, count: int, m: dict, path: Path) -> None:
+    if count != m["vertices"]:
+        raise Refusal(f"{obj.name} has {count} vertices, but the mesh checkpoint {Path(path).name} was trained on a "
+                      f"mesh of {m['vertices']}: a mesh model is per asset (same vertices, same order); choose this "
+                      "mesh's checkpoint in Preferences > Add-ons > Splinetween, or train one on it")
+
+
+def _cache_path(context, obj, what: str) -> Path:
+    try:
+        path = mesh_cache.choose_path(obj, what, context)
+        mesh_cache.prepare_folder(path)
+    except mesh_cache.CacheRefusal as e:
+        raise Refusal(str(e)) from None
+    return path
+
+
+def _request(settings, header: dict, arrays: dict) -> tuple[dict, dict]:
+    try:
+        return bridge.request(settings, header, arrays)
+    except bridge.BridgeError as e:
+        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
+
+
+def _keep(st, s: int, sig: str, vertices: np.ndarray) -> None:
+    _parts[st.token, s, sig] = vertices
+    _parts.move_to_end((st.token, s, sig))
+    total = sum(v.nbytes for v in _parts.values())
+    while total > _PARTS_BYTES and len(_parts) > 1:
+        _, old = _parts.popitem(last=False)
+        total -= old.nbytes
+
+
+def forget(token: str) -> None:
+    for k in [k for k in _parts if k[0] == token]:
+        del _parts[k]
+
+
+def _prime(st, points: np.ndarray, vertices: np.ndarray) -> None:
+    """The backend's neutral decode is what the sliders at neutral decode to: cache it per segment.
+    ``vertices``: an in-betweened range's frames (segments share their key frames), or an encoded
+    range's segments laid one after the other (as ``mesh_decode`` answers)."""
+    bounds, sigs = latent.plan(st, points)
+    at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
+    for s, (a, b) in enumerate(bounds):
+        part = vertices[a:b + 1] if st.kind == "INBETWEEN" else vertices[at[s]:at[s + 1]]
+        _keep(st, s, sigs[s], np.ascontiguousarray(part))
+
+
+def _key_frames(st) -> np.ndarray:
+    return np.asarray(st["key_frames"], dtype=np.float32).reshape(-1, st.num_vertices, 3)
+
+
+def decode(st, path: Path, settings, raw: np.ndarray, bounds, sigs) -> list[np.ndarray]:
+    """Every segment's vertices, from the cache or one backend request for the missing ones."""
+    todo = [s for s in range(len(st.segments)) if (st.token, s, sigs[s]) not in _parts]
+    if todo:
+        m = len(latent.names(st))
+        segs = [st.segments[s] for s in todo]
+        keys = np.asarray(st["keys"], dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+        header = {"op": "mesh_decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
+                  "segments": [[seg.start, seg.end] for seg in segs],
+                  "lengths": [bounds[s][1] - bounds[s][0] + 1 for s in todo],
+                  "amplify": [seg.amplify for seg in segs], "timing": [seg.timing for seg in segs],
+                  "principal": [list(seg.principal[:m]) for seg in segs], "keys": keys}
+        arrays = {"points": raw[todo]}
+        if keys:
+            arrays["key_frames"] = _key_frames(st)
+        _, out = _request(settings, header, arrays)
+        v = out["vertices"]
+        if v.shape[1:] != (st.num_vertices, 3) or len(v) != sum(header["lengths"]) or not np.isfinite(v).all():
+            raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
+        at = np.cumsum([0] + header["lengths"])
+        for k, s in enumerate(todo):
+            _keep(st, s, sigs[s], v[at[k]:at[k + 1]])
+    parts = []
+    for s in range(len(st.segments)):
+        _parts.move_to_end((st.token, s, sigs[s]))
+        parts.append(_parts[st.token, s, sigs[s]])
+    return parts
+
+
+def modifier(obj, st):
+    mod = mesh_cache.find(obj, st.cache_uid)
+    if mod is None:
+        raise Refusal(f"{obj.name} lost its {mesh_cache.MODIFIER} MeshCache modifier; Remove the latent controls "
+                      "and encode again")
+    return mod
+
+
+def _sharing(obj, path: Path) -> str | None:
+    """Another mesh with latent controls whose cache file is this one (a duplicated object), or None."""
+    import bpy
+    for other in bpy.data.objects:
+        if other is obj or other.type != "MESH" or not other.splinetween_latent.active:
+            continue
+        mod = mesh_cache.find(other, other.splinetween_latent.cache_uid)
+        if mod is not None and mesh_cache.file_of(other, mod) == path:
+            return other.name
+    return None
+
+
+def sync(obj, context=None, force: bool = False) -> bool:
+    """Decode and write the cache file when it does not show the raw points and sliders; True if written."""
+    from .. import preferences
+    st = obj.splinetween_latent
+    raw = latent.read_raw(obj, st)
+    bounds, sigs = latent.plan(st, raw)
+    mod = modifier(obj, st)
+    path = mesh_cache.file_of(obj, mod)
+    stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
+    if not stale and all(sigs[s] == seg.signature for s, seg in enumerate(st.segments)):
+        return False
+    other = _sharing(obj, path)
+    if other:
+        raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
+                      f"Remove or Bake the latent controls of one of them (and Encode it again)")
+    ckpt, why = latent.checkpoint_for(st, context)
+    if ckpt is None:
+        raise Refusal(why)
+    parts = decode(st, ckpt, preferences.settings(context), raw, bounds, sigs)
+    frames = bridge.numpy_module("mesh").join_frames(parts, seams=st.kind == "AUTOENCODER")
+    try:
+        fp = mesh_cache.write(path, frames, st.frame_start)
+    except mesh_cache.CacheRefusal as e:
+        raise Refusal(str(e)) from None
+    with latent.suspended():
+        for s, seg in enumerate(st.segments):
+            seg.signature = sigs[s]
+        st.cache_fingerprint = fp
+        if st.status:
+            st.status = ""
+        mesh_cache.set_range(obj, mod, st.frame_start, st.frame_end)
+    mesh_cache.refresh(obj)
+    return True
+
+
+def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, vertices, cache,
+             num_vertices, keys=None, key_frames=None) -> None:
+    """Bookkeeping, raw points, the modifier, then the file; undone when the file cannot be written
+    (a file that was there before, unused, stays as it was)."""
+    existed = cache.exists()
+    latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
+                            points=points, principal_names=principal_names)
+    st = obj.splinetween_latent
+    with latent.suspended():
+        st.num_vertices = int(num_vertices)
+        if keys is not None:
+            st["keys"] = np.asarray(keys, dtype=np.int32)
+            st["key_frames"] = np.ascontiguousarray(key_frames, dtype=np.float32).ravel()
+        st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
+    _prime(st, np.asarray(points, dtype=np.float64), vertices)
+    try:
+        sync(obj, context, force=True)
+    except Refusal:
+        _drop(obj, delete_file=not existed)
+        raise
+
+
+def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
+    """Encode the evaluated mesh on scene frames ``start..end`` and show its decode through the cache."""
+    t0 = time.perf_counter()
+    _free_mesh(obj)
+    m = meta(ckpt, "autoencoder")
+    try:
+        mesh_io.check_range(start, end)
+    except mesh_io.MeshReadError as e:
+        raise Refusal(str(e)) from None
+    n = end - start + 1
+    if n < m["min_frames"]:
+        raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
+                      f"{m['min_frames']} (encode a longer range)")
+    cache = _cache_path(context, obj, "encoded")
+    frames = _read(context, obj, start, end)
+    _check_vertices(obj, frames.shape[1], m, ckpt)
+    reply, out = _request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
+                          {"frames": frames})
+    t1 = time.perf_counter()
+    _install(context, obj, kind="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
+             points=out["points"], principal_names=reply["principal_names"], vertices=out["vertices"], cache=cache,
+             num_vertices=frames.shape[1])
+    s = len(reply["segments"])
+    return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control "
+            f"points in {1e3 * (time.perf_counter() - t0):.0f} ms (model {1e3 * reply.get('seconds', 0):.0f} ms, "
+            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows the decode from {cache.name}")
+
+
+def key_frames(mode: str, start: int, end: int, step: int, text: str) -> list[int]:
+    """Scene key frames: every ``step`` frames of ``start..end`` (its end included), or the listed ones."""
+    if mode == "EVERY":
+        try:
+            mesh_io.check_range(start, end)
+        except mesh_io.MeshReadError as e:
+            raise Refusal(str(e)) from None
+        return mesh_math.every_k(start, end, step)
+    try:
+        return mesh_math.parse_frames(text)
+    except ValueError as e:
+        raise Refusal(f"key frames: {e}") from None
+
+
+def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
+    """Keep the evaluated mesh on the scene ``keys`` only and fill every frame between them."""
+    t0 = time.perf_counter()
+    _free_mesh(obj)
+    m = meta(ckpt, "inbetween")
+    why = mesh_math.check_gaps(keys, m["window"] - 1)
+    if why:
+        raise Refusal(why)
+    start, end = keys[0], keys[-1]
+    cache = _cache_path(context, obj, "inbetween")
+    frames = _read(context, obj, start, end, frames=keys)
+    _check_vertices(obj, frames.shape[1], m, ckpt)
+    rel = [k - start for k in keys]
+    reply, out = _request(settings, {"op": "mesh_inbetween", "checkpoint": str(ckpt), "keys": rel, "name": obj.name},
+                          {"key_frames": frames})
+    _install(context, obj, kind="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
+             segments=reply["segments"], points=out["points"], principal_names=[], vertices=out["vertices"],
+             cache=cache, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
+    return (f"Filled frames {start}-{end} of {obj.name} between {len(keys)} key frames in "
+            f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {cache.name}")
+
+
+def _drop(obj, delete_file: bool) -> str:
+    st = obj.splinetween_latent
+    note = mesh_cache.detach(obj, mesh_cache.find(obj, st.cache_uid), delete_file, st.made_animation_data)
+    forget(st.token)
+    latent.clear(obj)
+    return note
+
+
+def bake(obj) -> str:
+    """Keep the cache file and its modifier (renamed "... Baked"); drop the latent controls."""
+    st = obj.splinetween_latent
+    if not st.active:
+        raise Refusal(f"{obj.name} has no latent controls")
+    a, b = st.frame_start, st.frame_end
+    mod = mesh_cache.find(obj, st.cache_uid)
+    kept = ""
+    if mod is not None:
+        mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
+        kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
+    forget(st.token)
+    latent.clear(obj)
+    return f"Baked frames {a}-{b}{kept}; latent controls removed"
+
+
+def remove(obj) -> str:
+    """Take the modifier, its driver and the cache file away: the mesh evaluates as before Encode."""
+    st = obj.splinetween_latent
+    if not st.active:
+        raise Refusal(f"{obj.name} has no latent controls")
+    a, b = st.frame_start, st.frame_end
+    note = _drop(obj, delete_file=True)
+    return f"Removed the latent controls of frames {a}-{b} of {obj.name}, their modifier and cache file{note}"
+
+
+def resample(obj, settings, frames: int) -> str:
+    """Decode into ``frames`` frames (2x, 4x: slow motion with a sample on every frame); the range grows
+    or shrinks from its start, and frames after it show the original animation again."""
+    st = obj.splinetween_latent
+    ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
+    if ckpt is None:
+        return nothing
+    modifier(obj, st)
+    raw = latent.read_raw(obj, st)
+    bounds, sigs = latent.plan(st, raw, frames)
+    decode(st, ckpt, settings, raw, bounds, sigs)  # may refuse: nothing changed yet
+    old = st.frames
+    with latent.suspended():
+        st.frames = frames
+    try:
+        sync(obj, force=True)
+    except Refusal:
+        with latent.suspended():
+            st.frames = old
+        raise
+    return (f"Resampled frames {st.frame_start}-{st.frame_start + old - 1} ({old} frames) to "
+            f"{st.frame_start}-{st.frame_end} ({frames} frames)")

@@ -1,0 +1,26 @@
+"""ANIM_OT_splinetween_remove: put the original keys back and drop the latent controls."""
+from __future__ import annotations
+
+import bpy
+
+from ..core.errors import run_reported
+from . import kinds
+from .common import poll_latent
+
+
+class ANIM_OT_splinetween_remove(bpy.types.Operator):
+    """Restore the keys the range had before it was encoded (or in-betweened) and remove the latent controls"""
+
+    bl_idname = "anim.splinetween_remove"
+    bl_label = "Remove"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return poll_latent(cls, context)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        return run_reported(self, lambda: kinds.remove(context.active_object))
+
+
+classes = (ANIM_OT_splinetween_remove,)

@@ -1,0 +1,1 @@
+"""Mesh sequences: Encode Mesh and Inbetween Mesh."""

@@ -1,0 +1,1 @@
+"""Train Mesh Model: a training run beside Blender, followed through its JSON-lines events."""

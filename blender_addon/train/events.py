@@ -1,0 +1,84 @@
+"""Following a training run through the CLI's JSON-lines events (``training/progress.py``):
+what the sidebar shows and what the job reports when the run ends.  No bpy, no torch."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TrainProgress:
+    step: int = 0
+    total: int = 0
+    loss: float | None = None
+    eta: str = ""  # "m:ss", as the human progress bar writes it
+    val_error: float | None = None  # % of the bounding-box diagonal
+    val_step: int = 0
+    resumed_from: int | None = None
+    done_path: str = ""
+    error: str = ""  # the CLI's refusal (its ``error:`` line)
+    last_line: str = ""  # the log's last line that is not the progress bar (a traceback's on a crash)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def factor(self) -> float:
+        return min(1.0, self.step / self.total) if self.total else 0.0
+
+
+def clock(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+class EventReader:
+    """Feeds on the event file as it grows; a line is taken once its newline is written."""
+
+    def __init__(self):
+        self.progress = TrainProgress()
+        self._tail = ""
+
+    def feed(self, text: str) -> TrainProgress:
+        lines = (self._tail + text).split("\n")
+        self._tail = lines.pop()
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # not ours (an empty line): skip it
+            if isinstance(event, dict):
+                try:
+                    self._event(event)
+                except (KeyError, TypeError, ValueError):
+                    continue  # a malformed event changes nothing
+        return self.progress
+
+    def _event(self, e: dict) -> None:
+        p, kind = self.progress, e.get("event")
+        if kind == "start":
+            p.total = int(e["total"])
+        elif kind == "step":
+            p.step, p.total = max(p.step, int(e["step"])), int(e["total"])
+            p.loss, p.eta = float(e["loss"]), clock(float(e["eta_s"]))
+        elif kind == "resume":
+            p.resumed_from = int(e["step"])
+            p.step = max(p.step, p.resumed_from)
+        elif kind == "validation":
+            p.val_step = int(e["step"])
+            p.step, p.val_error = max(p.step, p.val_step), float(e["value"])
+        elif kind == "done":
+            p.done_path = str(e["checkpoint"])
+            p.step = max(p.step, p.total)
+            p.val_error = float(e["value"])
+        elif kind == "error":
+            p.error = str(e["message"])
+        elif kind == "warning":
+            p.warnings.append(str(e["message"]))
+
+
+def last_line(text: str, before: str = "") -> str:
+    """The last line of log ``text`` that is not the progress bar (which redraws itself after ``\\r``
+    and starts with ``[``); ``before`` when there is none."""
+    for line in reversed(text.replace("\r", "\n").split("\n")):
+        line = line.strip()
+        if line and not line.startswith("["):
+            return line
+    return before

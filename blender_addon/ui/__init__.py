@@ -1,0 +1,1 @@
+"""The sidebar panels, menus, keymaps and per-scene settings."""
