@@ -1,5 +1,10 @@
 import sys
 
-from .cli import main
+try:
+    from .cli import main
 
-sys.exit(main())
+    status = main()
+except KeyboardInterrupt:  # Ctrl+C while Python is still importing (torch takes a while)
+    print("interrupted (Ctrl+C): stopped before any file was written", file=sys.stderr)
+    status = 130
+sys.exit(status)
