@@ -112,3 +112,21 @@ def test_edit_of_a_bvh_bounds_supersampling(tmp_path):
     entry = H.by_name(H.load_report(out, "edit"))[H.EXAMPLES[2].name]
     assert "--supersample 2000: a 61-frame segment would decode to 120001 frames; the limit is 2048" \
         in entry["errors"][0]
+
+
+def test_nan_on_a_bvh_frame_that_is_not_a_key_is_never_read(tmp_path):
+    head, motion = H.EXAMPLES[2].read_text().split("MOTION\n")
+    lines = motion.splitlines()
+    vals = lines[2 + 3].split()
+    vals[4] = "nan"
+    lines[2 + 3] = " ".join(vals)
+    src = tmp_path / "holes.bvh"
+    src.write_text(head + "MOTION\n" + "\n".join(lines) + "\n")
+    out = tmp_path / "O"
+    r = H.run_batch("inbetween", src, "--every", 15, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert "nan" not in (out / "holes.bvh").read_text()
+    r = H.run_batch("inbetween", src, "--keys", "5,20", "--out-dir", tmp_path / "P", "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 1
+    entry = H.by_name(H.load_report(tmp_path / "P"))["holes.bvh"]
+    assert "NaN or infinite values in frame(s) [3], outside the keys 5..20" in entry["errors"][0]
