@@ -37,7 +37,7 @@ TOKENS = ["HIERARCHY", "ROOT", "JOINT", "End Site", "OFFSET", "CHANNELS", "MOTIO
           "0.0333", "Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation", "\ufeff",
           "\x00", "é", "99999999999999999999", "0x10", ".", "e", "-"]
 LIMIT_MB = 32
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _check(text: str):

@@ -123,7 +123,7 @@ def test_a_header_that_is_not_a_tensor_table_is_a_named_error(tmp_path, header):
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
                     max_leaves=12)
-FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _load_checked(j: Path):
