@@ -58,6 +58,10 @@ def test_a_shot_whose_armature_is_linked_says_so(walk, tmp_path):
     assert f"{walk['object']}: is linked from " in err and "walk.blend" in err
     assert "make it local first: Object > Relations > Make Local > All" in err
     assert H.sha256(shot) == before and not (out / "shot.blend").exists()
+    r = H.run_batch("info", shot, "--out-dir", tmp_path / "I", "--jobs", 1)
+    assert r.returncode == 0, r.stderr
+    warnings = " ".join(H.by_name(H.load_report(tmp_path / "I", "info"))["shot.blend"]["warnings"])
+    assert "the file has no armature" not in warnings and f"{walk['object']}: skipped, is linked from" in warnings
 
 
 def test_a_local_armature_with_a_linked_action_is_refused_with_the_fix(walk, tmp_path):

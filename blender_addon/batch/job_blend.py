@@ -349,6 +349,8 @@ def info(job: dict, state, entry: dict, progress):
         rec["markers"] = sorted(([m.name, m.frame] for s in scenes for m in s.timeline_markers), key=lambda m: m[1])
         rec["latent_controls"] = _latent_summary(obj)
         entry["objects"].append(rec)
-    if not entry["objects"]:
+    before = len(entry["warnings"])
+    skip_linked(opts.get("objects") or [], {"objects": [], "warnings": entry["warnings"]})
+    if not entry["objects"] and len(entry["warnings"]) == before:
         entry["warnings"].append("the file has no armature" + (" matching --objects" if opts.get("objects") else ""))
     return None
