@@ -1,5 +1,8 @@
 import sys
 
+from . import interrupts
+
+interrupts.install()  # before numpy and torch start their threads (see backend.interrupts)
 try:
     from .cli import main
 

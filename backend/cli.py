@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import cli_outputs
+from . import cli_outputs, interrupts
 from .bvh import BVHError, read_bvh
 from .checkpoint import CheckpointError
 from .keyframes import validate_keys
@@ -246,8 +246,8 @@ def cmd_info(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if argv is None and getattr(args, "out_dir", None) is not None:  # the real command line, not a test's call
-        cli_outputs.stop_on_interrupt(args.out_dir)
+    if getattr(args, "out_dir", None) is not None:  # temporaries removed there if Ctrl+C must force the exit
+        interrupts.watch(args.out_dir)
     try:
         return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "edit": cmd_edit,
                 "info": cmd_info}[args.command](args)

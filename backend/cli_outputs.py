@@ -1,28 +1,21 @@
-"""Where ``python -m backend`` writes, and how it stops.
+"""Where ``python -m backend`` writes.
 
 - One output per input, ``OUT_DIR/<input name>``; an input is never written over (that file is
   refused, naming both paths) and two different inputs with the same name are never written
   onto one output (both are refused, naming each other).
 - A write that fails (read-only folder, an output path that is a folder, a full disk) fails
   that file alone; a result with NaN or infinite values is refused, not written.
-- Ctrl+C (or SIGTERM) stops at once: the main thread is interrupted, and if it is busy inside a long native
-  call a watcher removes this process's temporary files and exits with status 130 after a short
-  grace.  Outputs are written to a temporary file and renamed, so none is left half-written.
+- Outputs are written to a temporary file and renamed, so none is left half-written (Ctrl+C:
+  see ``backend.interrupts``).
 """
 from __future__ import annotations
 
 import os
-import signal
-import sys
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
 from .bvh import write_bvh
-
-GRACE_S = 1.0  # after Ctrl+C, how long the main thread may take to stop by itself
 
 
 def _key(p: Path) -> str:
@@ -89,38 +82,3 @@ def write(path: Path, clip, source: Path, errors: list[str], what: str) -> bool:
         return False
     print(f"wrote {path} ({clip.num_frames} frames{what})")
     return True
-
-
-def _remove_temps(folder: Path) -> None:
-    for tmp in folder.glob(f".*.tmp{os.getpid()}"):
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-
-
-def stop_on_interrupt(folder: Path) -> None:
-    """Ctrl+C (SIGINT) and SIGTERM are taken by a watcher thread: it interrupts the main thread and,
-    if that is still running after ``GRACE_S`` (inside a long native call), removes this process's
-    temporary files in ``folder`` and exits with 130.  A signal the parent set to be ignored (a
-    background job of a non-interactive shell ignores SIGINT) stays ignored.  POSIX only;
-    elsewhere Python's default handling stays."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return
-    taken = {s for s, default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))
-             if signal.getsignal(s) is default}
-    if not taken:
-        return
-
-    def watch():
-        signal.sigwait(taken)
-        import _thread
-        _thread.interrupt_main()
-        time.sleep(GRACE_S)
-        _remove_temps(folder)
-        print("interrupted: stopped; files written before are complete, none is half-written",
-              file=sys.stderr, flush=True)
-        os._exit(130)
-
-    signal.pthread_sigmask(signal.SIG_BLOCK, taken)  # threads started from now on inherit it
-    threading.Thread(target=watch, name="splinetween-signals", daemon=True).start()

@@ -197,3 +197,27 @@ def test_ctrl_c_stops_promptly_with_130_and_no_half_written_file(tmp_path):
     assert 1 <= len(names) < 12 and not [n for n in names if n.startswith(".")]
     for n in names:  # every file there is complete
         assert read_bvh(out / n).num_frames == (N - 1) * 30 + 1
+
+
+def test_ctrl_c_during_a_long_native_call_exits_130_and_removes_temporaries(tmp_path):
+    """The main thread stuck in a call that does not return to Python (here a sleep) while numpy's and
+    torch's threads exist: the watcher removes this process's temporary files and exits with 130
+    after its grace second (a signal delivered to a worker thread used to wait for the main thread)."""
+    code = ("import os, sys, time, pathlib\n"
+            "from backend import interrupts\n"
+            "interrupts.install()\n"  # as python -m backend does, before numpy and torch start threads
+            "import numpy, torch\n"
+            "d = pathlib.Path(sys.argv[1]); interrupts.watch(d)\n"
+            "(d / f'.x.bvh.tmp{os.getpid()}').write_text('half')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    assert len(list(tmp_path.glob(".x.bvh.tmp*"))) == 1
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.perf_counter() - t0 < 5
+    assert "interrupted: stopped" in err and not list(tmp_path.iterdir())
