@@ -1,5 +1,13 @@
 import sys
 
-from .cli import main
+from . import interrupts
 
-sys.exit(main())
+interrupts.install()  # before numpy and torch start their threads (see backend.interrupts)
+try:
+    from .cli import main
+
+    status = main()
+except KeyboardInterrupt:  # Ctrl+C while Python is still importing (torch takes a while)
+    print("interrupted (Ctrl+C): stopped before any file was written", file=sys.stderr)
+    status = 130
+sys.exit(status)

@@ -57,6 +57,8 @@ def _parse_hierarchy(lines, path):
                 raise BVHError(path, f"line {i}: OFFSET is not numeric: {' '.join(tok[1:])}") from None
             if len(vals) != 3:
                 raise BVHError(path, f"line {i}: OFFSET needs 3 numbers")
+            if not np.isfinite(vals).all():
+                raise BVHError(path, f"line {i}: OFFSET {' '.join(tok[1:4])} is not finite (write 3 finite numbers)")
             if pending_end:
                 end_sites[stack[-1]] = vals
             else:
@@ -69,6 +71,11 @@ def _parse_hierarchy(lines, path):
             ch = tuple(tok[2:2 + n])
             if len(ch) != n or any(c not in _CHANNELS for c in ch):
                 raise BVHError(path, f"line {i}: bad CHANNELS declaration {' '.join(tok)}")
+            rot = [c[0] for c in ch if c.endswith("rotation")]
+            if len(set(ch)) != len(ch) or len(rot) not in (0, 3):
+                raise BVHError(path, f"line {i}: joint {names[stack[-1]]} declares {' '.join(ch) or 'no channels'}; "
+                                     "each channel may appear once and a joint rotates about all three axes "
+                                     "or none")
             channels[stack[-1]] = ch
         elif head == "}":
             if pending_end:
@@ -95,12 +102,32 @@ def _read_header_value(line, key, path):
         raise BVHError(path, f"'{key}' has no number") from None
 
 
-def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: bool = True) -> Clip:
+def _read_frames(line, path) -> int:
+    v = _read_header_value(line, "Frames", path)
+    if not np.isfinite(v) or v != int(v) or v < 0:
+        raise BVHError(path, f"'Frames: {line.split(':', 1)[1].strip()[:40]}' is not a whole number of frames "
+                             "(write the number of motion lines)")
+    return int(v)
+
+
+def _read_frame_time(line, path) -> float:
+    v = _read_header_value(line, "Frame Time", path)
+    if not np.isfinite(v) or v <= 0:
+        raise BVHError(path, f"'Frame Time: {line.split(':', 1)[1].strip()[:40]}' must be a positive number of "
+                             "seconds (for example 0.0333333 at 30 fps)")
+    return v
+
+
+def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: bool = True,
+              finite: bool = True) -> Clip:
     """Parse BVH text into a :class:`Clip` (rotations as quaternions, positions local).
 
     ``keep_source`` keeps the raw channel values in ``clip.meta["source_channels"]``; the
     writer uses them to pick the same Euler solutions, so an unchanged clip round-trips.
+    ``finite=False`` lets NaN and infinite motion values through (in-betweening never reads the
+    frames that are not keys; its caller checks the keys).
     """
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark, as some Windows tools write
     head, sep, motion = text.partition("MOTION")
     if not sep:
         raise BVHError(path, "no MOTION section (the file is truncated or not a BVH)")
@@ -112,8 +139,8 @@ def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: 
     mlines = motion.split("\n", 3)
     if len(mlines) < 3:
         raise BVHError(path, "MOTION section is truncated before 'Frame Time'")
-    frames = int(_read_header_value(mlines[1], "Frames", path))
-    frame_time = _read_header_value(mlines[2], "Frame Time", path)
+    frames = _read_frames(mlines[1], path)
+    frame_time = _read_frame_time(mlines[2], path)
     body = mlines[3] if len(mlines) > 3 else ""
     width = sum(len(c) for c in channels)
     with warnings.catch_warnings():
@@ -129,7 +156,7 @@ def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: 
                              f"found {data.size} in {rows} lines (truncated file or wrong channel count)")
     if frames < 1:
         raise BVHError(path, "the file has no frames")
-    if not np.isfinite(data).all():
+    if finite and not np.isfinite(data).all():
         flat = int(np.flatnonzero(~np.isfinite(data))[0])
         raise BVHError(path, f"NaN or infinite value in frame {flat // width} (channel {flat % width})")
     data = data.reshape(frames, width)
@@ -161,13 +188,13 @@ def _channels_to_clip(skel: Skeleton, data: np.ndarray, frame_time: float, name:
     return Clip(skel, rot, pos, frame_time, name)
 
 
-def read_bvh(path, name: str | None = None, keep_source: bool = True) -> Clip:
+def read_bvh(path, name: str | None = None, keep_source: bool = True, finite: bool = True) -> Clip:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except OSError as e:
         raise BVHError(path, f"cannot read the file ({e.strerror})") from None
-    return parse_bvh(text, path, name, keep_source)
+    return parse_bvh(text, path, name, keep_source, finite)
 
 
 def _nearest_equivalent(e, ref):

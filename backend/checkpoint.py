@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from . import checkpoint_checks as checks
 from .features import FeatureLayout, Normalizer
 from .model import ModelConfig, build_model
 from .skeleton import Skeleton
@@ -134,9 +135,13 @@ def _check_safetensors(wpath: Path):
         f.seek(8)
         try:
             header = json.loads(f.read(n))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise CheckpointError(wpath, "not a safetensors file (unreadable header)") from None
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+    try:
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        raise CheckpointError(wpath, "not a safetensors file (its header does not list tensors with data "
+                                     "offsets)") from None
     if 8 + n + end > size:
         raise CheckpointError(wpath, f"the weights file is truncated ({size} bytes, expected {8 + n + end})")
 
@@ -158,7 +163,14 @@ def load(path, map_location="cpu") -> Checkpoint:
     if not jpath.exists():
         raise CheckpointError(jpath, "checkpoint config not found (a checkpoint is NAME.json + NAME.safetensors)")
     try:
-        doc = json.loads(jpath.read_text())
+        if jpath.stat().st_size > checks.MAX_CONFIG_BYTES:
+            raise CheckpointError(jpath, f"the config is {jpath.stat().st_size} bytes; a checkpoint config is at "
+                                         f"most {checks.MAX_CONFIG_BYTES} (is this the right file?)")
+        doc = json.loads(jpath.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise CheckpointError(jpath, f"cannot read the config ({e.strerror or e})") from None
+    except RecursionError:
+        raise CheckpointError(jpath, "the config is not valid JSON (nested too deeply)") from None
     except ValueError as e:
         raise CheckpointError(jpath, f"the config is not valid JSON ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -166,21 +178,28 @@ def load(path, map_location="cpu") -> Checkpoint:
     if doc.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(jpath, f"unknown format version {doc.get('format_version')!r}; this version of "
                                      f"Splinetween reads version {FORMAT_VERSION} (update Splinetween)")
+    checks.check_doc(jpath, doc, CheckpointError)
+    checks.check_model(jpath, doc["model"], CheckpointError)
     wpath = jpath.with_name(doc.get("weights", wpath.name))
-    if not wpath.exists():
-        raise CheckpointError(wpath, "weights file not found next to the config")
+    if not wpath.is_file():
+        raise CheckpointError(wpath, f"weights file not found next to the config {jpath.name} (copy it along)")
     _check_safetensors(wpath)
     try:
         tensors = load_file(str(wpath), device=str(map_location))
+    except Exception as e:  # safetensors raises its own error type for a corrupt file
+        raise CheckpointError(wpath, f"cannot read the weights ({e})") from None
+    try:
         config = ModelConfig.from_json(doc["model"])
         asset = dict(doc.get("asset") or {})
         mesh = asset.get("kind") == "mesh"
         skeleton = None if mesh else Skeleton.from_json(doc["skeleton"])
         layout = None if mesh else FeatureLayout.from_json(doc["features"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(jpath, f"the config is incomplete or invalid ({e})") from None
-    except Exception as e:  # safetensors raises its own error type for a corrupt file
-        raise CheckpointError(wpath, f"cannot read the weights ({e})") from None
+        if not mesh:
+            checks.check_skeleton(jpath, skeleton, layout, CheckpointError)
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise CheckpointError(jpath, f"the config is incomplete or invalid ({type(e).__name__}: {e})") from None
     try:
         normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))
     except KeyError:
@@ -193,6 +212,7 @@ def load(path, map_location="cpu") -> Checkpoint:
         raise CheckpointError(jpath, f"feature size {dim} / statistics {normalizer.mean.numel()} do not "
                                      f"match the model's input size {config.input_dim}")
     state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    checks.check_shapes(jpath, config, state, CheckpointError)  # before the model is allocated
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
     if mesh and asset.get("basis"):
         bpath = jpath.with_name(Path(asset["basis"]).name)  # a name next to the checkpoint, never a path elsewhere
@@ -206,7 +226,7 @@ def load(path, map_location="cpu") -> Checkpoint:
             raise CheckpointError(bpath, f"cannot read the vertex basis ({e})") from None
     if mesh:
         _check_mesh_basis(jpath, wpath, asset, extra, config.input_dim)
-    ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info", {}), extra,
+    ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info") or {}, extra,
                       int(doc.get("window", 61)), jpath, asset)
     ckpt.build_model()  # validates weights against config now, not at first use
     return ckpt

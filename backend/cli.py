@@ -1,17 +1,21 @@
 """python -m backend: reconstruct, info (and later inbetween, edit).
 
 Each input file succeeds or fails on its own: a bad file is reported with its name and
-no output is written for it; the exit status is non-zero when any input failed.
+no output is written for it; the exit status is 1 when any input failed, 2 for a usage error
+(nothing is done), 130 when interrupted with Ctrl+C.  Outputs never replace an input and two
+inputs never share an output (see ``cli_outputs``); docs/refusals.md lists every refusal.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
-from .bvh import BVHError, read_bvh, write_bvh
+from . import cli_outputs, interrupts
+from .bvh import BVHError, read_bvh
 from .checkpoint import CheckpointError
 from .keyframes import validate_keys
 
@@ -66,15 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _load_inputs(paths, prepare):
-    """Read and prepare each input on its own: a failure is recorded with the file's name."""
-    jobs, errors = [], []
+def _load_inputs(paths, prepare, out_dir: Path, finite: bool = True):
+    """Read and prepare each input on its own: a failure is recorded with the file's name.  Inputs
+    whose output would replace an input or collide with another input's are refused first.
+    -> (jobs, errors, targets)"""
+    paths, targets, errors = cli_outputs.plan(list(paths), out_dir)
+    jobs = []
     for p in paths:
         try:
-            jobs.append((p, *prepare(read_bvh(p))))
+            jobs.append((p, *prepare(read_bvh(p, finite=finite))))
         except (BVHError, ValueError) as e:
-            errors.append(str(e) if str(p) in str(e) else f"{p}: {e}")
-    return jobs, errors
+            errors.append(_named(p, e))
+    return jobs, errors, targets
+
+
+def _named(p, e) -> str:
+    return str(e) if str(p) in str(e) else f"{p}: {e}"
 
 
 def _out_dir(path: Path) -> Path:
@@ -103,20 +114,24 @@ def cmd_reconstruct(args) -> int:
     from .engine import Engine
     t0 = time.perf_counter()
     engine = Engine(args.checkpoint, args.device)
-    jobs, errors = _load_inputs(args.inputs, _checked(engine))
-    out_dir = _out_dir(args.out_dir)
+    jobs, errors, targets = _load_inputs(args.inputs, _checked(engine), args.out_dir)
+    _out_dir(args.out_dir)
+    done = 0
     if jobs:
         for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs])):
-            write_bvh(out_dir / p.name, out)
-            print(f"wrote {out_dir / p.name} ({out.num_frames} frames)")
-    return _report(len(jobs), "reconstructed", errors, t0)
+            done += cli_outputs.write(targets[p], out, p, errors, "")
+    return _report(done, "reconstructed", errors, t0)
 
 
 def _parse_keys(text: str) -> list[int]:
     try:
-        return [int(k) for k in text.replace(" ", "").split(",") if k != ""]
+        keys = [int(k) for k in text.replace(" ", "").split(",") if k != ""]
     except ValueError:
         raise ValueError(f"--keys {text!r}: expected comma-separated frame numbers like 0,15,30") from None
+    if not keys:
+        raise ValueError(f"--keys {text!r}: no frames given; list at least two 0-based key frames, like "
+                         "--keys 0,15,30")
+    return keys
 
 
 def cmd_inbetween(args) -> int:
@@ -125,23 +140,27 @@ def cmd_inbetween(args) -> int:
     t0 = time.perf_counter()
     if args.every is not None and args.every < 1:
         raise ValueError("--every must be at least 1")
-    fixed = _parse_keys(args.keys) if args.keys else None
+    fixed = _parse_keys(args.keys) if args.keys is not None else None
     engine = Engine(args.checkpoint or DEFAULT_INBETWEEN, args.device)
 
     def prepare(clip):
         keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
         validate_keys(keys, clip.num_frames, engine.ckpt.window - 1)
-        engine.check_clip(clip, keys)
+        engine.check_clip(clip, keys)  # only the key frames are read ...
+        outside = [f for f in cli_outputs.bad_frames(clip) if f < keys[0] or f > keys[-1]]
+        if outside:  # ... and the frames outside the keys, which are copied as they are
+            raise ValueError(f"NaN or infinite values in frame(s) {outside[:5]}, outside the keys {keys[0]}.."
+                             f"{keys[-1]} (they would be copied as they are; add keys that cover them)")
         return clip, keys
 
-    jobs, errors = _load_inputs(args.inputs, prepare)
-    out_dir = _out_dir(args.out_dir)
+    jobs, errors, targets = _load_inputs(args.inputs, prepare, args.out_dir, finite=False)
+    _out_dir(args.out_dir)
+    done = 0
     if jobs:  # all good inputs in one batched call
         results = engine.inbetween([c for _, c, _ in jobs], [k for _, _, k in jobs])
         for (p, _, keys), (out, _) in zip(jobs, results):
-            write_bvh(out_dir / p.name, out)
-            print(f"wrote {out_dir / p.name} ({out.num_frames} frames, {len(keys)} keys)")
-    return _report(len(jobs), "in-betweened", errors, t0)
+            done += cli_outputs.write(targets[p], out, p, errors, f", {len(keys)} keys")
+    return _report(done, "in-betweened", errors, t0)
 
 
 def _parse_pcs(items: list[str], available: int) -> list[float]:
@@ -152,6 +171,9 @@ def _parse_pcs(items: list[str], available: int) -> list[float]:
             i, v = int(i), float(v)
         except ValueError:
             raise ValueError(f"--pc {item!r}: expected I=S, for example --pc 1=2.0") from None
+        if not math.isfinite(v):
+            raise ValueError(f"--pc {item!r}: S must be a finite number of standard deviations, for example "
+                             "--pc 1=2.0")
         if not 1 <= i <= available:
             raise ValueError(f"--pc {item!r}: the checkpoint has principal directions 1..{available}")
         amounts[i - 1] = v
@@ -159,29 +181,42 @@ def _parse_pcs(items: list[str], available: int) -> list[float]:
 
 
 def cmd_edit(args) -> int:
-    from .edits import edit_points
+    from .edits import check_supersample, edit_points
     from .engine import Engine
     t0 = time.perf_counter()
     if args.supersample < 1:
         raise ValueError("--supersample must be at least 1")
     if not -1.0 <= args.timing <= 1.0:
         raise ValueError("--timing must be between -1 and 1")
+    if not math.isfinite(args.amplify):
+        raise ValueError(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), "
+                         "for example --amplify 1.5")
     engine = Engine(args.checkpoint, args.device)
     pca = engine.principal()
     if args.pc and pca is None:
         raise ValueError(f"{engine.path}: this checkpoint has no principal directions (--pc needs them)")
     amounts = _parse_pcs(args.pc, len(pca[1]) if pca else 0)
-    jobs, errors = _load_inputs(args.inputs, _checked(engine))
-    out_dir = _out_dir(args.out_dir)
+
+    def prepare(clip):
+        engine.check_clip(clip)
+        check_supersample(args.supersample, min(clip.num_frames, engine.ckpt.window))  # before decoding
+        return (clip,)
+
+    jobs, errors, targets = _load_inputs(args.inputs, prepare, args.out_dir)
+    _out_dir(args.out_dir)
+    done = 0
     for p, clip in jobs:
-        controls = engine.encode(clip)
-        pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
-        out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=clip)
+        try:
+            controls = engine.encode(clip)
+            pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
+            out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=clip)
+        except ValueError as e:
+            errors.append(_named(p, e))
+            continue
         if args.keep_duration is False:
             out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
-        write_bvh(out_dir / p.name, out)
-        print(f"wrote {out_dir / p.name} ({out.num_frames} frames)")
-    return _report(len(jobs), "edited", errors, t0)
+        done += cli_outputs.write(targets[p], out, p, errors, "")
+    return _report(done, "edited", errors, t0)
 
 
 def cmd_info(args) -> int:
@@ -211,9 +246,15 @@ def cmd_info(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "out_dir", None) is not None:  # temporaries removed there if Ctrl+C must force the exit
+        interrupts.watch(args.out_dir)
     try:
         return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "edit": cmd_edit,
                 "info": cmd_info}[args.command](args)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl+C): stopped; files written before are complete, none is half-written",
+              file=sys.stderr)
+        return 130

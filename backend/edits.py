@@ -7,6 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
+# Decoding attends over every frame of a segment at once: memory grows with the square of its
+# length.  Super-sampling is refused, before anything is allocated, past this many frames.
+MAX_DECODED_SEGMENT = 2048
+
+
+def check_supersample(n: int, segment_frames: int, limit: int = MAX_DECODED_SEGMENT) -> None:
+    """Refuse ``--supersample n`` when a ``segment_frames``-frame segment would decode past ``limit``."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"--supersample {n!r}: give a whole number of at least 1")
+    m = (segment_frames - 1) * n + 1
+    if m > limit:
+        most = max(1, (limit - 1) // max(1, segment_frames - 1))
+        raise ValueError(f"--supersample {n}: a {segment_frames}-frame segment would decode to {m} frames; the "
+                         f"limit is {limit} frames per segment (use --supersample {most} or less)")
+
 
 def chord_points(points: np.ndarray) -> np.ndarray:
     """Where the inner control points would sit on the straight chord between the end points."""

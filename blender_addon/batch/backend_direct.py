@@ -65,6 +65,10 @@ def edit(engine, clip, opts: dict):
         raise JobError(f"{engine.path.name} has no principal directions (--pc needs them)")
     if pca is not None and len(amounts) > len(pca[1]):
         raise JobError(f"--pc: {engine.path.name} has principal directions 1..{len(pca[1])}")
+    try:  # bounded before decoding, as python -m backend edit
+        edits.check_supersample(int(opts.get("supersample", 1)), min(clip.num_frames, engine.ckpt.window))
+    except ValueError as e:
+        raise JobError(str(e)) from None
     controls = engine.encode(clip)
     pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,
                             amounts=amounts)
@@ -72,6 +76,8 @@ def edit(engine, clip, opts: dict):
                         points=pts, like=clip)
     if not opts.get("keep_duration"):
         out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
+    if not (np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()):
+        raise JobError("the edited motion has NaN or infinite values; nothing was written (use smaller edits)")
     return out
 
 

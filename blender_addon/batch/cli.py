@@ -6,6 +6,7 @@ error (nothing is done), 130 when interrupted with Ctrl+C.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -28,9 +29,15 @@ def _positive(text: str) -> int:
 
 def _frames(text: str) -> list[int]:
     try:
-        return [int(k) for k in text.replace(" ", "").split(",") if k != ""]
+        frames = [int(k) for k in text.replace(" ", "").split(",") if k != ""]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated frame numbers like 0,15,30") from None
+    if len(frames) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least two key frames, like 0,15,30")
+    if frames != sorted(set(frames)):  # the same for .blend and .bvh files, as python -m backend
+        raise argparse.ArgumentTypeError(f"{text!r}: key frames must be increasing and distinct (write "
+                                         f"{','.join(map(str, sorted(set(frames))))})")
+    return frames
 
 
 def _range(text: str) -> list[int]:
@@ -49,6 +56,8 @@ def _pc(text: str) -> tuple[int, float]:
         i, v = int(i), float(v)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected I=S, for example 1=2.0") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"{text!r}: S must be a finite number of standard deviations, like 1=2.0")
     if i < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: principal directions are numbered from 1")
     return i, v
@@ -156,6 +165,8 @@ def _validate(ap, args) -> None:
         ap.error("--blend must be between 0 and 1")
     if args.command == "edit" and not -1.0 <= args.timing <= 1.0:
         ap.error("--timing must be between -1 and 1")
+    if args.command == "edit" and not math.isfinite(args.amplify):
+        ap.error(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), for example 1.5")
     if args.timeout < 0:
         ap.error("--timeout must be 0 (no limit) or more")
 

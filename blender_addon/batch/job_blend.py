@@ -87,6 +87,17 @@ def armatures(patterns: list[str], entry: dict) -> list:
     return [o for o in objs if o.type == "ARMATURE"]
 
 
+def skip_linked(patterns: list[str], entry: dict) -> None:
+    """Linked armatures (from another .blend) cannot be changed here: each is named as skipped, with
+    the fix, so that a file holding only linked ones does not read as "the file has no armature"."""
+    for o in sorted((o for o in bpy.data.objects if o.library is not None and o.type == "ARMATURE"),
+                    key=lambda o: o.name):
+        if not patterns or any(fnmatch.fnmatchcase(o.name, p) for p in patterns):
+            _skip({"name": o.name, "status": "skipped", "reason": f"is linked from {o.library.filepath}, so its keys "
+                   f"cannot be changed in this file ({scene_io.MAKE_LOCAL}, or run the batch on the library file)"},
+                  entry)
+
+
 def match(obj, info: bridge.ModelInfo) -> list[str] | str:
     """The armature's bones in the model's joint order, or why it does not fit."""
     try:
@@ -190,12 +201,18 @@ def inbetween(job: dict, state, entry: dict, progress):
                              step=max(2, int(opts.get("write_every", 1))),
                              all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
                              editable=bool(opts.get("editable", True)))
+    skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
         got = _prepare(obj, info, entry)
         if isinstance(got, dict):
             _skip(got, entry)
             continue
         bones, bag, curves = got
+        problem = scene_io.action_problem(obj)  # before keys are selected or added
+        if problem:
+            entry["objects"].append({"name": obj.name, "status": "failed", "error": problem})
+            entry["errors"].append(f"{obj.name}: {problem}")
+            continue
         if keys["source"] == "present":
             for fcs in curves.values():
                 for fc in fcs:
@@ -253,6 +270,7 @@ def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None
         raise JobError("--keep-duration is for .bvh files (in a .blend, set the scene's frame rate)")
     open_blend(job["source"], entry)
     info = bridge.describe(dataclasses.replace(state.backend, checkpoint=str(state.autoencoder)))
+    skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
         got = _prepare(obj, info, entry)
         if isinstance(got, dict):
@@ -338,6 +356,8 @@ def info(job: dict, state, entry: dict, progress):
         rec["markers"] = sorted(([m.name, m.frame] for s in scenes for m in s.timeline_markers), key=lambda m: m[1])
         rec["latent_controls"] = _latent_summary(obj)
         entry["objects"].append(rec)
-    if not entry["objects"]:
+    before = len(entry["warnings"])
+    skip_linked(opts.get("objects") or [], {"objects": [], "warnings": entry["warnings"]})
+    if not entry["objects"] and len(entry["warnings"]) == before:
         entry["warnings"].append("the file has no armature" + (" matching --objects" if opts.get("objects") else ""))
     return None

@@ -17,10 +17,10 @@ from . import backend_direct
 from .errors import JobError
 
 
-def read(path: str):
+def read(path: str, finite: bool = True):
     bvh = bridge.backend_module("bvh")
     try:
-        return bvh.read_bvh(path)
+        return bvh.read_bvh(path, finite=finite)
     except bvh.BVHError as e:
         raise JobError(e.problem) from None
 
@@ -69,14 +69,18 @@ def _text_writer(text: str):
 
 
 def inbetween(job: dict, state, entry: dict, progress):
-    clip = read(job["source"])
+    clip = read(job["source"], finite=False)  # the frames between keys are never read
     info = bridge.describe(state.backend)
     _check_skeleton(clip, info)
     keys = key_frames(clip, job["options"]["keys"], info.max_gap)
     k0, k1 = keys[0], keys[-1]
-    bad = ~(np.isfinite(clip.rotations[keys]).all((-1, -2)) & np.isfinite(clip.positions[keys]).all((-1, -2)))
-    if bad.any():
-        raise JobError(f"NaN or infinite values in key frame(s) {np.asarray(keys)[bad][:5].tolist()}")
+    ok = np.isfinite(clip.rotations).all((-1, -2)) & np.isfinite(clip.positions).all((-1, -2))
+    if not ok[keys].all():
+        raise JobError(f"NaN or infinite values in key frame(s) {np.asarray(keys)[~ok[keys]][:5].tolist()}")
+    outside = [f for f in np.flatnonzero(~ok).tolist() if f < k0 or f > k1]
+    if outside:
+        raise JobError(f"NaN or infinite values in frame(s) {outside[:5]}, outside the keys {k0}..{k1} (they would "
+                       "be copied as they are; add keys that cover them)")
     rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
                                 clip.rotations[keys], clip.positions[keys], clip.frame_time)
     if rot.shape != (k1 - k0 + 1,) + clip.rotations.shape[1:] or not np.isfinite(rot).all():

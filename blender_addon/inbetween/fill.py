@@ -33,6 +33,9 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options):
     """Checks and reads, no writes: -> (info, bag, bones, plan)."""
     if obj is None or obj.type != "ARMATURE":
         raise Refusal("the active object is not an armature")
+    problem = scene_io.action_problem(obj)  # linked or overridden: refuse before anything is written
+    if problem:
+        raise Refusal(problem)
     bag = scene_io.channelbag(obj)
     if bag is None or not len(bag.fcurves):
         raise Refusal(f"{obj.name} has no keys in its active action")
@@ -65,7 +68,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     rot, pos = rig_math.blender_to_bvh(rig, basis, loc)
     keys = [k - plan.start for k in plan.keys]
     step(1, total)
-    editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones)
+    locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
+    editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
+        and not locked
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
@@ -90,21 +95,23 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     if editable:
         channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
-    written = 0
+    written, skipped = 0, []
     for j, bone in enumerate(bones):
         step(3 + j, total)
         if bone not in plan.gaps:
             continue
         moves = j in info.position_joints
         if j in info.rotation_joints or moves:
-            _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
-                        rotate=j in info.rotation_joints, move=moves)
-            written += 1
+            written += _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
+                                   rotate=j in info.rotation_joints, move=moves, locked=locked, skipped=skipped)
     if editable:
         from ..latent import encode
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
+    if skipped:
+        note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
+                 f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")
     n_gaps = len({g for g_list in plan.gaps.values() for g in g_list})
     return (f"Inbetweened {n_gaps} gap{'s' * (n_gaps != 1)} on {written} bone{'s' * (written != 1)} "
             f"({len(plan.keys)} key frames) in {1e3 * (time.perf_counter() - t0):.0f} ms{note}")
@@ -119,8 +126,9 @@ def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bo
 
 
 def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,
-                rotate: bool, move: bool) -> None:
-    """Write one bone's model motion (``basis [F, 4]``, ``loc [F, 3]`` over the plan's frames)."""
+                rotate: bool, move: bool, locked=frozenset(), skipped=None) -> bool:
+    """Write one bone's model motion (``basis [F, 4]``, ``loc [F, 3]`` over the plan's frames); locked
+    F-curves are left alone and named in ``skipped``.  -> whether any curve was written."""
     mode = obj.pose.bones[bone].rotation_mode
     rprop, rsize = scene_io.rotation_property(mode)
     channels = ([(rprop, rsize)] if rotate else []) + ([("location", 3)] if move else [])
@@ -147,10 +155,17 @@ def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np
                 h = gaps.bezier_handles(at, v[at - a], gaps.slopes(v, dense, at), a, b)
                 hl.append(h[0])
                 hr.append(h[1])
+    wrote = False
     for (p, i), (fr, val, hl, hr) in acc.items():
         if not fr:
             continue
+        if (scene_io.bone_path(bone, p), i) in locked:
+            if skipped is not None:
+                skipped.append(f"{bone} {p}[{i}]")
+            continue
+        wrote = True
         handles = (np.concatenate(hl), np.concatenate(hr)) if bezier else None
         static = getattr(obj.pose.bones[bone], p)[i]
         scene_io.replace_in_gaps(obj, bag, bone, p, i, plan.gaps[bone], np.concatenate(fr),
                                  np.concatenate(val), handles, static)
+    return wrote

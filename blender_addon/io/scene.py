@@ -25,6 +25,30 @@ def channelbag(obj):
     return anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
 
 
+MAKE_LOCAL = "make it local first: Object > Relations > Make Local > All, then try again"
+
+
+def action_problem(obj) -> str | None:
+    """Why the object's keys cannot be changed here, or None: a linked object, or an action linked
+    from a library or a library override (whose F-curves cannot lose or gain keys).  Check it
+    before the first write, so a refusal leaves the scene exactly as it was."""
+    if obj.library is not None:
+        return f"{obj.name} is linked from {obj.library.filepath}; nothing was changed ({MAKE_LOCAL})"
+    ad = obj.animation_data
+    act = ad.action if ad is not None else None
+    if act is None:
+        return None
+    if act.library is not None:
+        return (f"the action '{act.name}' of {obj.name} is linked from {act.library.filepath}, so its keys cannot "
+                f"be changed; nothing was changed ({MAKE_LOCAL})")
+    if act.override_library is not None:
+        ref = act.override_library.reference
+        lib = ref.library.filepath if ref is not None and ref.library is not None else "a library"
+        return (f"the action '{act.name}' of {obj.name} is a library override of {lib}, whose keys cannot be "
+                f"removed or added; nothing was changed ({MAKE_LOCAL})")
+    return None
+
+
 def bone_path(bone: str, prop: str) -> str:
     return f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}'
 
