@@ -5,7 +5,6 @@ makes the 485 MB training set load in seconds rather than minutes.
 """
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat_np as Q
+from .atomic import write_text
 from .skeleton import Clip, Skeleton
 
 _CHANNELS = {"Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation"}
@@ -282,12 +282,5 @@ def _num(v: float) -> str:
 
 
 def write_bvh(path, clip: Clip, precision: int = 6, reference: np.ndarray | None = None) -> None:
-    """Write atomically: a temporary file renamed into place, so no half-written BVH is left."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(format_bvh(clip, precision, reference), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write atomically (backend.atomic): no half-written BVH is ever left."""
+    write_text(path, format_bvh(clip, precision, reference))

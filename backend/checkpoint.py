@@ -6,7 +6,6 @@ Every refusal names the file and the problem.
 from __future__ import annotations
 
 import json
-import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from . import checkpoint_checks as checks
+from .atomic import replacing, write_text
 from .features import FeatureLayout, Normalizer
 from .model import ModelConfig, build_model
 from .skeleton import Skeleton
@@ -88,9 +88,8 @@ def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
     if shared:  # an asset's models share one basis file next to them (it is most of a mesh model's size)
         basis = {k: extra.pop(k) for k in list(extra) if k.startswith("basis.")}
         if basis:
-            tmp_b = jpath.with_name(shared + ".tmp")
-            save_file(basis, str(tmp_b), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
-            os.replace(tmp_b, jpath.with_name(shared))
+            with replacing(jpath.with_name(shared)) as tmp_b:
+                save_file(basis, str(tmp_b), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
     tensors.update({f"extra.{k}": v for k, v in extra.items()})
     doc = {
         "format": FORMAT,
@@ -104,11 +103,9 @@ def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
         doc["asset"] = ckpt.asset
     else:
         doc["skeleton"], doc["features"] = ckpt.skeleton.to_json(), ckpt.layout.to_json()
-    tmp_w, tmp_j = wpath.with_name(wpath.name + ".tmp"), jpath.with_name(jpath.name + ".tmp")
-    save_file(tensors, str(tmp_w), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
-    tmp_j.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp_w, wpath)
-    os.replace(tmp_j, jpath)
+    with replacing(wpath) as tmp_w:  # weights first: the JSON that names them appears last
+        save_file(tensors, str(tmp_w), metadata={"format": FORMAT, "format_version": str(FORMAT_VERSION)})
+    write_text(jpath, json.dumps(doc, indent=1))
     return jpath
 
 

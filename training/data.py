@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 import tarfile
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from backend.atomic import replacing
 from backend.bvh import BVHError, parse_bvh
 from backend.skeleton import Skeleton
 
@@ -228,11 +230,10 @@ def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton
 def _save_cache(path: Path, ms: MotionSet):
     import json
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez(tmp, rotations=ms.rotations, positions=ms.positions, starts=ms.starts,
-             names=np.array(ms.names), frame_time=ms.frame_time,
-             skeleton=np.array(json.dumps(ms.skeleton.to_json())), skipped=np.array(ms.skipped, dtype=str))
-    tmp.replace(path)
+    with replacing(path, path.with_name(f".{path.stem}.tmp{os.getpid()}.npz")) as tmp:  # np.savez adds .npz
+        np.savez(tmp, rotations=ms.rotations, positions=ms.positions, starts=ms.starts,
+                 names=np.array(ms.names), frame_time=ms.frame_time,
+                 skeleton=np.array(json.dumps(ms.skeleton.to_json())), skipped=np.array(ms.skipped, dtype=str))
 
 
 def _load_cache(path: Path) -> MotionSet:
