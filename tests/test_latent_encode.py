@@ -17,6 +17,7 @@ from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, cur
 
 bpy = bpy()
 from backend import quat_np as Q  # noqa: E402
+from backend.engine import segment_bounds  # noqa: E402
 from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -38,7 +39,8 @@ def test_encode_matches_the_file_within_the_autoencoders_error(enc, engine, reco
     from backend.bvh import read_bvh
     clip = read_bvh(EXAMPLE)
     st = enc.splinetween_latent
-    assert (st.frame_start, st.frames, len(st.segments), st.latent_size) == (1, 273, 5, engine.ckpt.config.latent)
+    assert (st.frame_start, st.frames, st.latent_size) == (1, 273, engine.ckpt.config.latent)
+    assert len(st.segments) == len(segment_bounds(273, engine.ckpt.window))  # 5 of 61 frames, 10 of 31
     rot, pos = pose_bvh(enc, list(clip.skeleton.names), np.arange(1, 274))
     err = np.degrees(Q.angle_between(rot, clip.rotations))[:, 1:].mean()  # joint_Root is never rotated
     ref = engine.reconstruct([clip])[0]
@@ -124,9 +126,10 @@ def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_prop
     st = enc.splinetween_latent
     st.segments[2].amplify = 3.0
     clip = read_bvh(EXAMPLE)
-    raw = np.stack([[np.array(enc[LM.raw_name(s, c)]) for c in range(4)] for s in range(5)])
+    raw = np.stack([[np.array(enc[LM.raw_name(s, c)]) for c in range(4)] for s in range(len(st.segments))])
     controls = engine.encode(clip)
-    np.testing.assert_allclose(raw, controls.points, atol=1e-4)  # the rig's float32 keys, not the file
+    # the rig's float32 keys, not the file: rounding of 1e-7 grows by 1 / (feature std) in normalised units
+    np.testing.assert_allclose(raw, controls.points, rtol=1e-3, atol=1e-4)
     pts = raw.copy()
     pts[2] = amplify(raw[2], 3.0)
     ref = engine.decode(controls, points=pts)

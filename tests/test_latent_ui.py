@@ -9,6 +9,8 @@ import pytest
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
 from latent_helpers import AUTOENCODER, encoded_copy, setup_scene
 
+from backend.engine import Engine, segment_bounds
+
 bpy = bpy()
 pytestmark = pytest.mark.blender
 CLASSES = ("ANIM_OT_splinetween_encode", "ANIM_OT_splinetween_bake", "ANIM_OT_splinetween_remove",
@@ -76,10 +78,12 @@ def test_the_panel_draws_every_state(tmp_path):
     obj = encoded_copy(src.name)
     log = draw(obj)
     st = obj.splinetween_latent
-    assert "Frames 1-273, 5 segments (encoded)" in texts(log) and "Segment 5: frames 219-273" in texts(log)
+    segs = segment_bounds(273, Engine(AUTOENCODER, "cpu").ckpt.window)  # frames 0-272 of the scene's 1-273
+    assert f"Frames 1-273, {len(segs)} segments (encoded)" in texts(log)
+    assert f"Segment {len(segs)}: frames {segs[-1][0] + 1}-273" in texts(log)
     props = [e[1][1] for e in log if e[0] == "prop"]
     names = [n for n in st.principal_names.split("\n") if n]
-    assert props.count("amplify") == 5 and props.count("principal") == 5 * len(names)
+    assert props.count("amplify") == len(segs) and props.count("principal") == len(segs) * len(names)
     assert props.count('["splinetween_s04_c3"]') == 1
     obj[("splinetween_s01_c0")][0] = float("nan")
     assert bpy.ops.anim.splinetween_redecode.poll()
