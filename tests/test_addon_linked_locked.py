@@ -10,7 +10,8 @@ from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, dis
                            import_bvh, prefs, select_keys, snapshot, thin_keys)
 
 bpy = bpy()
-from blender_addon import fill, preferences  # noqa: E402
+from blender_addon import preferences  # noqa: E402
+from blender_addon.inbetween import fill  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
