@@ -114,8 +114,10 @@ def test_edit_of_a_bvh_bounds_supersampling(tmp_path):
     r = H.run_batch("edit", H.EXAMPLES[2], "--supersample", "2000", "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 1
     entry = H.by_name(H.load_report(out, "edit"))[H.EXAMPLES[2].name]
-    assert "--supersample 2000: a 61-frame segment would decode to 120001 frames; the limit is 2048" \
-        in entry["errors"][0]
+    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    n = Engine(DEFAULT_CHECKPOINT, "cpu").ckpt.window  # the longest segment the autoencoder cuts
+    assert f"--supersample 2000: a {n}-frame segment would decode to {(n - 1) * 2000 + 1} frames; the limit is " \
+        "2048" in entry["errors"][0]
 
 
 def test_nan_on_a_bvh_frame_that_is_not_a_key_is_never_read(tmp_path):

@@ -128,8 +128,9 @@ def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_prop
     clip = read_bvh(EXAMPLE)
     raw = np.stack([[np.array(enc[LM.raw_name(s, c)]) for c in range(4)] for s in range(len(st.segments))])
     controls = engine.encode(clip)
-    # the rig's float32 keys, not the file: rounding of 1e-7 grows by 1 / (feature std) in normalised units
-    np.testing.assert_allclose(raw, controls.points, rtol=1e-3, atol=1e-4)
+    # the rig's float32 keys, not the file: their ~6e-8 relative rounding grows by 1 / (smallest feature
+    # std, ~1e-3) in normalised units, spread over the principal axes
+    np.testing.assert_allclose(raw, controls.points, atol=5e-4)
     pts = raw.copy()
     pts[2] = amplify(raw[2], 3.0)
     ref = engine.decode(controls, points=pts)
