@@ -40,8 +40,8 @@ def _scene_range(scene) -> tuple[int, int]:
         (scene.frame_start, scene.frame_end)
 
 
-def _frames(opts: dict, scene) -> tuple[list[int], tuple[int, int]]:
-    """The key frames (mesh-inbetween) or [first, last] (mesh-encode), and the scene's range they must lie in."""
+def _frames(opts: dict, scene) -> list[int]:
+    """The key frames (mesh-inbetween) or [first, last] (mesh-encode), inside the scene's frame range."""
     lo, hi = _scene_range(scene)
     keys = opts.get("keys") or {}
     if keys.get("frames") is not None:
@@ -52,7 +52,7 @@ def _frames(opts: dict, scene) -> tuple[list[int], tuple[int, int]]:
     if frames[0] < lo or frames[-1] > hi:
         raise JobError(f"frames {frames[0]}-{frames[-1]} reach outside the scene's frame range {lo}-{hi} (scene "
                        f"{scene.name}): choose frames inside it (--range, --keys)")
-    return frames, (lo, hi)
+    return frames
 
 
 def _caches(obj) -> str | None:
@@ -67,7 +67,7 @@ def _run(job: dict, state, entry: dict, progress, what: str):
     dest = Path(job["output"])
     state.prefs.mesh_cache_folder = str(dest.parent / CACHE_FOLDER)
     context = bpy.context
-    frames, _ = _frames(opts, context.scene)
+    frames = _frames(opts, context.scene)
     task = "inbetween" if what == "inbetween" else "autoencoder"
     from .. import preferences
     ckpt = preferences.mesh_checkpoint_path(task, context)
