@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,15 +56,17 @@ def command(args=()) -> list[str]:
     return [str(ensure_venv()), "-m", "pytest", "-m", SELECT, "-p", "no:cacheprovider", *files, *args]
 
 
-def environment() -> dict:
+def environment(home: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.setdefault("OMP_NUM_THREADS", "1")
+    env["BLENDER_USER_RESOURCES"] = home  # Blender 4.5's own configuration: not 5.0's, not the user's
     env["SPLINETWEEN_PYTHON"] = sys.executable  # the backend process: this Python, which has PyTorch
     return env
 
 
 def run(args=(), **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(command(args), cwd=ROOT, env=environment(), **kw)
+    with tempfile.TemporaryDirectory(prefix="splinetween-blender45-") as home:
+        return subprocess.run(command(args), cwd=ROOT, env=environment(home), **kw)
 
 
 if __name__ == "__main__":
