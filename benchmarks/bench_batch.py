@@ -1,6 +1,6 @@
 """Throughput of the headless batch: files per minute with 1 and 2 worker processes.
 
-    python benchmarks/bench_batch.py [--repeats 3] [--files 8] [--rigs 4] [--jobs 1 2]
+    python benchmarks/bench_batch.py [--repeats 3] [--files 8] [--rigs 4] [--jobs 1 2] [--mesh]
 
 Makes ``--files`` shot files, each holding ``--rigs`` armatures (the example clips, imported and
 blocked to a key every 15 frames, all keys selected: 70-273 frames, 22 bones each), then times
@@ -8,6 +8,10 @@ blocked to a key every 15 frames, all keys selected: 70-273 frames, 22 bones eac
 user runs it (a fresh process, worker start-up and model loading included), ``--repeats`` times
 per N.  Prints the median wall time, files per minute end to end and after the workers were up
 (from the run's report), and the speed-up of each N over one worker (target: 2 workers >= 1.6x).
+
+``--mesh``: the files are copies of the example flag (examples/cloth/cloth_flag.blend, a 5,041-vertex
+cloth simulated over frames 1-60) and the command is ``mesh-inbetween SHOTS --every 5`` (each file:
+the cloth simulated headless, 13 key frames read, 47 frames filled, a PC2 written).
 
 Torch threads: the batch gives each worker ``cores // N`` threads unless OMP_NUM_THREADS is set
 (set it to 1 to compare process parallelism alone).  Run it on an otherwise idle machine.
@@ -53,9 +57,19 @@ def make_shots(folder: Path, files: int, rigs: int) -> int:
     return gaps
 
 
-def run_once(shots: Path, out: Path, jobs: int) -> tuple[float, dict]:
+def make_flags(folder: Path, files: int) -> int:
+    """``files`` copies of the example flag; -> frames to fill per file (keys every 5 of 1-60)."""
+    import shutil
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        shutil.copy2(ROOT / "examples" / "cloth" / "cloth_flag.blend", folder / f"flag_{i:03d}.blend")
+    return 60 - len(list(range(1, 60, 5)) + [60])
+
+
+def run_once(shots: Path, out: Path, jobs: int, mesh: bool = False) -> tuple[float, dict]:
     report = out / f"report-{jobs}.json"
-    cmd = [sys.executable, "-m", "blender_addon.batch", "inbetween", str(shots), "--out-dir", str(out), "--force",
+    command = ["mesh-inbetween", str(shots), "--every", "5"] if mesh else ["inbetween", str(shots)]
+    cmd = [sys.executable, "-m", "blender_addon.batch", *command, "--out-dir", str(out), "--force",
            "--jobs", str(jobs), "--device", "cpu", "--quiet", "--report", str(report)]
     t = time.perf_counter()
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -71,18 +85,20 @@ def main(argv=None) -> int:
     ap.add_argument("--files", type=int, default=8)
     ap.add_argument("--rigs", type=int, default=4, help="armatures per file")
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--mesh", action="store_true", help="mesh-inbetween on copies of the example flag")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="splinetween-bench-batch-") as tmp:
         shots, out = Path(tmp) / "shots", Path(tmp) / "out"
-        frames = make_shots(shots, args.files, args.rigs)
-        print(f"{args.files} files x {args.rigs} armatures, {frames} frames to fill per file; "
+        frames = make_flags(shots, args.files) if args.mesh else make_shots(shots, args.files, args.rigs)
+        what = "the example flag (mesh-inbetween --every 5)" if args.mesh else f"{args.rigs} armatures"
+        print(f"{args.files} files x {what}, {frames} frames to fill per file; "
               f"{os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
               f"load average {os.getloadavg()[0]:.2f}")
         rows = {}
         for jobs in args.jobs:
             walls, steady = [], []
             for _ in range(args.repeats):
-                wall, rep = run_once(shots, out, jobs)
+                wall, rep = run_once(shots, out, jobs, args.mesh)
                 walls.append(wall)
                 ready = min(w["ready_s"] for w in rep["workers"])
                 last = max(f["done_s"] for f in rep["files"])

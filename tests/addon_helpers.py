@@ -51,6 +51,23 @@ def prefs():
     return bpy().context.preferences.addons[ADDON].preferences
 
 
+def torch_here() -> bool:
+    """Whether this Python has PyTorch: not in the Blender 4.5 run (tests/blender45.py)."""
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
+
+
+def backend_mode_here() -> str:
+    """The model in Blender's own Python (in-process) where PyTorch imports, else in the backend process
+    of the interpreter the add-on defaults to (SPLINETWEEN_PYTHON, or this repository's .venv): the way
+    Blender 4.5, whose Python has no PyTorch, runs it."""
+    return "IN_PROCESS" if torch_here() else "SUBPROCESS"
+
+
+def use_test_backend():
+    prefs().backend_mode = backend_mode_here()
+
+
 def import_bvh(path=TEST_CLIP):
     b = bpy()
     before = set(b.data.objects)

@@ -4,13 +4,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+
+try:
+    import torch
+except ImportError:  # the Blender 4.5 run (tests/blender45.py): bpy without PyTorch, the model in a backend process
+    torch = None
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXAMPLES = sorted((ROOT / "examples" / "bvh").glob("*.bvh"))
 TEST_CLIP = ROOT / "tests" / "fixtures" / "dataset-2_walk_normal_005.bvh"
-torch.set_num_threads(1)
+if torch is not None:
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

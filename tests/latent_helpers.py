@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import (ROOT, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           prefs)
+                           prefs, use_test_backend)
 
 EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 5 segments
 AUTOENCODER = Path(os.environ.get("SPLINETWEEN_TEST_AUTOENCODER")
@@ -37,7 +37,7 @@ def require_principal() -> list[str]:
 def setup_scene():
     """Factory scene, add-on enabled, in-process backend, the test autoencoder; -> the example's armature."""
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
     prefs().autoencoder = str(AUTOENCODER)
     return import_bvh(EXAMPLE)
 

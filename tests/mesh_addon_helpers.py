@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from addon_helpers import ROOT, bpy, fresh_scene_with_addon, prefs
+from addon_helpers import ROOT, bpy, fresh_scene_with_addon, prefs, use_test_backend
 
 MESH_AUTOENCODER = Path(os.environ.get("SPLINETWEEN_TEST_MESH_AUTOENCODER")
                         or ROOT / "backend" / "checkpoints" / "cloth_autoencoder.json")
@@ -56,7 +56,7 @@ def setup_scene(cache_folder: Path | None = None):
     """Factory scene, add-on enabled, in-process backend, the test checkpoints, frames 1-60."""
     fresh_scene_with_addon()
     p = prefs()
-    p.backend_mode = "IN_PROCESS"
+    use_test_backend()
     p.mesh_autoencoder, p.mesh_inbetween = str(MESH_AUTOENCODER), str(MESH_INBETWEEN)
     p.mesh_cache_folder = str(cache_folder or session_dir() / "cache")
     scene = bpy().context.scene

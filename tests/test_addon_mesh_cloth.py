@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
+from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs, use_test_backend
 from mesh_addon_helpers import FLAG_BLEND, MESH_AUTOENCODER, evaluated, evaluated_range, flag, stack
 
 bpy = bpy()
@@ -20,7 +20,8 @@ def cloth(tmp_path_factory):
     folder = tmp_path_factory.mktemp("example")
     blend = shutil.copy(FLAG_BLEND if FLAG_BLEND.exists() else flag()["blend"], folder / "cloth_flag.blend")
     fresh_scene_with_addon()
-    prefs().backend_mode, prefs().mesh_autoencoder = "IN_PROCESS", str(MESH_AUTOENCODER)
+    use_test_backend()
+    prefs().mesh_autoencoder = str(MESH_AUTOENCODER)
     assert bpy.ops.wm.open_mainfile(filepath=str(blend)) == {"FINISHED"}
     obj = bpy.data.objects["cloth"]
     bpy.context.view_layer.objects.active = obj

@@ -35,8 +35,8 @@ def tmp_grid():
 
 def linear(owner, mode="LINEAR"):
     """Every key of the ID's assigned action gets this interpolation."""
-    from bpy_extras import anim_utils
-    for fc in anim_utils.animdata_get_channelbag_for_assigned_slot(owner.animation_data).fcurves:
+    from blender_addon.io.compat import assigned_channelbag
+    for fc in assigned_channelbag(owner.animation_data).fcurves:
         for kp in fc.keyframe_points:
             kp.interpolation = mode
 

@@ -18,14 +18,18 @@ N = 121
 
 @pytest.fixture(scope="module")
 def source():
-    """The 121-frame flag as a PC2, the engine's own decode of it, and the module's scene."""
+    """The 121-frame flag as a PC2, and the module's scene."""
     seq = long_flag(N)
+    setup_scene()
+    yield seq
+    disable_addon()
+
+
+def engine_decode(frames):
+    """MeshEngine's own encode then decode of the frames, in the test's Python."""
     from backend.mesh_engine import MeshEngine
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
-    controls = engine.encode(seq["frames"])
-    setup_scene()
-    yield {**seq, "engine": engine, "controls": controls, "decoded": engine.decode(controls)}
-    disable_addon()
+    return engine.decode(engine.encode(frames))
 
 
 @pytest.fixture
@@ -47,6 +51,7 @@ def encode(obj, start=1, end=N):
     return obj.splinetween_latent
 
 
+@pytest.mark.torch
 def test_encode_shows_the_models_decode_and_the_sliders_edit_it(source, flag_obj):
     obj = flag_obj
     data, mods = mesh_data(obj), stack(obj)
@@ -56,7 +61,7 @@ def test_encode_shows_the_models_decode_and_the_sliders_edit_it(source, flag_obj
     assert stack(obj)[:-1] == mods and np.array_equal(mesh_data(obj), data)  # the mesh itself is untouched
     assert raw_props(obj) == [LM.raw_name(s, c) for s in range(4) for c in range(4)]
     neutral = evaluated_range(obj, 1, N)
-    np.testing.assert_allclose(neutral, source["decoded"], atol=1e-5)  # what MeshEngine.decode gives
+    np.testing.assert_allclose(neutral, engine_decode(source["frames"]), atol=1e-5)  # what MeshEngine.decode gives
     assert np.abs(neutral - source["frames"]).max() > 0  # and it is the decode, not the source
     st.segments[1].amplify = 2.0
     edited = evaluated_range(obj, 1, N)
@@ -187,6 +192,7 @@ def test_save_next_to_the_blend_and_reload(source, tmp_path):
         prefs().mesh_cache_folder = folder
 
 
+@pytest.mark.torch
 def test_both_backend_modes_write_the_same_cache(source):
     from backend.pc2 import read_pc2
     from blender_addon import bridge

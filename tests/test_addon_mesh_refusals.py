@@ -82,8 +82,8 @@ def test_a_topology_change_names_the_frame(flag_obj):
     dec.keyframe_insert("ratio", frame=1)
     dec.ratio = 0.3
     dec.keyframe_insert("ratio", frame=9)
-    from bpy_extras import anim_utils
-    for kp in anim_utils.animdata_get_channelbag_for_assigned_slot(flag_obj.animation_data).fcurves[0].keyframe_points:
+    from blender_addon.io.compat import assigned_channelbag
+    for kp in assigned_channelbag(flag_obj.animation_data).fcurves[0].keyframe_points:
         kp.interpolation = "CONSTANT"
     refused(ENCODE, flag_obj, r"Flag has 5041 vertices at frame 1 but \d+ at frame 9: its topology changes",
             frame_range="CUSTOM", frame_start=1, frame_end=40)

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, disable_addon, driven,
-                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs,
-                           select_keys, snapshot, thin_keys)
+                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys,
+                           use_test_backend)
 
 bpy = bpy()
-from backend.keyframes import every_k  # noqa: E402
+from blender_addon.batch.job_bvh import every_k  # noqa: E402  (backend.keyframes.every_k, without torch)
 from blender_addon.core import rig_math as R  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
+from blender_addon.io.compat import new_fcurve  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -26,7 +27,7 @@ OP = bpy.ops.anim.splinetween_inbetween
 @pytest.fixture(scope="module")
 def walk():
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
     obj = import_bvh()
     n = int(obj.animation_data.action.frame_range[1])
     gt = heads(obj, range(1, n + 1))
@@ -67,6 +68,7 @@ def test_fills_every_gap_and_keeps_the_keys(walk, thinned):
             assert np.abs(np.diff(new["co"][:, 1])).max() < np.pi / 2, path  # no 360-degree flips
 
 
+@pytest.mark.torch
 def test_matches_the_engine_on_the_file(walk, thinned):
     """The filled curves are the backend's own in-betweening of the file (the conversion is exact)."""
     import torch
@@ -209,6 +211,7 @@ def test_blend(walk, thinned):
         bpy.data.objects.remove(obj)
 
 
+@pytest.mark.torch
 def test_both_backend_modes_write_the_same_keys(walk, thinned):
     from blender_addon import bridge
     other = copy_armature(thinned)
@@ -223,7 +226,7 @@ def test_both_backend_modes_write_the_same_keys(walk, thinned):
         for k in a:
             assert_same_keys(a[k], b[k])
     finally:
-        prefs().backend_mode = "IN_PROCESS"
+        use_test_backend()
         bridge.shutdown()
         bpy.data.objects.remove(other)
 
@@ -238,7 +241,7 @@ def _to_quaternion_curves(obj, bone):
     for i in range(3):
         bag.fcurves.remove(bag.fcurves.find(path, index=i))
     for i in range(4):
-        fc = bag.fcurves.new(scene_io.bone_path(bone, "rotation_quaternion"), index=i, group_name=bone)
+        fc = new_fcurve(bag, scene_io.bone_path(bone, "rotation_quaternion"), i, bone)
         fc.keyframe_points.add(len(x))
         fc.keyframe_points.foreach_set("co", np.stack([x, q[:, i]], -1).astype(np.float32).ravel())
         fc.keyframe_points.foreach_set("select_control_point", np.ones(len(x), bool))

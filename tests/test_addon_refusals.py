@@ -7,7 +7,7 @@ import time
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           prefs, select_keys, snapshot, thin_keys)
+                           prefs, select_keys, snapshot, thin_keys, use_test_backend)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402
@@ -20,7 +20,7 @@ KEYS = [1, 16, 31, 46, 61]
 @pytest.fixture(scope="module")
 def source():
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
     obj = import_bvh()
     thin_keys(obj, KEYS + [136])
     yield obj.name
@@ -32,7 +32,7 @@ def arm(source):
     a = copy_armature(bpy.data.objects[source])
     yield a
     bpy.data.objects.remove(a)
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
 
 
 def refused(obj, match, **kw):

@@ -138,6 +138,7 @@ def drawn() -> tuple[list, str]:
     return log, " | ".join(e[2].get("text", "") for e in log if e[0] in ("label", "progress"))
 
 
+@pytest.mark.torch
 def test_trains_in_the_background_and_points_the_object_at_the_model(grid, tmp_path, capfd):
     scene = bpy.context.scene
     t0 = time.perf_counter()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import batch_helpers as H
-from addon_helpers import assert_same_keys, bpy, channelbag, driven, keys_on, snapshot
+from addon_helpers import assert_same_keys, bpy, channelbag, driven, keys_on, snapshot, backend_mode_here
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -47,11 +47,12 @@ def check_filled(source: Path, output: Path, keys: list[int], n: int) -> None:
 
 
 def operator_result(source: Path):
-    """What the Inbetween operator (fill.run, in-process) makes of the file's keys."""
+    """What the Inbetween operator (fill.run, in-process; in the backend process under Blender 4.5) makes of the
+    file's keys."""
     from blender_addon import bridge
     from blender_addon.inbetween import fill
     obj = open_armature(source)
-    fill.run(obj, bridge.BackendSettings(mode="IN_PROCESS", device="cpu"), fill.Options(), 30.0)
+    fill.run(obj, bridge.BackendSettings(mode=backend_mode_here(), device="cpu"), fill.Options(), 30.0)
     return snapshot(obj)
 
 
@@ -95,6 +96,7 @@ def test_blend_files_in_and_out(blends, tmp_path):
         assert_same_keys(ours[k], theirs[k])  # the operator's own result, every key attribute
 
 
+@pytest.mark.torch
 def test_two_workers_bvh_and_every_k(blends, tmp_path):
     """--every 15 on BVH files writes what the backend CLI writes; on a densely keyed .blend it keys
     every 15th frame and fills the rest with the same motion as the backend on the BVH."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import batch_helpers as H
-from addon_helpers import ROOT, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, prefs, snapshot
+from addon_helpers import ROOT, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, snapshot, use_test_backend
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.blender
 def blends():
     made = H.shared_blends()  # (built before the add-on is enabled here)
     fresh_scene_with_addon()  # the add-on's properties, to read and to redo what the batch did
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
     yield made
     disable_addon()
 
@@ -44,6 +44,7 @@ def _raw(obj) -> np.ndarray:
     return latent.read_raw(obj, obj.splinetween_latent)
 
 
+@pytest.mark.torch
 def test_edit(blends, engine, tmp_path):
     from backend.bvh import format_bvh, read_bvh
     from backend.edits import edit_points
@@ -87,6 +88,7 @@ def test_edit(blends, engine, tmp_path):
     assert not obj.splinetween_latent.active and not any(k.startswith("splinetween_s") for k in obj.keys())
 
 
+@pytest.mark.torch
 def test_encode_and_info(blends, engine, tmp_path):
     from backend.bvh import read_bvh
     src, out = tmp_path / "in", tmp_path / "out"

@@ -21,6 +21,8 @@ bpy.context.preferences.filepaths.use_scripts_auto_execute = True
 bpy.ops.wm.open_mainfile(filepath=sys.argv[1], load_ui=False, use_scripts=True)
 bpy.context.scene.frame_set(5)
 bpy.context.view_layer.update()
+import os
+os._exit(0)  # bpy 4.5 hangs in its teardown once a Python driver has run and the file is saved
 """
 
 

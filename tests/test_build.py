@@ -97,6 +97,7 @@ def test_installed_extension_runs_inbetween_both_ways(built, tmp_path):
     assert out["same"] and out["keys"] == 46
 
 
+@pytest.mark.torch
 def test_training_cli_runs_from_the_unpacked_extension(built, tmp_path):
     """Train Mesh Model starts ``python -m training.train mesh`` with PYTHONPATH = the extension folder."""
     ext = tmp_path / "splinetween"
@@ -135,6 +136,7 @@ print("RESULT " + json.dumps({"op": sorted(res), "state": job.state, "message": 
 """
 
 
+@pytest.mark.torch
 def test_installed_extension_trains_a_mesh_model(built, tmp_path):
     """Train Mesh Model from the installed extension: its own training/ and backend/, not the repo's."""
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), OMP_NUM_THREADS="1",

@@ -35,6 +35,7 @@ def engine():
     return Engine(AUTOENCODER, "cpu")
 
 
+@pytest.mark.torch
 def test_encode_matches_the_file_within_the_autoencoders_error(enc, engine, record_property):
     from backend.bvh import read_bvh
     clip = read_bvh(EXAMPLE)
@@ -118,6 +119,7 @@ def test_neutral_sliders_give_back_the_same_keys(enc):
         assert_same_keys(before[k], v)
 
 
+@pytest.mark.torch
 def test_an_edit_is_the_backends_edit_with_smooth_seams(enc, engine, record_property):
     """Amplifying segment 2 in Blender gives what Engine.decode gives for the same edited points;
     near the seams both ease each segment into the shared frame's pose (the mean of both sides)."""

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, driven, fresh_scene_with_addon,
-                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys)
+                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys, use_test_backend)
 from latent_helpers import AUTOENCODER, changed_frames, curves, segment_frames
 
 bpy = bpy()
-from backend.keyframes import every_k  # noqa: E402
+from blender_addon.batch.job_bvh import every_k  # noqa: E402  (backend.keyframes.every_k, without torch)
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -19,7 +19,7 @@ OP = bpy.ops.anim.splinetween_inbetween
 @pytest.fixture(scope="module")
 def walk():
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    use_test_backend()
     prefs().autoencoder = str(AUTOENCODER)
     obj = import_bvh()
     n = int(obj.animation_data.action.frame_range[1])

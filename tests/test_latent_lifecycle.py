@@ -175,6 +175,7 @@ def test_a_missing_or_swapped_checkpoint_turns_the_sliders_off(source, tmp_path,
     bpy.data.objects.remove(obj)
 
 
+@pytest.mark.torch
 def test_both_backend_modes_write_the_same_keys(source):
     here = encoded_copy(source)
     here.splinetween_latent.segments[1].amplify = 1.7

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import inputs, report, safe_io
 
-COMMANDS = ("inbetween", "encode", "edit", "info")
+COMMANDS = ("inbetween", "encode", "edit", "info", "mesh-inbetween", "mesh-encode")
 BACKENDS = {"auto": "AUTO", "in-process": "IN_PROCESS", "process": "SUBPROCESS"}
 
 
@@ -63,7 +63,7 @@ def _pc(text: str) -> tuple[int, float]:
     return i, v
 
 
-def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = True) -> None:
+def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = True, what: str = "armatures") -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".blend / .bvh files, globs (quoted: 'shots/**/*.blend') "
                    "or folders (every .blend and .bvh below)")
     if writes:
@@ -75,8 +75,8 @@ def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = Tr
         p.add_argument("--force", action="store_true", help="redo files whose output is already complete")
     else:
         p.add_argument("--out-dir", type=Path, help="folder for the report")
-    p.add_argument("--objects", action="append", default=[], metavar="PATTERN",
-                   help="armatures whose name matches (fnmatch, repeatable; default: every armature)")
+    p.add_argument("--objects", "--object", action="append", default=[], metavar="PATTERN",
+                   help=f"{what} whose name matches (fnmatch, repeatable; default: every one of them)")
     p.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
                    help="worker processes (default: the number of cores, %(default)s here)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
@@ -135,10 +135,27 @@ def build_parser() -> argparse.ArgumentParser:
                            help=".bvh with --supersample: same duration at N times the frame rate")
             e.add_argument("--bake", action="store_true", help=".blend: keep plain keys, drop the latent controls "
                            "(default: the output keeps them, with the sliders set, for more editing in Blender)")
+    _mesh_parsers(sub)
     i = sub.add_parser("info", help="what each file holds: armatures, keys, markers, scripts; whether rigs fit")
     _common(i, writes=False)
     i.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     return ap
+
+
+def _mesh_parsers(sub) -> None:
+    for name, text in (("mesh-inbetween", "mesh sequences (.blend): keep key frames of each mesh's evaluated shape, "
+                                          "fill the rest (the Inbetween Mesh button); a PC2 per object"),
+                       ("mesh-encode", "mesh sequences (.blend): latent controls on each mesh (the Encode Mesh "
+                                       "button); the decode as a PC2 per object")):
+        m = sub.add_parser(name, help=text)
+        _common(m, what="mesh objects")
+        m.add_argument("--range", type=_range, metavar="FIRST:LAST",
+                       help="scene frames (default: the scene's frame range, or its preview range, as the button)")
+        if name == "mesh-inbetween":
+            keys = m.add_mutually_exclusive_group()
+            keys.add_argument("--every", type=_positive, default=5, metavar="N",
+                              help="key frames: the range's first frame, every N-th and its last (default %(default)s)")
+            keys.add_argument("--keys", type=_frames, metavar="F,F,...", help="these scene frames as the key frames")
 
 
 def _options(args) -> dict:
@@ -150,8 +167,11 @@ def _options(args) -> dict:
                else args.key_source or "selected")
         opts["keys"] = {"source": src, "every": args.every, "marker": args.marker, "frames": args.keys}
         opts.update(all_bones=args.all_bones, write_every=args.write_every, blend=args.blend, editable=args.editable)
-    if args.command in ("encode", "edit"):
+    if args.command in ("encode", "edit", "mesh-encode", "mesh-inbetween"):
         opts["range"] = args.range
+    if args.command == "mesh-inbetween":
+        opts["keys"] = {"source": "frames" if args.keys is not None else "every",
+                        "every": None if args.keys is not None else args.every, "frames": args.keys}
     if args.command == "edit":
         pcs = dict(args.pc)
         opts.update(amplify=args.amplify, timing=args.timing, supersample=args.supersample,
@@ -185,7 +205,8 @@ def main(argv=None) -> int:
     writes = args.command != "info"
     in_place = bool(getattr(args, "in_place", False))
     try:
-        items = inputs.plan(args.inputs, args.out_dir if writes else None, in_place, _output_name(args.command))
+        items = inputs.plan(args.inputs, args.out_dir if writes else None, in_place, _output_name(args.command),
+                            kinds=("blend",) if args.command.startswith("mesh-") else None)
     except inputs.UsageError as e:
         ap.error(str(e))
     options = _options(args)

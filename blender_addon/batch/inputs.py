@@ -40,7 +40,7 @@ def _kind(p: Path) -> str:
     return KINDS.get(p.suffix.lower(), "")
 
 
-def expand(patterns: list[str], exclude: Path | None = None) -> list[tuple[Path, str]]:
+def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list[tuple[Path, str]]:
     """-> [(absolute path, problem)] in the order given, duplicates removed.  A path that names
     no file and no match of a glob is kept with its problem (reported as a failed file)."""
     out: dict[Path, str] = {}
@@ -55,6 +55,8 @@ def expand(patterns: list[str], exclude: Path | None = None) -> list[tuple[Path,
         if not _kind(p):
             if explicit:
                 out.setdefault(p, "not a .blend or .bvh file")
+            return
+        if kinds is not None and _kind(p) not in kinds and not explicit:  # found in a folder or by a glob
             return
         out.setdefault(p, "")
 
@@ -76,12 +78,13 @@ def expand(patterns: list[str], exclude: Path | None = None) -> list[tuple[Path,
     return list(out.items())
 
 
-def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=None) -> list[Item]:
-    """Inputs with their outputs; ``output_name(rel) -> rel`` renames (encode's sidecars).
+def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=None, kinds=None) -> list[Item]:
+    """Inputs with their outputs; ``output_name(rel) -> rel`` renames (encode's sidecars); ``kinds``: the
+    kinds that folders and globs collect (default: all; a file named explicitly is always taken).
 
     Raises UsageError when nothing matched or an output would land on an input."""
     out_dir = out_dir.resolve() if out_dir else None
-    found = expand(patterns, exclude=out_dir if not in_place else None)
+    found = expand(patterns, exclude=out_dir if not in_place else None, kinds=kinds)
     if not found:
         raise UsageError("no input matched: " + " ".join(patterns))
     real = [p for p, problem in found if not problem]

@@ -37,9 +37,12 @@ class State:
         prefs.device = settings.get("device", "auto")
         prefs.interpreter = settings.get("interpreter", "")
         prefs.timeout = min(3600.0, float(settings.get("timeout", 600.0)))
-        latent_cmd = settings.get("command") in ("encode", "edit")
-        prefs.checkpoint = "" if latent_cmd else settings.get("checkpoint", "")
-        prefs.autoencoder = settings.get("checkpoint", "") if latent_cmd else ""
+        command = settings.get("command")
+        chosen = {"encode": "autoencoder", "edit": "autoencoder", "mesh-inbetween": "mesh_inbetween",
+                  "mesh-encode": "mesh_autoencoder"}.get(command, "checkpoint")
+        for name in ("checkpoint", "autoencoder", "mesh_inbetween", "mesh_autoencoder"):
+            setattr(prefs, name, settings.get("checkpoint", "") if name == chosen else "")
+        self.prefs = prefs
         from .. import preferences
         self.backend = preferences.settings()  # in-betweening checkpoint, device, backend mode
         self.autoencoder = preferences.autoencoder_path()  # encode and edit
@@ -54,6 +57,9 @@ def preload(state: State, which: str | None) -> str:
         if which == "autoencoder":
             from . import backend_direct
             return backend_direct.preload(state)
+        if which in ("mesh_inbetween", "mesh_autoencoder"):
+            from . import job_mesh
+            return job_mesh.preload(state, which[len("mesh_"):])
     except (bridge.BridgeError, JobError, ValueError, OSError) as e:
         return f"not loaded: {e}"
     return "no model needed"
@@ -71,6 +77,11 @@ def failed_entry(job: dict, error: str) -> dict:
 
 
 def _handler(kind: str, command: str):
+    if command.startswith("mesh-"):
+        if kind != "blend":
+            raise JobError("a .bvh file holds no mesh: the mesh commands take .blend files")
+        from . import job_mesh
+        return getattr(job_mesh, command[len("mesh-"):])
     if kind == "blend":
         from . import job_blend as mod
     else:

@@ -88,7 +88,8 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
 
     if jobs:
         threads = _threads(min(args.jobs, len(jobs)))
-        preload = {"inbetween": "inbetween", "encode": "autoencoder", "edit": "autoencoder"}.get(args.command)
+        preload = {"inbetween": "inbetween", "encode": "autoencoder", "edit": "autoencoder",
+                   "mesh-inbetween": "mesh_inbetween", "mesh-encode": "mesh_autoencoder"}.get(args.command)
         logs = report_path.with_name(report_path.stem + "-logs") if report_path else None
         pool = Pool(min(args.jobs, len(jobs)), settings, args.timeout or None, threads, preload, logs)
         try:

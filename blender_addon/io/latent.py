@@ -12,6 +12,7 @@ import numpy as np
 from ..core import latent_math as LM
 from ..core import rig_math
 from . import scene as scene_io
+from .compat import new_fcurve
 
 _EPS = 1e-3
 
@@ -125,7 +126,7 @@ def write_values(bag, path: str, index: int, group: str, frames: np.ndarray, val
     if fc is None:
         fc, co = channel_keys(bag, path, index)
     if fc is None:
-        fc = bag.fcurves.new(path, index=index, group_name=group)
+        fc = new_fcurve(bag, path, index, group)
     kp = fc.keyframe_points
     n = len(kp)
     if n and not fresh:
@@ -232,7 +233,7 @@ def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> No
             continue
         if fc is None:
             group = path.split('"')[1] if path.startswith("pose.bones[") else ""
-            fc = bag.fcurves.new(path, index=index, group_name=group) if group else bag.fcurves.new(path, index=index)
+            fc = new_fcurve(bag, path, index, group)
         write_keys_exact(fc, merged)
 
 

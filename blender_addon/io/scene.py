@@ -1,15 +1,15 @@
 """bpy <-> numpy for pose-bone F-curves: selection, rest pose, evaluated channels, bulk key writes.
 
-Works on the action slot assigned to the object (Blender 5.0 slotted actions, through the
-channelbag) and never needs an editor: selection is read from the keys' own select flags.
+Works on the action slot assigned to the object (slotted actions of Blender 4.5 and 5.x, through
+the channelbag) and never needs an editor: selection is read from the keys' own select flags.
 """
 from __future__ import annotations
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from ..core import rig_math
+from .compat import assigned_channelbag, new_fcurve
 
 _VEC2 = ("co", "handle_left", "handle_right")
 _ENUMS = ("handle_left_type", "handle_right_type", "interpolation", "type", "easing")
@@ -22,7 +22,7 @@ def channelbag(obj):
     ad = obj.animation_data
     if ad is None or ad.action is None:
         return None
-    return anim_utils.animdata_get_channelbag_for_assigned_slot(ad)
+    return assigned_channelbag(ad)
 
 
 MAKE_LOCAL = "make it local first: Object > Relations > Make Local > All, then try again"
@@ -170,7 +170,7 @@ def replace_in_gaps(obj, bag, bone: str, prop: str, index: int, gaps, frames, va
     path = bone_path(bone, prop)
     fc = bag.fcurves.find(path, index=index)
     if fc is None:
-        fc = bag.fcurves.new(path, index=index, group_name=bone)
+        fc = new_fcurve(bag, path, index, bone)
     old = read_keys(fc)
     x = old["co"][:, 0].astype(np.float64)
     inside = np.zeros(len(x), dtype=bool)

@@ -1,0 +1,36 @@
+"""The few bpy calls that differ between Blender 4.5 LTS and 5.x, chosen by feature detection.
+
+Both have slotted actions (since 4.4); 5.0 added helpers that 4.5 lacks and removed the legacy
+``Action.fcurves`` and ``Bone.select``.  Everything else in the add-on is the same API in both.
+"""
+from __future__ import annotations
+
+from bpy_extras import anim_utils
+
+_ASSIGNED = getattr(anim_utils, "animdata_get_channelbag_for_assigned_slot", None)  # 5.0+
+
+
+def assigned_channelbag(anim_data):
+    """The channelbag of ``anim_data``'s assigned action slot, or None (no data, action or slot)."""
+    if _ASSIGNED is not None:
+        return _ASSIGNED(anim_data)
+    if not anim_data or not anim_data.action or not anim_data.action_slot:  # 4.5: the same steps
+        return None
+    return anim_utils.action_get_channelbag_for_slot(anim_data.action, anim_data.action_slot)
+
+
+def _new_takes_group() -> bool:  # 5.0+: ActionChannelbagFCurves.new(data_path, index, group_name)
+    import bpy
+    return "group_name" in bpy.types.ActionChannelbagFCurves.bl_rna.functions["new"].parameters
+
+
+def new_fcurve(bag, data_path: str, index: int = 0, group_name: str = ""):
+    """A new F-curve in ``bag`` on ``data_path[index]``, in the channel group ``group_name`` (made if
+    missing; none when empty): ``bag.fcurves.new(..., group_name=...)`` where it exists, else the same
+    in two steps (4.5)."""
+    if group_name and _new_takes_group():
+        return bag.fcurves.new(data_path, index=index, group_name=group_name)
+    fc = bag.fcurves.new(data_path, index=index)
+    if group_name:
+        fc.group = bag.groups.get(group_name) or bag.groups.new(group_name)
+    return fc
