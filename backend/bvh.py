@@ -205,7 +205,7 @@ def _nearest_equivalent(e, ref):
     return np.where(far, cands[1], cands[0])
 
 
-def _unwrap_euler(e, reference=None):
+def unwrap_euler(e, reference=None):
     """Per frame, the Euler triple nearest the reference row (vectorised), or, where the
     reference is missing or NaN, nearest the previous frame: no 360-degree jumps."""
     out = e.copy()
@@ -235,7 +235,7 @@ def clip_to_channels(clip: Clip, reference: np.ndarray | None = None) -> np.ndar
         if rot_cols:
             e = Q.to_euler(clip.rotations[:, k], skel.euler_order(k))
             ref = None if reference is None else np.radians(reference[:, [col + i for i in rot_cols]])
-            euler = np.degrees(_unwrap_euler(e, ref))
+            euler = np.degrees(unwrap_euler(e, ref))
         r = 0
         for c in ch:
             if c.endswith("position"):

@@ -16,7 +16,8 @@ from safetensors.torch import load_file, save_file
 from . import checkpoint_checks as checks
 from .atomic import replacing, write_text
 from .features import FeatureLayout, Normalizer
-from .model import ModelConfig, build_model
+from .model import ModelConfig
+from .registry import build_model
 from .skeleton import Skeleton
 
 FORMAT = "splinetween-checkpoint"

@@ -94,7 +94,7 @@ def check_skeleton(jpath: Path, skeleton, layout, error) -> None:
 
 def check_shapes(jpath: Path, config, state: dict, error) -> None:
     """Build the model on the meta device (no memory) and compare its parameters with the weights."""
-    from .model import build_model
+    from .registry import build_model
     try:
         with torch.device("meta"):
             want = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}

@@ -5,14 +5,15 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import checkpoint as ckpt_io
+from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .features import from_features, to_features
+from .inbetween import decode_inbetween, guard_weight, inbetween
 from .splines import ease_weights
 from .skeleton import Clip
 
@@ -35,33 +36,6 @@ def pick_device(name: str = "auto") -> torch.device:
         raise EngineError("--device cuda was asked for, but this torch build sees no CUDA device "
                           "(use --device auto or cpu)")
     return torch.device(name)
-
-
-def segment_bounds(num_frames: int, window: int) -> list[tuple[int, int]]:
-    """Inclusive [start, end] frame ranges of at most ``window`` frames sharing end frames."""
-    if num_frames <= window:
-        return [(0, num_frames - 1)]
-    count = -(-(num_frames - 1) // (window - 1))
-    b = np.round(np.linspace(0, num_frames - 1, count + 1)).astype(int)
-    return [(int(b[i]), int(b[i + 1])) for i in range(count)]
-
-
-@dataclass
-class Controls:
-    """A clip's latent spline: control points per segment plus what decoding needs."""
-    points: np.ndarray  # [S, K, d]
-    origins: np.ndarray  # [S, 3] re-centring offset of each segment
-    segments: list[tuple[int, int]]  # inclusive frame ranges, sharing end frames
-    template: np.ndarray  # [J, 3] local positions of joints the model does not move
-    frame_time: float
-    name: str = ""
-    keys: list[int] | None = None  # in-betweening: the key frames (clip-relative) ...
-    key_rotations: np.ndarray | None = None  # ... and their poses, which the decoder interpolates
-    key_positions: np.ndarray | None = None
-
-    @property
-    def num_frames(self) -> int:
-        return self.segments[-1][1] + 1
 
 
 class Engine:
@@ -117,7 +91,6 @@ class Engine:
     def guard_for(self, controls: "Controls", skeleton) -> float:
         """The guard's alpha for in-betweened ``controls``: what the fill used, recomputed
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
-        from .inbetween import guard_weight
         key = self._guard_key(controls.keys, controls.key_rotations, controls.key_positions)
         if key not in self._guard_weights:
             n = controls.num_frames
@@ -129,7 +102,7 @@ class Engine:
             self._guard_weights[key] = guard_weight(self, clip, list(controls.keys))
         return self._guard_weights[key]
 
-    def _require(self, task: str):
+    def require(self, task: str):
         if self.task != task:
             raise EngineError(f"{self.path.name} is an {self.task} checkpoint; this needs an {task} checkpoint "
                               f"(pass --checkpoint with one)")
@@ -137,15 +110,14 @@ class Engine:
     # -- encode / decode ----------------------------------------------------------------
     def inbetween(self, clips, key_frames):
         """Fill every frame between keys: ``(clip, keys)`` -> ``(clip, controls)``; lists are batched."""
-        self._require("inbetween")
-        from .inbetween import inbetween
+        self.require("inbetween")
         if isinstance(clips, Clip):
             return inbetween(self, [clips], [key_frames])[0]
         return inbetween(self, list(clips), list(key_frames))
 
     @torch.inference_mode()
     def encode(self, clips: Clip | list[Clip]) -> Controls | list[Controls]:
-        self._require("autoencoder")
+        self.require("autoencoder")
         single = isinstance(clips, Clip)
         clips = [clips] if single else list(clips)
         for c in clips:
@@ -156,7 +128,7 @@ class Engine:
             jobs += [(ci, si, a, b) for si, (a, b) in enumerate(s)]
         points = {}
         origins = {}
-        for n, group in _by_length(jobs).items():
+        for n, group in group_by_length(jobs).items():
             rot = torch.stack([torch.from_numpy(clips[ci].rotations[a:b + 1]) for ci, _, a, b in group])
             pos = torch.stack([torch.from_numpy(clips[ci].positions[a:b + 1]) for ci, _, a, b in group])
             feat, origin = to_features(rot.float().to(self.device), pos.float().to(self.device), self.layout)
@@ -178,7 +150,7 @@ class Engine:
         from .edits import warp_times
         out = [None] * len(lengths)
         jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
-        for m, group in _by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
+        for m, group in group_by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
             idx = [g[0] for g in group]
             cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
             uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
@@ -196,7 +168,6 @@ class Engine:
         ``points`` replaces ``controls.points`` (edited control points); ``timing`` re-times.
         """
         if controls.keys is not None:
-            from .inbetween import decode_inbetween
             return decode_inbetween(self, controls, points, int(round(scale)), timing, like)
         lengths = [b - a + 1 for a, b in controls.segments]
         pts = controls.points if points is None else points
@@ -228,13 +199,6 @@ class Engine:
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
                 "joints": list(self.skeleton.names), "features": c.layout.to_json(), "info": c.info,
                 "device": str(self.device)}
-
-
-def _by_length(jobs):
-    groups = {}
-    for j in jobs:
-        groups.setdefault(j[3] - j[2] + 1, []).append(j)
-    return groups
 
 
 def _join_segments(parts):

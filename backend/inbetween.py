@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import quat_np as Q
+from .controls import Controls
 from .features import from_features
 from .guard import blend, fit_alpha, holdout_passes
 from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
@@ -94,7 +95,6 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and its
     Hermite base (``backend.guard``); the hidden-key passes run in the same batches.
     """
-    from .engine import Controls
     ck = engine.ckpt
     checked, items, owners = [], [], []
     for ci, (clip, keys) in enumerate(zip(clips, keys_list)):
@@ -147,7 +147,7 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     """
     from .edits import warp_times
     from .skeleton import Clip
-    engine._require("inbetween")
+    engine.require("inbetween")
     s = max(1, int(supersample))
     pts = controls.points if points is None else points
     skel = like.skeleton if like is not None else engine.skeleton

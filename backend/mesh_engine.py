@@ -18,7 +18,8 @@ import torch
 
 from . import checkpoint as ckpt_io
 from .edits import warp_times
-from .engine import EngineError, _by_length, pick_device, segment_bounds
+from .controls import group_by_length, segment_bounds
+from .engine import EngineError, pick_device
 from .keyframes import interpolation_base, segments_on_keys, snap_to_keys, validate_keys
 from .mesh import MeshBasis, check_sequence, join_frames, project
 
@@ -71,7 +72,7 @@ class MeshEngine:
     def num_vertices(self) -> int:
         return self.basis.num_vertices
 
-    def _require(self, task: str):
+    def require(self, task: str):
         if self.task != task:
             raise EngineError(f"{self.path.name} is a mesh {self.task} checkpoint; this needs a mesh {task} "
                               "checkpoint")
@@ -83,12 +84,12 @@ class MeshEngine:
     # -- autoencoder ----------------------------------------------------------------------
     @torch.inference_mode()
     def encode(self, frames: np.ndarray, name: str = "") -> MeshControls:
-        self._require("autoencoder")
+        self.require("autoencoder")
         frames = check_sequence(frames, self.num_vertices, name or "mesh sequence", self.min_frames)
         coeffs = torch.as_tensor(project(frames, self.basis), device=self.device)
         segs = segment_bounds(len(frames), self.window)
         points = [None] * len(segs)
-        for _, group in _by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+        for _, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             x = torch.stack([coeffs[a:b + 1] for _, _, a, b in group])
             cp = self.model.encode(self.norm(x)).cpu().numpy()
             for k, (i, _, _, _) in enumerate(group):
@@ -110,11 +111,11 @@ class MeshEngine:
         pts = controls.points if points is None else np.asarray(points)
         if controls.keys is not None:
             return self._decode_keyed(controls, pts, max(1, int(round(scale))), timing, amplify, segment)
-        self._require("autoencoder")
+        self.require("autoencoder")
         lengths = [b - a + 1 for a, b in controls.segments]
         parts = [None] * len(lengths)
         jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
-        for m, group in _by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
+        for m, group in group_by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
             idx = [g[0] for g in group]
             cp = torch.as_tensor(pts[idx], dtype=torch.float32, device=self.device)
             uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
@@ -132,7 +133,7 @@ class MeshEngine:
     @torch.inference_mode()
     def inbetween(self, frames: np.ndarray, keys, name: str = "") -> tuple[np.ndarray, MeshControls]:
         """Fill every frame between ``keys`` (only key frames of ``frames`` are read) -> (vertices, controls)."""
-        self._require("inbetween")
+        self.require("inbetween")
         label = name or "mesh sequence"
         arr = np.asarray(frames)
         if arr.ndim == 3 and arr.shape[0] == 0:
@@ -147,7 +148,7 @@ class MeshEngine:
         key_coeffs = project(key_frames, self.basis)
         pos_of = {k: i for i, k in enumerate(keys)}
         points = [None] * len(segs)
-        for m, group in _by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+        for m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
             cp = self.model.encode(self.norm(keyed), mask).cpu().numpy()
             for k, (i, _, _, _) in enumerate(group):
@@ -175,7 +176,7 @@ class MeshEngine:
         linear path run over the whole sequence at once, so the gaps next to a segment's ends see
         the keys beyond it; the transformer adds its residual segment by segment.
         """
-        self._require("inbetween")
+        self.require("inbetween")
         keys = list(controls.keys)
         last = controls.num_frames - 1
         key_coeffs = project(controls.key_frames, self.basis)
@@ -194,7 +195,7 @@ class MeshEngine:
                                             torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
         out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
         chosen = range(len(controls.segments)) if segment is None else [segment]
-        for m, group in _by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
+        for m, group in group_by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
                                     if i in chosen]).items():
             rows = [slice(a * s, b * s + 1) for a, b in (controls.segments[i] for i, _, _, _ in group)]
             base_n = torch.stack([base_all[r] for r in rows])

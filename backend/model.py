@@ -227,13 +227,5 @@ class SplineTransformer(nn.Module):
         return self.decode(self.encode(x), x.shape[1])
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
-    """The module for a config: the autoencoder family or the keyframe in-betweener."""
-    if cfg.kind == "keyframe":
-        from .keyframe_model import KeyframeSplineTransformer
-        return KeyframeSplineTransformer(cfg)
-    return SplineTransformer(cfg)
-
-
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())

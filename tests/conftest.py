@@ -27,7 +27,8 @@ def example_clips():
 def _tiny(tmp_path_factory, clip, kind, task):
     from backend import checkpoint as ck
     from backend.features import Normalizer, detect_layout, to_features
-    from backend.model import ModelConfig, build_model
+    from backend.model import ModelConfig
+    from backend.registry import build_model
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
     cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=32, heads=4, layers=1, latent=8)

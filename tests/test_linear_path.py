@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from backend.keyframe_model import KeyRegression, gap_features
-from backend.model import ModelConfig, build_model
+from backend.model import ModelConfig
+from backend.registry import build_model
 from backend.splines import bezier_basis, uniform_times
 
 

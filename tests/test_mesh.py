@@ -11,7 +11,8 @@ from backend.engine import Engine, EngineError
 from backend.mesh import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
                           mean_vertex_error, project, reconstruct)
 from backend.mesh_engine import MeshEngine
-from backend.model import ModelConfig, build_model
+from backend.model import ModelConfig
+from backend.registry import build_model
 from tests.mesh_helpers import ripple
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from backend import quat_np as Q
-from backend.bvh import _unwrap_euler
+from backend.bvh import unwrap_euler
 
 
 def _channelbag(bpy):
@@ -37,7 +37,7 @@ def bezier_predictor(skeleton):
             fc.keyframe_points.add(len(keys))
         out_r, out_p = np.empty_like(rot), np.empty_like(pos)
         for w in range(rot.shape[0]):
-            euler = np.stack([_unwrap_euler(Q.to_euler(rot[w, keys, j], orders[j])) for j in range(rot.shape[2])], 1)
+            euler = np.stack([unwrap_euler(Q.to_euler(rot[w, keys, j], orders[j])) for j in range(rot.shape[2])], 1)
             values = np.concatenate([pos[w, keys], euler], -1)  # [K, J, 6]
             dense = np.empty((len(frames), rot.shape[2], 6))
             for c, fc in enumerate(curves):

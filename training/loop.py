@@ -14,7 +14,8 @@ import torch.distributed as dist
 from backend import checkpoint as ckpt_io
 from backend import quat_torch as QT
 from backend.features import Normalizer, detect_layout, split_features, to_features
-from backend.model import ModelConfig, build_model, count_parameters
+from backend.model import ModelConfig, count_parameters
+from backend.registry import build_model
 
 from . import progress
 from .config import TrainConfig

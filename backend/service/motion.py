@@ -63,7 +63,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     import torch
 
     from ..edits import edit_points
-    from ..engine import Controls
+    from ..controls import Controls
     from ..features import from_features
     from ..inbetween import decode_inbetween
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]

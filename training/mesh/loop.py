@@ -22,7 +22,8 @@ from backend.features import Normalizer
 from backend.keyframes import interpolation_base
 from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
 from backend.mesh_engine import basis_from, compose_inbetween
-from backend.model import ModelConfig, build_model, count_parameters
+from backend.model import ModelConfig, count_parameters
+from backend.registry import build_model
 
 from .. import progress
 from ..config import MeshTrainConfig
