@@ -22,5 +22,7 @@ else
 fi
 BLENDER_USER_RESOURCES=$(mktemp -d) $py -m training.evaluate "$dst.json" --data "$data" --split test \
   --cache "$cache" --out "$run/eval" --device cpu "${extra[@]}"
-$py -m training.model_card "$dst.json" "$run/eval/eval-test.json" --command "$command"
+twin=()
+[ -n "${TWIN:-}" ] && twin=(--twin "$TWIN")  # TWIN=eval-test.json of the leave-out twin
+$py -m training.model_card "$dst.json" "$run/eval/eval-test.json" --command "$command" "${twin[@]}"
 $py -m training.plots curves "$run" --out "docs/$name-training.png" || true

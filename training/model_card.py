@@ -59,6 +59,11 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              "generalisation protocol's familiar and unfamiliar columns)", ""]
     md = report.get("markdown") or ""
     lines += [md.strip(), ""] if md else []
+    twin = report.get("twin_markdown")
+    if twin:
+        lines += ["## Unfamiliar motion: the leave-out twin", "",
+                  "The same recipe trained with `--leave_out=protocol` (every stage), so the unfamiliar column below "
+                  "is motion it never saw; the model above trained on those kinds.", "", twin.strip(), ""]
     lines += ["## Licence", "", "Trained on CC BY-NC 4.0 data: these weights are for non-commercial use only.",
               "", f"> {ATTRIBUTION}", ""]
     return "\n".join(lines)
@@ -69,12 +74,17 @@ def main(argv=None) -> int:
     ap.add_argument("checkpoint", type=Path)
     ap.add_argument("report", type=Path, help="eval-test.json from training.evaluate")
     ap.add_argument("--command", required=True, help="the exact training command")
+    ap.add_argument("--twin", type=Path, default=None,
+                    help="eval-test.json of the recipe's leave-out twin (its unfamiliar column goes on the card)")
     args = ap.parse_args(argv)
     jpath, _ = paths_for(args.checkpoint)
     doc = json.loads(jpath.read_text())
     report = json.loads(args.report.read_text())
     md_path = args.report.with_suffix(".md")
     report["markdown"] = md_path.read_text().split("\n", 1)[1] if md_path.exists() else ""
+    if args.twin is not None:
+        twin_md = args.twin.with_suffix(".md")
+        report["twin_markdown"] = twin_md.read_text().split("\n", 1)[1] if twin_md.exists() else ""
     doc["info"]["metrics"] = flat_metrics(report)
     doc["info"]["command"] = args.command
     jpath.write_text(json.dumps(doc, indent=1))
