@@ -48,6 +48,16 @@ def check_reply_size(frames: int, bytes_per_frame: int, what: str) -> None:
                          f"({MAX_ARRAY}); ask for fewer frames")
 
 
+def principal_amounts(engine, pca, row) -> list[float]:
+    """A segment's principal-slider amounts, checked against the checkpoint's directions."""
+    amounts = [float(x) for x in row]
+    if any(amounts) and pca is None:
+        raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
+    if pca is not None and len(amounts) > len(pca[1]):
+        raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+    return amounts
+
+
 def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError) -> None:
     """Refuse keys (sorted, from 0) with a gap above the model's window before anything is
     allocated for their frames, in the words and error type the engine itself would use."""

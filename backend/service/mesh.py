@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engines import check_gaps, check_reply_size, get_engine
+from .engines import check_gaps, check_reply_size, get_engine, principal_amounts
 
 
 def _segments(controls) -> list[list[int]]:
@@ -54,11 +54,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
         n, m = b - a + 1, lengths[i]
         if n < 2 or m < 2:
             raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
-        amounts = [float(x) for x in principal[i]]
-        if any(amounts) and pca is None:
-            raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
-        if pca is not None and len(amounts) > len(pca[1]):
-            raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+        amounts = principal_amounts(engine, pca, principal[i])
         pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
         if keys is None:
             controls = MeshControls(pts[None], [(0, n - 1)])

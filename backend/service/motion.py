@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engines import check_gaps, check_reply_size
+from .engines import check_gaps, check_reply_size, principal_amounts
 
 
 def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,
@@ -79,11 +79,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     rots, poss = [], []
     for i, (a, b) in enumerate(segs):
         n, m = int(b) - int(a) + 1, lengths[i]
-        amounts = [float(x) for x in principal[i]]
-        if any(amounts) and pca is None:
-            raise ValueError(f"{engine.path.name} has no principal directions; set the principal sliders to 0")
-        if pca is not None and len(amounts) > len(pca[1]):
-            raise ValueError(f"{len(amounts)} principal amounts; {engine.path.name} has {len(pca[1])} directions")
+        amounts = principal_amounts(engine, pca, principal[i])
         pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
         if n < 2 or m < 2:
             raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")

@@ -31,14 +31,7 @@ class Options:
 
 def prepare(obj, settings: bridge.BackendSettings, options: Options):
     """Checks and reads, no writes: -> (info, bag, bones, plan)."""
-    if obj is None or obj.type != "ARMATURE":
-        raise Refusal("the active object is not an armature")
-    problem = scene_io.action_problem(obj)  # linked or overridden: refuse before anything is written
-    if problem:
-        raise Refusal(problem)
-    bag = scene_io.channelbag(obj)
-    if bag is None or not len(bag.fcurves):
-        raise Refusal(f"{obj.name} has no keys in its active action")
+    bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
     except bridge.BridgeError as e:

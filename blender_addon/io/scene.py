@@ -9,6 +9,7 @@ import bpy
 import numpy as np
 
 from ..core import rig_math
+from ..core.errors import Refusal
 from .compat import assigned_channelbag, new_fcurve
 
 _VEC2 = ("co", "handle_left", "handle_right")
@@ -47,6 +48,20 @@ def action_problem(obj) -> str | None:
         return (f"the action '{act.name}' of {obj.name} is a library override of {lib}, whose keys cannot be "
                 f"removed or added; nothing was changed ({MAKE_LOCAL})")
     return None
+
+
+def editable_keys(obj):
+    """The active action's channelbag of an armature whose keys may be changed, or a Refusal that
+    names what is wrong (not an armature, linked or overridden, no keys): checked before any write."""
+    if obj is None or obj.type != "ARMATURE":
+        raise Refusal("the active object is not an armature")
+    problem = action_problem(obj)
+    if problem:
+        raise Refusal(problem)
+    bag = channelbag(obj)
+    if bag is None or not len(bag.fcurves):
+        raise Refusal(f"{obj.name} has no keys in its active action")
+    return bag
 
 
 def bone_path(bone: str, prop: str) -> str:

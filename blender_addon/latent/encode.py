@@ -21,15 +21,7 @@ from . import core as latent
 
 
 def _armature(obj):
-    if obj is None or obj.type != "ARMATURE":
-        raise Refusal("the active object is not an armature")
-    problem = scene_io.action_problem(obj)  # linked or overridden: refuse before anything is written
-    if problem:
-        raise Refusal(problem)
-    bag = scene_io.channelbag(obj)
-    if bag is None or not len(bag.fcurves):
-        raise Refusal(f"{obj.name} has no keys in its active action")
-    return bag
+    return scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
 
 
 def _shared_action(obj) -> str | None:
