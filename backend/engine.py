@@ -5,13 +5,13 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import checkpoint as ckpt_io
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
+from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
 from .inbetween import decode_inbetween, guard_weight, inbetween
 from .splines import ease_weights
@@ -21,45 +21,19 @@ DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
 DEFAULT_INBETWEEN = ckpt_io.DEFAULT_DIR / "inbetween.json"
 
 
-class EngineError(ValueError):
-    pass
+class Engine(EngineBase):
+    WRONG_KIND = ("{name} is a mesh-sequence checkpoint; armatures and BVH need a motion checkpoint (mesh "
+                  "checkpoints are used through backend.mesh_engine.MeshEngine)")
 
-
-def pick_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise EngineError("--device cuda was asked for, but this torch build sees no CUDA device "
-                          "(use --device auto or cpu)")
-    return torch.device(name)
-
-
-class Engine:
     def __init__(self, checkpoint=None, device: str = "auto"):
-        self.path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
-        self.device = pick_device(device)
-        self.ckpt = ckpt_io.load(self.path)
-        if self.ckpt.is_mesh:
-            raise EngineError(f"{self.path.name} is a mesh-sequence checkpoint; armatures and BVH need a motion "
-                              "checkpoint (mesh checkpoints are used through backend.mesh_engine.MeshEngine)")
-        self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
+        super().__init__(checkpoint, DEFAULT_CHECKPOINT, device)
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
-        self.norm = self.ckpt.normalizer
-        self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
         self._guard_weights: dict[bytes, float] = {}
 
     # -- checks -------------------------------------------------------------------------
-    @property
-    def task(self) -> str:
-        return "inbetween" if self.ckpt.config.kind == "keyframe" else "autoencoder"
-
     def check_clip(self, clip: Clip, keys: list[int] | None = None):
         """Skeleton, length and finiteness; with ``keys`` only the key frames are looked at."""
         if not self.skeleton.same_hierarchy(clip.skeleton):

@@ -11,7 +11,6 @@ still moves smoothly between them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,7 +18,7 @@ import torch
 from . import checkpoint as ckpt_io
 from .edits import warp_times
 from .controls import group_by_length, segment_bounds
-from .engine import EngineError, pick_device
+from .engine_base import EngineBase, EngineError
 from .keyframes import interpolation_base, segments_on_keys, snap_to_keys, validate_keys
 from .mesh import MeshBasis, check_sequence, join_frames, project
 
@@ -48,25 +47,16 @@ def basis_from(ex: dict) -> MeshBasis:
                      else np.ones(ex["basis.components"].shape[0], np.float32))
 
 
-class MeshEngine:
+class MeshEngine(EngineBase):
+    MESH = True
+    WRONG_KIND = ("{name} is a motion (armature) checkpoint; mesh sequences need a mesh checkpoint (train one "
+                  "with python -m training.train mesh)")
+
     def __init__(self, checkpoint=None, device: str = "auto"):
-        self.path = Path(checkpoint) if checkpoint else DEFAULT_MESH
-        self.device = pick_device(device)
-        self.ckpt = ckpt_io.load(self.path)
-        if not self.ckpt.is_mesh:
-            raise EngineError(f"{self.path.name} is a motion (armature) checkpoint; mesh sequences need a mesh "
-                              "checkpoint (train one with python -m training.train mesh)")
-        self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
-        self.norm = self.ckpt.normalizer
+        super().__init__(checkpoint, DEFAULT_MESH, device)
         self.basis = basis_from(self.ckpt.extra)
         self._comps = torch.as_tensor(self.basis.components, device=self.device)
         self._mean = torch.as_tensor(self.basis.mean.reshape(-1), device=self.device)
-        self.window = self.ckpt.window
-        self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
-
-    @property
-    def task(self) -> str:
-        return "inbetween" if self.ckpt.config.kind == "keyframe" else "autoencoder"
 
     @property
     def num_vertices(self) -> int:
