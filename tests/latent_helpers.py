@@ -26,6 +26,13 @@ def info() -> dict:
     return json.loads(AUTOENCODER.read_text())["info"]
 
 
+def encoded_segments(frames: int) -> list[tuple[int, int]]:
+    """The segments Encode cuts ``frames`` frames into with the shipped autoencoder's window (read from
+    its JSON: no torch needed, so this also runs under Blender 4.5's own Python)."""
+    from backend.controls import segment_bounds
+    return segment_bounds(frames, int(json.loads(AUTOENCODER.read_text())["window"]))
+
+
 def require_principal() -> list[str]:
     """The principal directions' names; a clear failure while the checkpoint has none."""
     names = info().get("principal_names", [])

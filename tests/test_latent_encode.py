@@ -12,12 +12,12 @@ import pytest
 
 from addon_helpers import assert_same_keys, bpy, snapshot
 from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, curves, encoded_copy, info, pose_bvh,
+from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, curves, encoded_copy, encoded_segments,
+                            info, pose_bvh,
                             require_principal, reach, ui_edit)
 
 bpy = bpy()
 from backend import quat_np as Q  # noqa: E402
-from backend.engine import segment_bounds  # noqa: E402
 from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -41,7 +41,7 @@ def test_encode_matches_the_file_within_the_autoencoders_error(enc, engine, reco
     clip = read_bvh(EXAMPLE)
     st = enc.splinetween_latent
     assert (st.frame_start, st.frames, st.latent_size) == (1, 273, engine.ckpt.config.latent)
-    assert len(st.segments) == len(segment_bounds(273, engine.ckpt.window))  # 5 of 61 frames, 10 of 31
+    assert len(st.segments) == len(encoded_segments(273))  # 5 of 61 frames, 10 of 31
     rot, pos = pose_bvh(enc, list(clip.skeleton.names), np.arange(1, 274))
     err = np.degrees(Q.angle_between(rot, clip.rotations))[:, 1:].mean()  # joint_Root is never rotated
     ref = engine.reconstruct([clip])[0]

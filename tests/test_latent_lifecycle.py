@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from addon_helpers import assert_same_keys, bpy, channelbag, prefs, snapshot
-from backend.engine import Engine, segment_bounds  # noqa: E402
 from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, encoded_copy, fresh_copy, reach)
+from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, encoded_copy, encoded_segments, fresh_copy,
+                            reach)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402
@@ -75,9 +75,9 @@ def test_two_armatures_keep_separate_controls(source):
     a = encoded_copy(source)
     b = encoded_copy(source, frame_range="CUSTOM", frame_start=30, frame_end=150)
     assert a.splinetween_latent.token != b.splinetween_latent.token
-    window = Engine(AUTOENCODER, "cpu").ckpt.window  # 5 and 2 segments of 61 frames, 10 and 4 of 31
-    assert len(a.splinetween_latent.segments) == len(segment_bounds(273, window))
-    assert len(b.splinetween_latent.segments) == len(segment_bounds(121, window))
+    # 5 and 2 segments of 61 frames, 10 and 4 of 31
+    assert len(a.splinetween_latent.segments) == len(encoded_segments(273))
+    assert len(b.splinetween_latent.segments) == len(encoded_segments(121))
     before_a, before_b = curves(a), curves(b)
     b.splinetween_latent.segments[0].amplify = 2.0
     b[LM.raw_name(1, 1)][3] += 2.0

@@ -7,9 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
-from latent_helpers import AUTOENCODER, encoded_copy, setup_scene
-
-from backend.engine import Engine, segment_bounds
+from latent_helpers import AUTOENCODER, encoded_copy, encoded_segments, setup_scene
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -78,7 +76,7 @@ def test_the_panel_draws_every_state(tmp_path):
     obj = encoded_copy(src.name)
     log = draw(obj)
     st = obj.splinetween_latent
-    segs = segment_bounds(273, Engine(AUTOENCODER, "cpu").ckpt.window)  # frames 0-272 of the scene's 1-273
+    segs = encoded_segments(273)  # frames 0-272 of the scene's 1-273
     assert f"Frames 1-273, {len(segs)} segments (encoded)" in texts(log)
     assert f"Segment {len(segs)}: frames {segs[-1][0] + 1}-273" in texts(log)
     props = [e[1][1] for e in log if e[0] == "prop"]
