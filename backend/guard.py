@@ -28,11 +28,11 @@ POSITION_SCALE = 0.01  # 1 cm of root travel weighs like 0.01 of a quaternion co
 MAX_HIDDEN_GAP = 30  # frames: hiding a key where the doubled gap is longer misjudges the model
 
 
-def holdout_passes(keys: list[int], max_gap: int = 0) -> list[list[int]]:
+def holdout_passes(keys: list[int], max_gap: int = 0, limit: int = MAX_HIDDEN_GAP) -> list[list[int]]:
     """Key lists with every other interior key hidden (odd ordinals, then even ones), where the doubled
-    gap is at most ``MAX_HIDDEN_GAP`` (and ``max_gap``, the model's longest gap, when given); passes
-    that would hide nothing are left out."""
-    limit = MAX_HIDDEN_GAP if max_gap <= 0 else min(MAX_HIDDEN_GAP, max_gap)
+    gap is at most ``limit`` (and ``max_gap``, the model's longest gap, when given); passes that would
+    hide nothing are left out."""
+    limit = limit if max_gap <= 0 else min(limit, max_gap)
     passes = []
     for first in (1, 2):
         hidden = {i for i in range(first, len(keys) - 1, 2) if keys[i + 1] - keys[i - 1] <= limit}
@@ -41,7 +41,7 @@ def holdout_passes(keys: list[int], max_gap: int = 0) -> list[list[int]]:
     return passes
 
 
-def _vectors(rot: np.ndarray, pos: np.ndarray, ref_rot: np.ndarray, rot_joints, pos_joints) -> np.ndarray:
+def key_vectors(rot: np.ndarray, pos: np.ndarray, ref_rot: np.ndarray, rot_joints, pos_joints) -> np.ndarray:
     """[F, V]: quaternions of the rotating joints (sign-aligned to ``ref_rot``) and scaled positions."""
     q = rot[:, rot_joints]
     q = np.where((q * ref_rot[:, rot_joints]).sum(-1, keepdims=True) < 0, -q, q)
@@ -54,7 +54,7 @@ def fit_alpha(truth, model, hermite, rot_joints, pos_joints) -> float:
     if len(truth[0]) == 0:
         return 1.0
     ref = truth[0]
-    t, m, h = (_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, hermite))
+    t, m, h = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, hermite))
     c, r = (m - h).ravel(), (t - h).ravel()
     den = float(c @ c)
     return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0

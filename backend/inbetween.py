@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from . import quat_np as Q
-from .controls import Controls
+from .controls import Controls, group_by_length
 from .features import from_features
 from .guard import blend, fit_alpha, holdout_passes
 from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
@@ -26,10 +26,11 @@ def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return rot, pos
 
 
-def _fill(engine, items):
+def fill(engine, items, with_base: bool = True):
     """Model and Hermite-base fills of ``items`` [(clip, keys)] (keys validated), batched by segment
     length: per item (rot, pos, base_rot, base_pos [F, J, *] numpy, controls [S, K, d], origins [S, 3],
-    segments).  Only key frames are read; segments start and end on keys."""
+    segments).  Only key frames are read; segments start and end on keys.  Without ``with_base`` (the
+    guard off) the base is not converted to poses and base_rot, base_pos are None."""
     ck, layout, dev = engine.ckpt, engine.layout, engine.device
     prepared, jobs = [], []
     for ii, (clip, keys) in enumerate(items):
@@ -37,10 +38,8 @@ def _fill(engine, items):
         segs = segments_on_keys(keys, ck.window)
         prepared.append((clip, keys, rot, pos, segs))
         jobs += [(ii, si, a, b) for si, (a, b) in enumerate(segs)]
-    groups, results = {}, {}
-    for j in jobs:
-        groups.setdefault(j[3] - j[2] + 1, []).append(j)
-    for n, group in groups.items():
+    results = {}
+    for n, group in group_by_length(jobs).items():
         rot = torch.stack([torch.from_numpy(prepared[i][2][a:b + 1]) for i, _, a, b in group]).float().to(dev)
         pos = torch.stack([torch.from_numpy(prepared[i][3][a:b + 1]) for i, _, a, b in group]).float().to(dev)
         mask = torch.zeros(len(group), n, dtype=torch.bool, device=dev)
@@ -56,13 +55,16 @@ def _fill(engine, items):
     out = []
     for i, (clip, keys, _, _, segs) in enumerate(prepared):
         template = torch.as_tensor(clip.positions[keys[0]], dtype=torch.float32, device=dev)
-        arrays = [np.empty_like(clip.rotations), np.empty_like(clip.positions),
-                  np.empty_like(clip.rotations), np.empty_like(clip.positions)]
+        arrays = [np.empty_like(clip.rotations), np.empty_like(clip.positions)]
+        if with_base:
+            arrays += [np.empty_like(clip.rotations), np.empty_like(clip.positions)]
         for si, (a, b) in enumerate(segs):
             feat, base, origin, _ = results[i, si]
-            for k, f in enumerate((feat, base)):
+            for k, f in enumerate((feat, base)[:len(arrays) // 2]):
                 r, p = from_features(f, layout, origin, template, clip.skeleton.num_joints)
                 arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.cpu().numpy(), p.cpu().numpy()
+        if not with_base:
+            arrays += [None, None]
         out.append((*arrays, np.stack([results[i, si][3] for si in range(len(segs))]),
                     np.stack([results[i, si][2].cpu().numpy() for si in range(len(segs))]), segs))
     return out
@@ -70,10 +72,10 @@ def _fill(engine, items):
 
 def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
     """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
-    ``fills``, the _fill results of ``holdout_passes``) and compared with the hidden keys."""
+    ``fills``, the ``fill`` results of ``holdout_passes``) and compared with the hidden keys."""
     passes = holdout_passes(keys, engine.ckpt.window - 1)
     if fills is None:
-        fills = _fill(engine, [(clip, p) for p in passes])
+        fills = fill(engine, [(clip, p) for p in passes])
     hidden, model, herm = [], [], []
     for p, (mr, mp, br, bp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
@@ -96,24 +98,21 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     Hermite base (``backend.guard``); the hidden-key passes run in the same batches.
     """
     ck = engine.ckpt
-    checked, items, owners = [], [], []
-    for ci, (clip, keys) in enumerate(zip(clips, keys_list)):
+    checked, items, spans = [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
+    for clip, keys in zip(clips, keys_list):
         try:
             keys = validate_keys(keys, clip.num_frames, ck.window - 1)
         except ValueError as e:
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
         checked.append((clip, keys))
-        items.append((clip, keys))
-        owners.append(ci)
-        if engine.guard:
-            for p in holdout_passes(keys, ck.window - 1):
-                items.append((clip, p))
-                owners.append(ci)
-    fills = _fill(engine, items)
+        passes = holdout_passes(keys, ck.window - 1) if engine.guard else []
+        spans.append(slice(len(items), len(items) + 1 + len(passes)))
+        items += [(clip, keys)] + [(clip, p) for p in passes]
+    fills = fill(engine, items, with_base=engine.guard)
     out = []
-    for ci, (clip, keys) in enumerate(checked):
-        mine = [f for f, o in zip(fills, owners) if o == ci]
+    for (clip, keys), span in zip(checked, spans):
+        mine = fills[span]
         rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
         if engine.guard:
             alpha = guard_weight(engine, clip, keys, mine[1:])

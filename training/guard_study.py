@@ -37,12 +37,8 @@ def _slerp(clip, keys):
 def _variants(engine, clip, keys, cap: int) -> dict:
     """{name: (rot, pos)} fills of one window under each guard, hiding keys up to doubled gaps ``cap``."""
     rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
-    hidden_sets = []
-    for first in (1, 2):
-        h = {i for i in range(first, len(keys) - 1, 2) if keys[i + 1] - keys[i - 1] <= cap}
-        if h:
-            hidden_sets.append([k for i, k in enumerate(keys) if i not in h])
-    fills = IB._fill(engine, [(clip, keys)] + [(clip, p) for p in hidden_sets])
+    hidden_sets = G.holdout_passes(keys, engine.ckpt.window - 1, limit=cap)
+    fills = IB.fill(engine, [(clip, keys)] + [(clip, p) for p in hidden_sets])
     mr, mp, br, bp = fills[0][:4]
     sr, sp = _slerp(clip, keys)
     hid = [sorted(set(keys) - set(p)) for p in hidden_sets]
@@ -53,7 +49,7 @@ def _variants(engine, clip, keys, cap: int) -> dict:
     model = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (0, 1))
     herm = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (2, 3))
     slerp = tuple(np.concatenate([_slerp(clip, p)[i][h] for p, h in zip(hidden_sets, hid)]) for i in (0, 1))
-    vec = {n: G._vectors(r, p, truth[0], rj, pj) for n, (r, p) in
+    vec = {n: G.key_vectors(r, p, truth[0], rj, pj) for n, (r, p) in
            (("t", truth), ("m", model), ("h", herm), ("s", slerp))}
     a = float(np.clip(G.fit_alpha(truth, model, herm, rj, pj), 0, 1))
     # alpha and a SLERP weight beta in [0, 1]^2: the best of a grid (a study, not the product)
@@ -80,7 +76,7 @@ def study(engine, rot, pos, k: int) -> dict:
     for w in range(len(rot)):
         clip = Clip(engine.skeleton, rot[w], pos[w])
         tg = Q.fix_hemisphere(Q.fk(rot[w][nonkey], pos[w][nonkey], parents)[0], axis=0)
-        fills = {"model alone": IB._fill(engine, [(clip, keys)])[0][:2], "SLERP": _slerp(clip, keys)}
+        fills = {"model alone": IB.fill(engine, [(clip, keys)], with_base=False)[0][:2], "SLERP": _slerp(clip, keys)}
         for cap, tag in ((engine.ckpt.window - 1, "hide to window"), (G.MAX_HIDDEN_GAP, "hide to cap")):
             for name, f in _variants(engine, clip, keys, cap).items():
                 fills[f"{name}, {tag}"] = f

@@ -31,20 +31,27 @@ def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tens
     return torch.stack(gp, -2)
 
 
-def window_errors(pred_n, target_n, normalizer, layout, origin, template, parents, fk_weight, frames=None,
+def window_errors(preds, target_n, normalizer, layout, origin, template, parents, fk_weight, frames=None,
                   pos_scale=10.0):
-    """Per-window errors [B] over the frames where ``frames`` [B, N] is True (default: all):
-    (feature MSE in normalised space, global-position MSE in units of pos_scale cm)."""
-    w = torch.ones(pred_n.shape[:2], dtype=pred_n.dtype) if frames is None else frames.to(pred_n.dtype)
+    """For each of ``preds`` (normalised features), per-window errors [B] over the frames where
+    ``frames`` [B, N] is True (default: all): a list of (feature MSE in normalised space, global-position
+    MSE in units of pos_scale cm).  The target's global positions are computed once for all of them."""
+    w = torch.ones(target_n.shape[:2], dtype=target_n.dtype) if frames is None else frames.to(target_n.dtype)
     count = w.sum(1).clamp_min(1)
-    feat = (((pred_n - target_n) ** 2).mean(-1) * w).sum(1) / count
-    if fk_weight <= 0:
-        return feat, torch.zeros_like(feat)
-    pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
-    tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
-    d = fk_positions(pr, pp, template, layout, parents) - fk_positions(tr, tp, template, layout, parents)
-    fk = (((d / pos_scale) ** 2).mean((-1, -2)) * w).sum(1) / count
-    return feat, fk
+    if fk_weight > 0:
+        tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
+        gt = fk_positions(tr, tp, template, layout, parents)
+    out = []
+    for pred_n in preds:
+        feat = (((pred_n - target_n) ** 2).mean(-1) * w).sum(1) / count
+        if fk_weight > 0:
+            pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
+            d = fk_positions(pr, pp, template, layout, parents) - gt
+            fk = (((d / pos_scale) ** 2).mean((-1, -2)) * w).sum(1) / count
+        else:
+            fk = torch.zeros_like(feat)
+        out.append((feat, fk))
+    return out
 
 
 def relative_pose_loss(pred_n, base_n, target_n, frames, normalizer, layout, origin, template, parents,
@@ -56,27 +63,22 @@ def relative_pose_loss(pred_n, base_n, target_n, frames, normalizer, layout, ori
     here a window where the base is already close costs as much to spoil as a long gap.  The floor
     (1 % of the batch's mean base error) keeps near-perfect bases from dividing by zero.
     """
-    f, k = window_errors(pred_n, target_n, normalizer, layout, origin, template, parents, fk_weight, frames,
-                         pos_scale)
-    with torch.no_grad():
-        bf, bk = window_errors(base_n, target_n, normalizer, layout, origin, template, parents, fk_weight,
-                               frames, pos_scale)
-        base = bf + fk_weight * bk
-        floor = 0.01 * base.mean() + 1e-8
+    (f, k), (bf, bk) = window_errors([pred_n, base_n], target_n, normalizer, layout, origin, template, parents,
+                                     fk_weight, frames, pos_scale)
+    base = (bf + fk_weight * bk).detach()
+    floor = 0.01 * base.mean() + 1e-8
     ratio = (f + fk_weight * k) / (base + floor)
     return ratio.mean(), {"feat": f.mean().detach(), "fk": k.mean().detach(), "ratio": ratio.mean().detach()}
 
 
 def pose_loss(pred_n, target_n, normalizer, layout, origin, template, parents, fk_weight, pos_scale=10.0):
-    """MSE in normalised feature space + fk_weight * MSE of global positions in units of pos_scale cm."""
-    loss = torch.mean((pred_n - target_n) ** 2)
+    """MSE in normalised feature space + fk_weight * MSE of global positions in units of pos_scale cm
+    (every window has the same frames, so the mean of the windows' errors is the MSE over the batch)."""
+    ((feat, fk),) = window_errors([pred_n], target_n, normalizer, layout, origin, template, parents, fk_weight,
+                                  None, pos_scale)
+    loss = feat.mean()
     parts = {"feat": loss.detach()}
     if fk_weight > 0:
-        pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
-        tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
-        gp = fk_positions(pr, pp, template, layout, parents)
-        gt = fk_positions(tr, tp, template, layout, parents)
-        fk = torch.mean(((gp - gt) / pos_scale) ** 2)
-        parts["fk"] = fk.detach()
-        loss = loss + fk_weight * fk
+        parts["fk"] = fk.mean().detach()
+        loss = loss + fk_weight * fk.mean()
     return loss, parts
