@@ -76,15 +76,20 @@ def blend_writer(source: str):
 
 
 # -- choosing armatures and keys ---------------------------------------------------------------
-def armatures(patterns: list[str], entry: dict) -> list:
-    objs = sorted((o for o in bpy.data.objects if o.library is None), key=lambda o: o.name)  # not linked ones
+def objects_of_type(patterns: list[str], entry: dict, kind: str, noun: str) -> list:
+    """The file's local (not linked) objects of type ``kind``, by name; with ``patterns`` (--objects)
+    only those matching, and a match of another type is named in the entry's warnings."""
+    objs = sorted((o for o in bpy.data.objects if o.library is None), key=lambda o: o.name)
     if patterns:
-        hits = [o for o in objs if any(fnmatch.fnmatchcase(o.name, p) for p in patterns)]
-        for o in hits:
-            if o.type != "ARMATURE":
-                entry["warnings"].append(f"{o.name} matches --objects but is a {o.type.lower()}, not an armature")
-        return [o for o in hits if o.type == "ARMATURE"]
-    return [o for o in objs if o.type == "ARMATURE"]
+        objs = [o for o in objs if any(fnmatch.fnmatchcase(o.name, p) for p in patterns)]
+        for o in objs:
+            if o.type != kind:
+                entry["warnings"].append(f"{o.name} matches --objects but is a {o.type.lower()}, not {noun}")
+    return [o for o in objs if o.type == kind]
+
+
+def armatures(patterns: list[str], entry: dict) -> list:
+    return objects_of_type(patterns, entry, "ARMATURE", "an armature")
 
 
 def skip_linked(patterns: list[str], entry: dict) -> None:

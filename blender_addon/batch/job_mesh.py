@@ -9,7 +9,6 @@ the dependency graph is evaluated to read the meshes, where Python drivers do no
 """
 from __future__ import annotations
 
-import fnmatch
 from pathlib import Path
 
 import bpy
@@ -19,20 +18,13 @@ from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..latent import mesh as mesh_latent
 from .errors import JobError
-from .job_blend import blend_writer, open_blend
+from .job_blend import blend_writer, objects_of_type, open_blend
 
 CACHE_FOLDER = "splinetween"  # beside the output .blend, as the add-on's default (//splinetween)
 
 
 def meshes(patterns: list[str], entry: dict) -> list:
-    objs = sorted((o for o in bpy.data.objects if o.library is None), key=lambda o: o.name)  # not linked ones
-    if patterns:
-        hits = [o for o in objs if any(fnmatch.fnmatchcase(o.name, p) for p in patterns)]
-        for o in hits:
-            if o.type != "MESH":
-                entry["warnings"].append(f"{o.name} matches --objects but is a {o.type.lower()}, not a mesh")
-        return [o for o in hits if o.type == "MESH"]
-    return [o for o in objs if o.type == "MESH"]
+    return objects_of_type(patterns, entry, "MESH", "a mesh")
 
 
 def _scene_range(scene) -> tuple[int, int]:

@@ -159,9 +159,7 @@ def original_keys(st) -> dict:
 
 
 def bake(obj) -> str:
-    st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    st = latent.controls_of(obj)
     a, b = st.frame_start, st.frame_end
     forget(st.token)
     latent.clear(obj)
@@ -169,9 +167,7 @@ def bake(obj) -> str:
 
 
 def remove(obj) -> str:
-    st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    st = latent.controls_of(obj)
     bag = scene_io.channelbag(obj)
     a, b = st.frame_start, st.frame_end
     note = ""

@@ -88,11 +88,18 @@ def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
                   "Bake keeps the motion, Remove restores the original keys")
 
 
+def controls_of(obj):
+    """The object's latent-controls property group, or a Refusal when it has none."""
+    st = obj.splinetween_latent
+    if not st.active:
+        raise Refusal(f"{obj.name} has no latent controls")
+    return st
+
+
 def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
     """Resample's checks before anything changes, for armatures and meshes alike: (the checkpoint to
     decode with, "") or (None, why there is nothing to do); refuses a range that cannot take ``frames``."""
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    controls_of(obj)
     why = LM.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
                           st.kind == "INBETWEEN")
     if why:

@@ -44,9 +44,7 @@ def resample(obj, settings, frames: int) -> str:
 
 def reset(obj, segment: int | None = None) -> str:
     """Sliders back to neutral (one segment, or all) and the raw points back to the encoded ones."""
-    st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    st = latent.controls_of(obj)
     which = range(len(st.segments)) if segment is None else [segment]
     if segment is not None and not 0 <= segment < len(st.segments):
         raise Refusal(f"there is no segment {segment + 1}")

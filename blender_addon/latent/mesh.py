@@ -304,9 +304,7 @@ def _drop(obj, delete_file: bool) -> str:
 
 def bake(obj) -> str:
     """Keep the cache file and its modifier (renamed "... Baked"); drop the latent controls."""
-    st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    st = latent.controls_of(obj)
     a, b = st.frame_start, st.frame_end
     mod = mesh_cache.find(obj, st.cache_uid)
     kept = ""
@@ -320,9 +318,7 @@ def bake(obj) -> str:
 
 def remove(obj) -> str:
     """Take the modifier, its driver and the cache file away: the mesh evaluates as before Encode."""
-    st = obj.splinetween_latent
-    if not st.active:
-        raise Refusal(f"{obj.name} has no latent controls")
+    st = latent.controls_of(obj)
     a, b = st.frame_start, st.frame_end
     note = _drop(obj, delete_file=True)
     return f"Removed the latent controls of frames {a}-{b} of {obj.name}, their modifier and cache file{note}"
