@@ -88,15 +88,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     if editable:
         channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
-    written, skipped = 0, []
-    for j, bone in enumerate(bones):
-        step(3 + j, total)
-        if bone not in plan.gaps:
-            continue
-        moves = j in info.position_joints
-        if j in info.rotation_joints or moves:
-            written += _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
-                                   rotate=j in info.rotation_joints, move=moves, locked=locked, skipped=skipped)
+    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, info.rotation_joints,
+                             info.position_joints, locked, lambda j: step(3 + j, total))
     if editable:
         from ..latent import encode
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
@@ -116,6 +109,24 @@ def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bo
     whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
     return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
         all(plan.gaps.get(b, []) == whole for b in bones)
+
+
+def write(obj, bag, bones: list[str], plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,
+          rotation_joints, position_joints, locked=frozenset(), progress=None) -> tuple[int, list[str]]:
+    """The model's motion (``basis [F, J, 4]`` rotation quaternions, ``loc [F, J, 3]`` locations over
+    the plan's frames) into the gaps of every bone the plan writes; locked F-curves are left alone.
+    ``progress(j)`` is told before each bone.  -> (bones written, names of the locked curves skipped)."""
+    written, skipped = 0, []
+    for j, bone in enumerate(bones):
+        if progress is not None:
+            progress(j)
+        if bone not in plan.gaps:
+            continue
+        moves = j in position_joints
+        if j in rotation_joints or moves:
+            written += _write_bone(obj, bag, bone, plan, basis[:, j], loc[:, j], options,
+                                   rotate=j in rotation_joints, move=moves, locked=locked, skipped=skipped)
+    return written, skipped
 
 
 def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,
