@@ -9,7 +9,7 @@ rotation mode (quaternion, axis-angle, the six Euler orders), with Euler keys se
 from the principal angles, dense keys inside the gaps on one bone, a missing gap-end key, a locked
 curve, a curve with a Noise modifier, a position bone without location curves, and key attributes
 (interpolation, handle types, key types, easing, handles) drawn at random so that every one of
-them is checked to survive.  The "model output" is the file's own motion with four bones spun by
+them is checked to survive, except on two bones whose keys are plain imported ones.  The "model output" is the file's own motion with four bones spun by
 several turns across the clip, so written Euler angles cross +-180 degrees and keep turning.
 """
 from __future__ import annotations
@@ -28,6 +28,8 @@ ROTATION_BONES = BONES  # every bone's rotation is written
 SPIN = {"Shoulder_L": 31.0, "LowerArm_L": -37.0, "UpperLeg_L": 43.0, "Hand_L": 29.0}  # degrees per frame
 TURNS = {"Neck": (1, -2, 3), "LowerArm_L": (-1, 0, 2)}  # whole turns added to the Euler keys
 DENSE = "Chest"  # keeps a key on every frame (replaced inside the gaps)
+PLAIN = ("Hips", "UpperLeg_L")  # keys as the BVH importer makes them: LINEAR, AUTO_CLAMPED, KEYFRAME
+PLAIN_EXTRA = [6, 36]  # and two keys inside the gaps (their curves are written together, apart from the rest)
 MISSING = ('pose.bones["UpperArm_L"].rotation_euler', 1, 21)  # a gap end without a key
 LOCKED = ('pose.bones["Head"].rotation_euler', 0)
 NOISE = ('pose.bones["Hips"].location', 2)
@@ -171,6 +173,21 @@ def spin(basis: np.ndarray) -> np.ndarray:
             q = np.concatenate([np.cos(0.5 * np.radians(SPIN[bone]) * t)[:, None],
                                 np.sin(0.5 * np.radians(SPIN[bone]) * t)[:, None] * axis], -1)
             out[:, j] = R.qmul(basis[:, j], q)
+    return out
+
+
+def plain_attributes(keys: dict) -> dict:
+    """As the BVH importer keys: LINEAR, AUTO_CLAMPED (handles on the points), KEYFRAME, unselected."""
+    n = len(keys["co"])
+    ids = {a: _enum_items(a) for a in ENUMS}
+    out = {"co": keys["co"], "handle_left": keys["co"].copy(), "handle_right": keys["co"].copy()}
+    for a, v in (("handle_left_type", "AUTO_CLAMPED"), ("handle_right_type", "AUTO_CLAMPED"),
+                 ("interpolation", "LINEAR"), ("type", "KEYFRAME"), ("easing", "AUTO")):
+        out[a] = np.full(n, ids[a].index(v), np.int32)
+    for a, v in (("back", 1.70158), ("amplitude", 0.8), ("period", 4.1)):
+        out[a] = np.full(n, v, np.float32)
+    for a in BOOLS:
+        out[a] = np.zeros(n, bool)
     return out
 
 
