@@ -9,8 +9,9 @@ rotation mode (quaternion, axis-angle, the six Euler orders), with Euler keys se
 from the principal angles, dense keys inside the gaps on one bone, a missing gap-end key, a locked
 curve, a curve with a Noise modifier, a position bone without location curves, and key attributes
 (interpolation, handle types, key types, easing, handles) drawn at random so that every one of
-them is checked to survive, except on two bones whose keys are plain imported ones.  The "model output" is the file's own motion with four bones spun by
-several turns across the clip, so written Euler angles cross +-180 degrees and keep turning.
+them is checked to survive, except on two bones whose keys are plain imported ones.  The "model
+output" is the file's own motion with four bones spun by several turns across the clip, so written
+Euler angles cross +-180 degrees and keep turning.
 """
 from __future__ import annotations
 
