@@ -73,6 +73,15 @@ def test_write_recomputes_automatic_handles_like_update(bag):
         assert np.array_equal(K.read(a)[attr], K.read(b)[attr])
 
 
+def test_a_lone_key_keeps_the_handles_given(bag):
+    """update() leaves the handles of a curve with one key alone: they are written."""
+    fc = K.Curves(bag).ensure("rotation_euler", 2)
+    keys = W.plain_attributes({"co": np.array([[4.0, 0.5]], np.float32)})
+    keys["handle_left"][:] = [[3.0, 0.25]]
+    K.write(fc, keys)
+    assert np.array_equal(K.read(fc)["handle_left"], keys["handle_left"])
+
+
 def test_values_at_is_what_evaluate_gives(bag):
     rng = np.random.default_rng(3)
     fc = K.Curves(bag).ensure("scale", 0)

@@ -101,11 +101,11 @@ def write(fc, keys: dict[str, np.ndarray], exact_handles=False, unwritten=None) 
 
 def as_added(keys: dict[str, np.ndarray]) -> set[str]:
     """The attributes whose every key (of one curve or of several stacked) is as ``add`` makes it;
-    also the handles, where every key has AUTO_CLAMPED handles on both sides (``update()`` computes
-    them from the keys' points alone)."""
+    also the handles, where every key has AUTO_CLAMPED handles on both sides and there are two keys
+    or more (``update()`` then computes them from the keys' points alone)."""
     same = {a for a in ADDED if a in keys and (np.asarray(keys[a]) == added_value(a)).all()}
-    if {"handle_left_type", "handle_right_type"} <= same:  # (AUTO_CLAMPED on both sides)
-        same |= {"handle_left", "handle_right"}
+    if {"handle_left_type", "handle_right_type"} <= same and np.shape(keys["co"])[-2] >= 2:
+        same |= {"handle_left", "handle_right"}  # (AUTO_CLAMPED on both sides; update() skips a lone key)
     return same
 
 
