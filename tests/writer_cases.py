@@ -89,7 +89,8 @@ def curves_of(obj) -> dict:
 def pack(prefix: str, curves: dict) -> dict:
     """{(path, index): keys} -> flat arrays under ``prefix`` (enums as int8: small and exact)."""
     names = sorted(curves)
-    out = {f"{prefix}/paths": np.array([p for p, _ in names]), f"{prefix}/index": np.array([i for _, i in names], np.int8),
+    out = {f"{prefix}/paths": np.array([p for p, _ in names]),
+           f"{prefix}/index": np.array([i for _, i in names], np.int8),
            f"{prefix}/count": np.array([len(curves[k]["co"]) for k in names], np.int32)}
     for a in VEC2 + ENUMS + FLOATS + BOOLS:
         out[f"{prefix}/{a}"] = np.concatenate([curves[k][a] for k in names]).astype(
@@ -208,7 +209,8 @@ def random_attributes(keys: dict, rng: np.random.Generator) -> dict:
     dx = rng.uniform(0.5, 3.0, (n, 1)).astype(np.float32)
     slope = rng.normal(0.0, 0.05, (n, 1)).astype(np.float32)
     out["handle_left"] = keys["co"] - np.concatenate([dx, dx * slope], 1)
-    out["handle_right"] = keys["co"] + np.concatenate([dx, dx * slope], 1) * rng.uniform(0.5, 1.5, (n, 1)).astype(np.float32)
+    longer = rng.uniform(0.5, 1.5, (n, 1)).astype(np.float32)
+    out["handle_right"] = keys["co"] + np.concatenate([dx, dx * slope], 1) * longer
     out["back"] = rng.uniform(0.5, 3.0, n).astype(np.float32)
     out["amplitude"] = rng.uniform(0.1, 1.5, n).astype(np.float32)
     out["period"] = rng.uniform(1.0, 6.0, n).astype(np.float32)

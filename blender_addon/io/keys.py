@@ -4,8 +4,8 @@ A curve's keys travel as a dict of arrays, one per key attribute (``ATTRS``: ``c
 ``[n, 2]`` float32, the enums ``[n]`` int32, back / amplitude / period float32, the selection flags
 bool), as Blender stores them, so writing back what was read is bit-identical.  New keys are built
 as rows of the same dict (:func:`new_rows`), merged with the kept keys in numpy (:func:`merge`)
-and written with :func:`write`; Blender's own ``update()`` then sorts nothing and recomputes the
-automatic handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
+and written with :func:`write`; Blender's own ``update()`` then recomputes the automatic
+handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
 are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
 """
 from __future__ import annotations
@@ -25,10 +25,11 @@ ATTRS = {**{a: (np.float32, 2) for a in VEC2}, **{a: (np.int32, 1) for a in ENUM
          **{a: (np.float32, 1) for a in FLOATS}, **{a: (bool, 1) for a in BOOLS}}
 BLENDER_DEFAULTS = {"back": 1.70158, "amplitude": 0.8, "period": 4.1}  # a key inserted in Blender has these
 # What ``keyframe_points.add`` gives a new key (ED_keyframes_add: "defaults, ignoring user
-# preferences"; checked in tests/test_addon_writer.py): an attribute that keeps it needs no write.
+# preferences"; checked in tests/test_addon_keys.py): an attribute that keeps it needs no write.
 ADDED = {"handle_left_type": "AUTO_CLAMPED", "handle_right_type": "AUTO_CLAMPED", "interpolation": "BEZIER",
          "type": "KEYFRAME", "easing": "AUTO", "back": 0.0, "amplitude": 0.0, "period": 0.0,
          "select_control_point": True, "select_left_handle": True, "select_right_handle": True}
+_FEW = 24  # frames below which values_at calls evaluate rather than reading the keys
 
 
 @lru_cache(maxsize=None)
@@ -136,7 +137,8 @@ def new_rows(frames, values, bezier: bool = False, handles=None, aligned: int = 
     htype = np.full(lead + (m,), enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
     htype[..., :aligned] = enum_value("handle_left_type", "ALIGNED")
     rows["handle_left_type"], rows["handle_right_type"] = htype, htype.copy()
-    rows["interpolation"] = np.full(lead + (m,), enum_value("interpolation", "BEZIER" if bezier else "LINEAR"), np.int32)
+    ipo = enum_value("interpolation", "BEZIER" if bezier else "LINEAR")
+    rows["interpolation"] = np.full(lead + (m,), ipo, dtype=np.int32)
     rows["type"] = np.full(lead + (m,), enum_value("type", "GENERATED"), dtype=np.int32)
     rows["easing"] = np.full(lead + (m,), enum_value("easing", "AUTO"), dtype=np.int32)
     for a, v in BLENDER_DEFAULTS.items():
@@ -150,8 +152,8 @@ def merge(old: dict, keep: np.ndarray, new: dict) -> tuple[dict, np.ndarray]:
     """The kept rows of ``old`` and all of ``new`` (along the last key axis: ``[..., n]`` /
     ``[..., n, 2]``, several curves with the same frames at once), sorted by frame (stable: a kept
     key before a new one on the same frame).  -> (merged keys, the sort order)."""
-    both = {a: np.concatenate([old[a][..., keep, :] if w == 2 else old[a][..., keep], new[a]], axis=-2 if w == 2 else -1)
-            for a, (_, w) in ATTRS.items()}
+    both = {a: np.concatenate([old[a][..., keep, :], new[a]], axis=-2) if w == 2 else
+            np.concatenate([old[a][..., keep], new[a]], axis=-1) for a, (_, w) in ATTRS.items()}
     x = both["co"][..., 0]
     order = np.argsort(x.reshape(-1, x.shape[-1])[0] if x.ndim > 1 else x, kind="stable")
     return {a: (v[..., order, :] if ATTRS[a][1] == 2 else v[..., order]) for a, v in both.items()}, order
@@ -187,7 +189,7 @@ def replace_in_gaps(fcs, olds, gaps, frames, values, handles=None, statics=None)
     # update() recomputes every automatic handle; with the default 'Continuous Acceleration'
     # smoothing that ripples out of the gaps.  Put back the exact handles of the keys that are
     # neither in nor at the end of a gap, so the curve outside the gaps is bit-identical.
-    outside = np.concatenate([~np.isin(np.round(x[keep]), bounds), np.zeros(len(new["co"][0]), dtype=bool)])[order]
+    outside = np.concatenate([~np.isin(np.round(x[keep]), bounds), np.zeros(new["co"].shape[-2], dtype=bool)])[order]
     unwritten = as_added(merged)
     for c, fc in enumerate(fcs):
         write(fc, {a: v[c] for a, v in merged.items()}, outside if outside.any() else False, unwritten)
@@ -215,5 +217,3 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
         out[~on] = [fc.evaluate(f) for f in frames[~on].tolist()]
     return out
 
-
-_FEW = 24
