@@ -111,7 +111,7 @@ def slider_case(path: Path, repeats: int):
         assert st.status == "", st.status
         if i >= 3:  # (first decodes warm the model up)
             times.append(took)
-            model.append(timers.now["model"])
+            model.append(timers.now.get("model", 0.0))
     timers.restore()
     label = f"{path.stem}: segment {s + 1} of {len(st.segments)} ({seg.end - seg.start + 1} frames)"
     return label, 1e3 * statistics.median(times), floor_ms(obj, repeats), 1e3 * statistics.median(model)
