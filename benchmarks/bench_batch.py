@@ -21,6 +21,12 @@ than wall times: what two workers add to it is work done twice (each worker's st
 cloth simulated over frames 1-60) and the command is ``mesh-inbetween SHOTS --every 5`` (each file:
 the cloth simulated headless, 13 key frames read, 47 frames filled, a PC2 written).
 
+``--profile`` (with ``--mesh``): no timing of the command; instead one worker's steps run in this
+process, each timed: importing Blender, enabling the add-on, importing PyTorch, loading the model
+(done on a thread beside the first file in a real worker), then per file opening it, reading the
+mesh over the frames (the cloth simulated), the model's request, installing the cache modifier and
+PC2, saving the .blend and writing the done marker.  Prints the median of each over the files.
+
 ``--baseline-tree DIR``: also time another source tree (for example ``git archive main | tar -x -C
 DIR``) on the same files, alternating with this one in every repeat, and print its rows and the
 ratio of the two.
@@ -102,6 +108,62 @@ def run_once(tree: Path, shots: Path, out: Path, jobs: int, mesh: bool = False) 
             "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
 
 
+def profile(shots: Path, out: Path) -> None:
+    """One mesh-inbetween worker's steps in this process, each step timed (medians over the files)."""
+    import importlib
+    t = time.perf_counter()
+    import bpy
+    startup = {"import Blender (bpy)": time.perf_counter() - t}
+    from blender_addon.batch import job_mesh, jobs, safe_io, worker
+    mesh = importlib.import_module("blender_addon.latent.mesh")
+    worker.secure(bpy)
+    t = time.perf_counter()
+    state = jobs.State({"command": "mesh-inbetween", "mode": "IN_PROCESS", "checkpoint": "", "device": "cpu",
+                        "interpreter": "", "timeout": 600})
+    startup["enable the add-on"] = time.perf_counter() - t
+    t = time.perf_counter()
+    import torch  # noqa: F401
+    startup["import PyTorch"] = time.perf_counter() - t
+    t = time.perf_counter()
+    line = jobs.preload(state, "mesh_inbetween")
+    startup[f"load the model ({line})"] = time.perf_counter() - t
+    steps: dict[str, list[float]] = {}
+
+    def timed(module, name: str, label: str) -> None:
+        inner = getattr(module, name)
+
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                steps.setdefault(label, []).append(time.perf_counter() - t0)
+        setattr(module, name, wrapper)
+
+    timed(job_mesh, "open_blend", "open the .blend")
+    timed(mesh, "_read", "read the mesh over frames 1-60 (cloth simulated)")
+    timed(mesh, "_request", "the model (13 key frames -> 60 frames)")
+    timed(mesh, "_install", "install: PC2 written, MeshCache modifier and driver")
+    timed(jobs, "_publish", "save the .blend (temporary file, renamed)")
+    timed(safe_io, "write_marker", "the done marker")
+    files = sorted(shots.glob("*.blend"))
+    for n, src in enumerate(files):
+        job = {"id": n, "command": "mesh-inbetween", "kind": "blend", "source": str(src), "output": str(out / src.name),
+               "in_place": False, "digest": "profile", "options": {"objects": [], "checkpoint": "", "range": None,
+                                                                   "keys": {"source": "every", "every": 5, "frames": None}}}
+        t = time.perf_counter()
+        entry = jobs.run(job, state, lambda frames: None)
+        steps.setdefault("the whole file", []).append(time.perf_counter() - t)
+        if entry["status"] != "ok":
+            raise SystemExit(f"{src}: {entry['errors']}")
+    print("one worker's start-up (seconds):")
+    for what, s in startup.items():
+        print(f"  {s:6.2f}  {what}")
+    print(f"per file, median of {len(files)} (seconds):")
+    for what, s in steps.items():
+        print(f"  {statistics.median(s):6.3f}  {what}")
+
+
 def _table(label: str, rows: dict, files: int) -> None:
     print(f"{label}\n{'workers':>7} {'wall s':>8} {'files/min':>10} {'after start-up':>15} {'speed-up':>9} "
           f"{'ready s':>8} {'file s':>7} {'serial s':>9} {'cpu s':>7}")
@@ -123,7 +185,15 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--mesh", action="store_true", help="mesh-inbetween on copies of the example flag")
     ap.add_argument("--baseline-tree", type=Path, help="another source tree timed alternately on the same files")
+    ap.add_argument("--profile", action="store_true", help="with --mesh: time one worker's steps in this process")
     args = ap.parse_args(argv)
+    if args.profile:
+        if not args.mesh:
+            ap.error("--profile profiles mesh-inbetween: add --mesh")
+        with tempfile.TemporaryDirectory(prefix="splinetween-bench-batch-") as tmp:
+            make_flags(Path(tmp) / "shots", args.files)
+            profile(Path(tmp) / "shots", Path(tmp) / "out")
+        return 0
     trees = {"this tree": ROOT}
     if args.baseline_tree:
         trees["baseline"] = args.baseline_tree.resolve()
