@@ -42,6 +42,11 @@ def check_doc(jpath: Path, doc: dict, error) -> None:
     names = info.get("principal_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise error(jpath, '"info.principal_names" must be a list of names')
+    if "principal_descriptions" in info:  # optional: one sentence per direction, parallel to the names
+        texts = info["principal_descriptions"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or len(texts) != len(names):
+            raise error(jpath, f'"info.principal_descriptions" must be a list of {len(names)} sentences, one per name '
+                               'in "info.principal_names"')
     mw = (info.get("config") or {}).get("min_window", 2)
     if not _is_int(mw) or not 1 <= mw <= MAX_WINDOW:
         raise error(jpath, f'"info.config.min_window" must be a whole number of frames from 1 to {MAX_WINDOW}, '
