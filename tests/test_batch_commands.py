@@ -126,3 +126,22 @@ def test_workers_inside_a_blender_binary(monkeypatch):
     assert cmd[4] == "--python-expr" and "blender_addon.batch.worker" in cmd[5]
     monkeypatch.setattr(pool, "_blender_binary", lambda: "")
     assert pool.worker_command()[:2] == [sys.executable, "-c"]
+
+
+def test_largest_files_go_first_and_the_report_names_the_start_up(tmp_path):
+    """Files are handed out largest first (one worker: the order they finish in), and each worker's
+    entry says what its start-up cost and what it loaded."""
+    src = tmp_path / "in"
+    src.mkdir()
+    clips = [Path(shutil.copy2(p, src / p.name)) for p in sorted((ROOT / "examples" / "bvh").glob("*.bvh"))]
+    report = tmp_path / "info.json"
+    r = H.run_batch("info", src, "--jobs", 1, "--report", report)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(report.read_text())
+    finished = [Path(f["input"]).name for f in sorted(rep["files"], key=lambda f: f["done_s"])]
+    assert finished == [p.name for p in sorted(clips, key=lambda p: -p.stat().st_size)]
+    assert finished != sorted(finished)  # the examples' sizes are not in name order: the order is the sizes'
+    (worker,) = rep["workers"]
+    assert set(worker["startup"]) == {"bpy", "addon"} and all(s > 0 for s in worker["startup"].values())
+    assert worker["model"] == "no model needed" and worker["model_s"] >= 0
+    assert 0 < worker["started_s"] < worker["ready_s"]

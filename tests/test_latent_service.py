@@ -33,6 +33,7 @@ def pca_checkpoint(tiny_checkpoint, tmp_path_factory):
     c.extra.update({"pca.components": torch.tensor(q.T, dtype=torch.float32),
                     "pca.std": torch.tensor([3.0, 2.0, 1.0]), "pca.mean": torch.zeros(k)})
     c.info["principal_names"] = ["legs", "arms", "root travel"]
+    c.info["principal_descriptions"] = ["Moves the legs.", "Moves the arms.", "Carries the body."]
     return ck.save(tmp_path_factory.mktemp("pca") / "tiny_pca", c)
 
 
@@ -62,6 +63,7 @@ def _framed(header, arrays):
 def test_encode_and_decode_in_process_equal_framed(pca_checkpoint, clip):
     reply, out = service.handle(*_encode_request(pca_checkpoint, clip))
     assert reply["ok"] and reply["principal_names"] == ["legs", "arms", "root travel"] and reply["min_frames"] == 8
+    assert reply["principal_descriptions"] == ["Moves the legs.", "Moves the arms.", "Carries the body."]
     assert [tuple(s) for s in reply["segments"]] == [(0, 13), (13, 26), (26, 39)]
     framed_reply, framed = _framed(*_encode_request(pca_checkpoint, clip))
     for k in out:

@@ -5,7 +5,7 @@ here), so both give the same numbers.  Vertices travel as float32 ``[F, V, 3]`` 
 space; frames are 0-based from the start of the sequence.
 
 * ``mesh_encode`` ``{"checkpoint", "device", "name", "decode"}`` + ``frames [F, V, 3]`` (a mesh
-  autoencoder) -> header ``segments``, ``principal_names``, ``min_frames``, ``window``,
+  autoencoder) -> header ``segments``, ``principal_names``, ``principal_descriptions``, ``min_frames``, ``window``,
   ``num_vertices``; arrays ``points [S, 4, d]`` and, with ``"decode": true``, ``vertices
   [sum of segment lengths, V, 3]``: each segment decoded on its own, neutral sliders (exactly
   what ``mesh_decode`` answers for the same points)
@@ -81,7 +81,8 @@ def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
     frames = arrays["frames"]
     controls = engine.encode(frames, header.get("name", ""))
     segs = _segments(controls)
-    reply = {"segments": segs, "principal_names": engine.principal_names(), "min_frames": engine.min_frames,
+    reply = {"segments": segs, "principal_names": engine.principal_names(),
+             "principal_descriptions": engine.principal_descriptions(), "min_frames": engine.min_frames,
              "window": engine.window, "num_vertices": engine.num_vertices}
     out = {"points": controls.points}
     if header.get("decode"):

@@ -53,6 +53,7 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0):
     c = engine.encode(Clip(skel, np.asarray(rotations, np.float64), np.asarray(positions, np.float64),
                            frame_time, "blender"))
     return ({"segments": [[int(a), int(b)] for a, b in c.segments], "principal_names": engine.principal_names(),
+             "principal_descriptions": engine.principal_descriptions(),
              "min_frames": engine.min_frames},
             {"points": c.points, "origins": c.origins, "template": c.template})
 

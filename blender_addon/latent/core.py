@@ -49,12 +49,13 @@ def names(st) -> list[str]:
 
 
 def checkpoint_meta(path) -> dict:
-    """Task, minimum frames, latent size and principal-direction names, from a checkpoint's JSON."""
+    """Task, minimum frames, latent size and principal-direction names and descriptions, from a checkpoint's JSON."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         info = doc.get("info", {})
         return {"task": info.get("task", "autoencoder"), "min_frames": int(info.get("config", {}).get("min_window", 2)),
-                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", []))}
+                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", [])),
+                "principal_descriptions": list(info.get("principal_descriptions", []))}
     except OSError as e:
         raise Refusal(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > Add-ons > "
                       "Splinetween") from None
