@@ -8,7 +8,8 @@ space; frames are 0-based from the start of the sequence.
   autoencoder) -> header ``segments``, ``principal_names``, ``min_frames``, ``window``,
   ``num_vertices``; arrays ``points [S, 4, d]`` and, with ``"decode": true``, ``vertices
   [sum of segment lengths, V, 3]``: each segment decoded on its own, neutral sliders (exactly
-  what ``mesh_decode`` answers for the same points)
+  what ``mesh_decode`` answers for the same points), and the header ``fidelity``: per segment
+  ``[mean vertex error in object units, the same in % of the sequence's bounding-box diagonal]``
 * ``mesh_inbetween`` ``{"checkpoint", "device", "keys", "name"}`` + ``key_frames [K, V, 3]``
   (keys 0-based, starting at 0) -> header ``segments``; arrays ``vertices [keys[-1] + 1, V, 3]``
   (the keys bit for bit), ``points [S, 4, d]``
@@ -81,14 +82,30 @@ def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
     frames = arrays["frames"]
     controls = engine.encode(frames, header.get("name", ""))
     segs = _segments(controls)
-    reply = {"segments": segs, "principal_names": engine.principal_names(), "min_frames": engine.min_frames,
+    reply = {"segments": segs, "principal_names": engine.principal_names(),
+             "principal_descriptions": [str(x) for x in engine.ckpt.info.get("principal_descriptions", [])],
+             "min_frames": engine.min_frames,
              "window": engine.window, "num_vertices": engine.num_vertices}
     out = {"points": controls.points}
     if header.get("decode"):
         neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
                    "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
         out["vertices"] = decode_parts(engine, neutral, out)
+        reply["fidelity"] = fidelity(segs, frames, out["vertices"])
     return reply, out
+
+
+def fidelity(segments, frames, decoded) -> list[list[float]]:
+    """Per segment ``[mean vertex error, its % of the bounding-box diagonal]`` between the frames read
+    and the segments' neutral decodes laid one after the other: the readout after Encode Mesh."""
+    from ..mesh import bbox_diagonal, mean_vertex_error
+    diag = bbox_diagonal(frames) or 1.0
+    at = np.cumsum([0] + [b - a + 1 for a, b in segments])
+    out = []
+    for s, (a, b) in enumerate(segments):
+        err = mean_vertex_error(decoded[at[s]:at[s + 1]], frames[a:b + 1])
+        out.append([err, 100.0 * err / diag])
+    return out
 
 
 def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:

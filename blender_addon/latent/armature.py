@@ -1,9 +1,14 @@
-"""The armature adapter of latent controls: decode into F-curves, Bake, Remove, Resample.
+"""The armature adapter of latent controls: the edit layer on F-curves, Bake, Remove (Resample in
+``armature_resample``).
 
-``sync`` is the one place that writes decoded motion: it decodes the segments whose signature
-differs from what their keys show and writes only those frames.  Decoded segments are cached by
-fingerprint, so a slider moved back decodes to the very same keys.  Every check and the backend
-call come before the first write: a refusal leaves the scene exactly as it was.
+Latent edits are a layer over the range's original motion (``core.layer_math``): Encode writes no
+key; a segment whose raw points and sliders are the encoded ones shows the original keys themselves
+(``base``: the user's keys, or the fill an in-betweened range was made with), and an edited one shows
+original + (decode(edited) - decode(encoded)) on every frame it reaches.  ``sync`` is the one place
+that writes: it compares each segment's signature (what its frames show) with its inputs, decodes
+what it needs (cached by fingerprint, so a slider moved back decodes to the very same numbers) and
+writes only changed frames when the layout of written frames stays, whole curves when it changes.
+Every check and the backend call come before the first write: a refusal leaves the scene as it was.
 """
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import numpy as np
 
 from .. import bridge, preferences
 from ..core import latent_math as LM
+from ..core import layer_math as L
+from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
@@ -21,40 +28,77 @@ from . import core as latent
 
 decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
 DECODED_MAX = 512
+_bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
 
 
 def forget(token: str) -> None:
-    """Drop the decoded segments of a range that is going away."""
+    """Drop the decoded segments and unpacked originals of a range that is going away."""
     for k in [k for k in decoded if k[0] == token]:
         del decoded[k]
+    for k in [k for k in _bases if k[0] == token]:
+        del _bases[k]
 
 
 def protected(st) -> np.ndarray:
-    """Scene frames never written: the keys of an in-betweened range."""
+    """Frames (relative to the range start) never written: the keys of an in-betweened range."""
     if st.kind != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
     keys = latent.array(st, "keys", dtype=np.int64)
-    return np.array([st.frame_start + LM.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
+    return np.array([LM.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
 
 
-def decode(obj, st, path: Path, settings, raw, need, bounds, sigs) -> dict:
-    """Decoded ``(rot, pos)`` of the segments in ``need``, from the cache or one backend request."""
-    todo = [s for s in need if (st.token, s, sigs[s]) not in decoded]
+def bones_of(st) -> tuple[list[str], set, set]:
+    return (list(st["bones"]), set(latent.array(st, "rotation_joints", dtype=int).tolist()),
+            set(latent.array(st, "position_joints", dtype=int).tolist()))
+
+
+def channels_of(obj, st) -> list:
+    bones, rj, pj = bones_of(st)
+    missing = [b for b in bones if b not in obj.pose.bones]
+    if missing:
+        raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
+                      "latent controls")
+    return latent_io.channel_list(obj, bones, rj, pj)
+
+
+def base_values(st, channels) -> np.ndarray:
+    """The original's channel values on every frame of the range ``[frames, C]``."""
+    return latent.array(st, "base_values", (st.frames, len(channels)))
+
+
+def base_keys(st) -> dict:
+    """The original's keys per curve (the user's curves, or the in-betweened fill), unpacked once per version."""
+    key = (st.token, st.base_version)
+    if key not in _bases:
+        g = st["base"] if "base" in st else st["original"]
+        _bases[key] = LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+    return _bases[key]
+
+
+def original_keys(st) -> dict:
+    g = st["original"]
+    return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+
+
+def decode(st, path: Path, settings, jobs) -> dict:
+    """``jobs``: (segment, signature, points [4, d], amplify, timing, principal, frames) -> decoded
+    ``{(segment, signature): (rot, pos)}``, from the cache or one backend request for the rest."""
+    todo = [j for j in jobs if (st.token, j[0], j[1]) not in decoded]
+    todo = list({(j[0], j[1]): j for j in todo}.values())
     if todo:
-        m = len(latent.names(st))
-        segs = [st.segments[s] for s in todo]
         keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+        segs = [st.segments[j[0]] for j in todo]
         header = {"op": "decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
-                  "segments": [[seg.start, seg.end] for seg in segs],
-                  "lengths": [bounds[s][1] - bounds[s][0] + 1 for s in todo],
-                  "amplify": [seg.amplify for seg in segs], "timing": [seg.timing for seg in segs],
-                  "principal": [list(seg.principal[:m]) for seg in segs], "keys": keys}
-        j = len(st["bones"])
-        arrays = {"points": raw[todo], "origins": latent.array(st, "origins", (-1, 3))[todo],
-                  "template": latent.array(st, "template", (j, 3))}
+                  "segments": [[seg.start, seg.end] for seg in segs], "lengths": [j[6] for j in todo],
+                  "amplify": [j[3] for j in todo], "timing": [j[4] for j in todo],
+                  "principal": [list(j[5]) for j in todo], "keys": keys, "guard": False}
+        n = len(st["bones"])
+        arrays = {"points": np.stack([j[2] for j in todo]),
+                  "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],
+                  "template": latent.array(st, "template", (n, 3))}
         if keys:
-            arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), j, 4))
-            arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), j, 3))
+            arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
+            arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
         try:
             _, out = bridge.request(settings, header, arrays)
         except bridge.BridgeError as e:
@@ -63,52 +107,88 @@ def decode(obj, st, path: Path, settings, raw, need, bounds, sigs) -> dict:
         if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(header["lengths"]):
             raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
         at = np.cumsum([0] + header["lengths"])
-        for k, s in enumerate(todo):
-            decoded[st.token, s, sigs[s]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
-    parts = {}
-    for s in need:
-        decoded.move_to_end((st.token, s, sigs[s]))
-        parts[s] = decoded[st.token, s, sigs[s]]
+        for k, j in enumerate(todo):
+            decoded[st.token, j[0], j[1]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
+    out = {}
+    for j in jobs:
+        decoded.move_to_end((st.token, j[0], j[1]))
+        out[j[0], j[1]] = decoded[st.token, j[0], j[1]]
     while len(decoded) > DECODED_MAX:
         decoded.popitem(last=False)
-    return parts
+    return out
 
 
-def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
-    """Re-decode and write the segments whose keys do not show their inputs; True if any was.
-    Decoded segments join their neighbours at the shared end frames (mean of both sides, as
-    ``Engine.decode``) and only those frames are written."""
+def prime(st, rot, pos) -> None:
+    """The neutral decode of every segment laid one after the other (as ``decode`` answers): cached."""
+    bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
+    at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
+    for s, sig in enumerate(latent.neutral_signatures(st, bounds)):
+        decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
+
+
+def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
+    """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
+    original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
+    seams = st.kind == "AUTOENCODER"
+    plan, need = L.needed_parts(bounds, frames, seams)
+    order = np.concatenate([mine for _, mine in plan.values()])
+    pts, m = latent.encoded_points(st), len(latent.names(st))
+    jobs = []
+    for s in need:
+        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
+        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
+        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
+    got = decode(st, path, settings, jobs)
+    e_rot, e_pos = L.joined({s: got[s, sigs[s]] for s in need}, bounds, plan, seams)
+    n_rot, n_pos = L.joined({s: got[s, nsigs[s]] for s in need}, bounds, plan, seams)
+    bones = list(st["bones"])
+    rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
+    ref = base[order]
+    o_rot, o_pos = rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, ref))
+    basis, loc = rig_math.bvh_to_blender(rig, *L.compose(o_rot, o_pos, n_rot, n_pos, e_rot, e_pos))
+    out = np.empty_like(ref)
+    groups: dict = {}
+    index = {b: j for j, b in enumerate(bones)}
+    for c, (bone, prop, i, mode) in enumerate(channels):
+        groups.setdefault((prop == "location", mode), {}).setdefault(bone, []).append(c)
+    for (is_loc, mode), by_bone in groups.items():
+        cols = np.array(list(by_bone.values()))  # [B, size]
+        js = [index[b] for b in by_bone]
+        vals = loc[:, js] if is_loc else L.channels_near(basis[:, js], mode, ref[:, cols])
+        out[:, cols] = vals
+    return order, out  # (the plan lists each segment's frames in turn: sorted, as ``frames``)
+
+
+def sync(obj, context=None, force: bool = False) -> bool:
+    """Write the frames whose keys do not show their segment's inputs; True if any was.  A segment at
+    its encoded inputs shows the original keys, bit for bit."""
     st = obj.splinetween_latent
     if not st.active:
         return False
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw)
-    count = len(st.segments)
-    changed = [s for s in range(count) if force or sigs[s] != st.segments[s].signature]
+    nsigs = latent.neutral_signatures(st, bounds)
+    shown = [seg.signature for seg in st.segments]
+    changed = [s for s in range(len(bounds)) if force or sigs[s] != shown[s]]
     if not changed:
         return False
-    path, why = latent.checkpoint_for(st, context)
-    if path is None:
-        raise Refusal(why)
-    seams = st.kind == "AUTOENCODER"
-    need = sorted(set(changed) | ({n for s in changed for n in (s - 1, s + 1) if 0 <= n < count} if seams else set()))
-    parts = decode(obj, st, path, preferences.settings(context), raw, need, bounds, sigs)
-    frames = {}
-    for s in changed:
-        rot, pos = LM.segment_values(parts, s, count, seams)
-        for k, f in enumerate(range(bounds[s][0], bounds[s][1] + 1)):
-            frames[f] = (rot[k], pos[k])
-    for s in (need if seams else ()):  # an unchanged neighbour eases into the seams it shares with changed ones
-        if s in changed:
-            continue
-        sides = (s - 1 in changed, s + 1 in changed)
-        rot, pos = LM.segment_values(parts, s, count, seams, sides)
-        r = len(LM.ramp(len(rot)))
-        for k in [*(range(r) if sides[0] else ()), *(range(len(rot) - r, len(rot)) if sides[1] else ())]:
-            frames[bounds[s][0] + k] = (rot[k], pos[k])
-    order = sorted(frames)
-    write(obj, st, np.array(order), np.stack([frames[f][0] for f in order]),
-          np.stack([frames[f][1] for f in order]), fresh)
+    bag = scene_io.channelbag(obj)
+    if bag is None:
+        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
+    channels = channels_of(obj, st)
+    seams, prot = st.kind == "AUTOENCODER", protected(st)
+    edited = L.edited_segments(sigs, nsigs)
+    whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
+    frames = L.reach(bounds, edited if whole else changed, seams, protected=prot)
+    base = base_values(st, channels)
+    values = np.zeros((0, len(channels)))
+    if len(frames):
+        path, why = latent.checkpoint_for(st, context)
+        if path is None:
+            raise Refusal(why)
+        frames, values = layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
+                                      frames, channels, base)
+    write(obj, st, bag, channels, frames, values, base, whole)
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -118,27 +198,49 @@ def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
     return True
 
 
-def write(obj, st, rel: np.ndarray, rot: np.ndarray, pos: np.ndarray, fresh: bool = False) -> None:
-    """Decoded frames (relative to the range start) -> the driven channels' keys."""
-    bag = scene_io.channelbag(obj)
-    if bag is None:
-        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    missing = [b for b in st["bones"] if b not in obj.pose.bones]
-    if missing:
-        raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
-                      "latent controls")
-    latent_io.write_motion(obj, bag, list(st["bones"]), set(latent.array(st, "rotation_joints", dtype=int).tolist()),
-                           set(latent.array(st, "position_joints", dtype=int).tolist()), st.cm_per_unit,
-                           (st.frame_start + rel).astype(np.float64), rot, pos, protected(st), fresh)
+def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool) -> None:
+    """Layered values at ``frames`` (relative) -> the curves.  Not ``whole``: only those frames' values
+    change (each already has a key); ``whole``: every driven curve is set to the original keys of the
+    range with the layer keyed on its frames (and the frames between them and the original's nearest
+    keys, keyed with the original's own values)."""
+    curves = latent_io.curve_map(bag)
+    lo, hi = st.frame_start, st.frame_end
+    absolute = frames + lo
+    redo = []
+    for c, (bone, prop, i, _) in enumerate(channels):
+        path = scene_io.bone_path(bone, prop)
+        if whole or not latent_io.overwrite_values(curves.get((path, i)), absolute, values[:, c]):
+            redo.append(c)
+    if not redo:
+        return
+    originals, enums = base_keys(st), latent_io.new_key_enums()
+    current = {}
+    for c in redo:
+        bone, prop, i, _ = channels[c]
+        fc = curves.get((scene_io.bone_path(bone, prop), i))
+        current[c] = scene_io.read_keys(fc) if fc is not None else None
+    for c in redo:
+        bone, prop, i, _ = channels[c]
+        path = scene_io.bone_path(bone, prop)
+        orig = originals.get((path, i))
+        base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
+        keyed = L.written_frames(base_x, absolute, lo, hi)
+        vals = base[keyed - lo, c].copy()
+        vals[np.searchsorted(keyed, absolute)] = values[:, c]
+        keys = L.layered_curve(current[c], orig, lo, hi, keyed, vals, enums)
+        latent_io.set_curve(bag, curves, path, i, bone, keys)
 
 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
-            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot,
-            keys=None, key_rotations=None, key_positions=None) -> None:
-    """Store a latent range on the object: bookkeeping, raw control points, original keys."""
+            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
+            principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
+            key_positions=None) -> None:
+    """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
+    and its original (``base`` keys when they differ from those before, ``values`` on every frame)."""
     st = obj.splinetween_latent
     latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
-                     principal_names=principal_names)
+                            principal_names=principal_names, principal_descriptions=principal_descriptions,
+                            fidelity=fidelity)
     with latent.suspended():
         st.cm_per_unit = float(cm_per_unit)
         st["bones"] = list(bones)
@@ -151,11 +253,12 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             st["key_rotations"] = np.asarray(key_rotations, dtype=np.float64).ravel()
             st["key_positions"] = np.asarray(key_positions, dtype=np.float64).ravel()
         st["original"] = LM.pack_curves(snapshot)
-
-
-def original_keys(st) -> dict:
-    g = st["original"]
-    return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+        if base is not None:
+            st["base"] = LM.pack_curves(base)
+        st["base_values"] = np.asarray(values, dtype=np.float64).ravel()
+        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
+        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
+            seg.signature = sig  # the keys show the original: every segment at neutral
 
 
 def bake(obj) -> str:
@@ -181,41 +284,5 @@ def remove(obj) -> str:
 
 
 def resample(obj, settings, frames: int) -> str:
-    """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
-    compresses from its start, later keys move with its end, and the sliders keep working."""
-    st = obj.splinetween_latent
-    path, nothing = latent.resample_checkpoint(obj, st, frames)
-    if path is None:
-        return nothing
-    bag = scene_io.channelbag(obj)
-    if bag is None:
-        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    src = [(seg.start, seg.end) for seg in st.segments]
-    raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw, frames)
-    decode(obj, st, path, settings, raw, range(len(src)), bounds, sigs)  # may refuse: nothing written yet
-    if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all
-        have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
-        extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
-                 if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
-        orig = original_keys(st)
-        merged = [(p, i, k) for (p, i), k in orig.items()] + latent_io.snapshot(bag, extra)
-        with latent.suspended():
-            st["original"] = LM.pack_curves(merged)
-            st.snapshot_all = True
-    channels = set()
-    bones = list(st["bones"])
-    rj = set(np.array(st["rotation_joints"]).tolist())
-    pj = set(np.array(st["position_joints"]).tolist())
-    for b, p, size, _ in latent_io.driven_channels(obj, bones, rj, pj):
-        channels |= {(scene_io.bone_path(b, p), i) for i in range(size)}
-    keep = protected(st)
-    lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
-    for fc in list(bag.fcurves):
-        written = (fc.data_path, fc.array_index) in channels
-        latent_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
-    old = st.frames
-    with latent.suspended():
-        st.frames = frames
-    sync(obj, force=True, fresh=True)
-    return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"
+    from . import armature_resample
+    return armature_resample.resample(obj, settings, frames)

@@ -48,6 +48,12 @@ def names(st) -> list[str]:
     return [n for n in st.principal_names.split("\n") if n]
 
 
+def descriptions(st) -> list[str]:
+    """One sentence per principal direction (from the checkpoint), or "" where it has none."""
+    out = st.principal_descriptions.split("\n") if st.principal_descriptions else []
+    return (out + [""] * len(names(st)))[:len(names(st))]
+
+
 def checkpoint_meta(path) -> dict:
     """Task, minimum frames, latent size and principal-direction names, from a checkpoint's JSON."""
     try:
@@ -145,18 +151,55 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     src = [(seg.start, seg.end) for seg in st.segments]
     bounds = LM.output_bounds(src, st.source_frames, frames)
     m = len(names(st))
-    sigs = [LM.signature(raw[s], seg.amplify, seg.timing, tuple(seg.principal[:m]), bounds[s][1] - bounds[s][0] + 1)
+    sigs = [LM.signature(raw[s], seg.amplify, seg.timing, tuple(x + 0.0 for x in seg.principal[:m]),
+                         bounds[s][1] - bounds[s][0] + 1)
             for s, seg in enumerate(st.segments)]
     return bounds, sigs
 
 
+def encoded_points(st) -> np.ndarray:
+    """The control points Encode (or Inbetween) made ``[S, 4, d]``: the layer's neutral."""
+    if "encoded_points" not in st:
+        raise Refusal("this range was encoded by an earlier Splinetween, before latent edits became a layer; "
+                      "Bake keeps its motion as keys, Remove restores the original keys (then Encode again)")
+    return array(st, "encoded_points", (len(st.segments), LM.POINTS, st.latent_size))
+
+
+def neutral_signatures(st, bounds) -> list[str]:
+    """What each segment's signature is when its inputs are the encoded ones (the layer adds nothing)."""
+    pts, zeros = encoded_points(st), (0.0,) * len(names(st))
+    return [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+
+
+def neutral_edits(st) -> list[tuple[float, float, list]]:
+    """(amplify, timing, principal) of every segment at neutral."""
+    return [(1.0, 0.0, [0.0] * len(names(st)))] * len(st.segments)
+
+
+def fidelity(st) -> np.ndarray | None:
+    """Per segment ``[deg, cm]`` (a mesh: ``[error, percent]``) of the model's neutral decode against the
+    encoded motion, or None (an in-betweened range: its original is the model's own fill)."""
+    return array(st, "fidelity", (-1, 2)) if "fidelity" in st else None
+
+
+def new_base_version(st) -> None:
+    """The original (base) of the layer changed: decoded and unpacked copies keyed by the old one go stale."""
+    st.base_version = uuid.uuid4().hex[:16]
+
+
 def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, segments, points,
-                     principal_names) -> None:
-    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points."""
+                     principal_names, principal_descriptions=(), fidelity=None) -> None:
+    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points and
+    the encoded ones (the layer's neutral), and the fidelity readout when there is one."""
     st = obj.splinetween_latent
     points = np.asarray(points, dtype=np.float64)
     with suspended():
         st.active, st.kind = True, kind
+        st["encoded_points"] = points.ravel()
+        if fidelity is not None:
+            st["fidelity"] = np.asarray(fidelity, dtype=np.float64).ravel()
+        st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
+        new_base_version(st)
         st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
         st.token = uuid.uuid4().hex[:16]
         st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
@@ -180,10 +223,20 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
 
 def clear(obj) -> None:
     """Drop every trace of the latent range (raw properties, their keys and drivers, bookkeeping);
-    the adapter forgets its decoded parts first."""
+    the adapter forgets its decoded parts first.  The property group itself stays, emptied and
+    inactive: scripts and add-ons hold Python references to it, and freeing it under them
+    (``property_unset``) crashed Blender on their next read."""
     with suspended():
         for key in [k for k in obj.keys() if k.startswith(LM.RAW_PREFIX)]:
             del obj[key]
         latent_io.drop_raw_animation(obj, scene_io.channelbag(obj))
-        obj.property_unset("splinetween_latent")
+        st = obj.splinetween_latent
+        rna = {p.identifier: p for p in st.bl_rna.properties if p.identifier != "rna_type"}
+        for key in [k for k in st.keys() if k not in rna]:  # the bookkeeping arrays
+            del st[key]
+        for name, prop in rna.items():
+            if prop.type == "COLLECTION":
+                getattr(st, name).clear()
+            elif not prop.is_readonly:
+                st.property_unset(name)
     obj.update_tag(refresh={"TIME"})

@@ -1,0 +1,213 @@
+"""The latent layer without bpy: which frames an edit reaches, original + (edited - neutral), channel
+values nearest the original's, the keys of a layered curve, and the fidelity readout.
+
+Latent edits never replace the user's motion: per frame, the difference between the decode of the
+edited control points and the decode of the encoded ones is applied to the original motion, rotations
+composed as quaternions in each bone's local frame (model convention) and positions added.  A segment
+whose inputs are the encoded ones adds nothing, and its frames keep the original keys themselves.
+Frames are 0-based and relative to the start of the range unless a name says otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import latent_math as LM
+from . import rig_math as R
+
+# Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
+# is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs
+# unfamiliar kinds of motion at 2.6 deg / 1.8 cm on average (docs/results.md section 9); twice that
+# is well outside what it does on any kind it was tested on.
+WARN_DEG = 5.0
+WARN_CM = 4.0
+WARN_MESH_PERCENT = 2.0  # mean vertex error, % of the bounding-box diagonal (the cloth: 0.7 %)
+POOR = "the model knows this motion poorly: edits may look unnatural"
+
+
+# -- which frames a layer touches -------------------------------------------------------------------
+def edited_segments(sigs, neutral_sigs) -> list[int]:
+    """Segments whose inputs (raw points, sliders) differ from the encoded ones."""
+    return [s for s, (a, b) in enumerate(zip(sigs, neutral_sigs)) if a != b]
+
+
+def mesh_ramp(m: int) -> int:
+    """Frames over which a mesh segment of ``m`` frames eases into a seam (``backend.mesh.join_frames``)."""
+    return max(1, m // 4)
+
+
+def armature_ramp(m: int) -> int:
+    return len(LM.ramp(m))
+
+
+def reach(bounds, segments, seams: bool, ramp=armature_ramp, protected=()) -> np.ndarray:
+    """Frames whose joined decode may change when ``segments`` change: the segments themselves and,
+    with ``seams``, the frames over which each neighbour eases into the seam it shares with them;
+    never ``protected`` frames (an in-betweened range's keys)."""
+    frames = set()
+    count = len(bounds)
+    for s in segments:
+        a, b = bounds[s]
+        frames.update(range(a, b + 1))
+        if seams and s > 0:
+            pa, pb = bounds[s - 1]
+            frames.update(range(pb - ramp(pb - pa + 1) + 1, pb + 1))
+        if seams and s < count - 1:
+            na, nb = bounds[s + 1]
+            frames.update(range(na, na + ramp(nb - na + 1)))
+    frames -= {int(p) for p in protected}
+    return np.array(sorted(frames), dtype=np.int64)
+
+
+def runs(frames: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted integer frames -> runs of consecutive frames ``[(first, last), ...]``."""
+    if not len(frames):
+        return []
+    cut = np.flatnonzero(np.diff(frames) > 1)
+    starts = np.concatenate([[0], cut + 1])
+    ends = np.concatenate([cut, [len(frames) - 1]])
+    return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, ends)]
+
+
+def segments_at(bounds, frames: np.ndarray) -> dict[int, np.ndarray]:
+    """Segment -> the frames (of ``frames``) it writes; a shared end frame goes to the left segment."""
+    out = {}
+    for s, (a, b) in enumerate(bounds):
+        lo = a + 1 if s > 0 else a
+        mine = frames[(frames >= lo) & (frames <= b)]
+        if len(mine):
+            out[s] = mine
+    return out
+
+
+def needed_parts(bounds, frames: np.ndarray, seams: bool, ramp=armature_ramp) -> tuple[dict, set]:
+    """(segment -> (sides it eases on, its frames among ``frames``), every segment whose decode that needs)."""
+    plan, need = {}, set()
+    count = len(bounds)
+    for s, mine in segments_at(bounds, frames).items():
+        a, b = bounds[s]
+        r = ramp(b - a + 1)
+        left = seams and s > 0 and bool((mine < a + r).any())
+        right = seams and s < count - 1 and bool((mine > b - r).any())
+        plan[s] = ((left, right), mine)
+        need |= {s} | ({s - 1} if left else set()) | ({s + 1} if right else set())
+    return plan, need
+
+
+def joined(parts: dict, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The decode at the planned frames as the segments join (each easing into its shared end frames,
+    ``latent_math.segment_values``), frames in the order of ``plan``: -> rot ``[n, J, 4]``, pos ``[n, J, 3]``."""
+    rots, poss = [], []
+    for s, (sides, mine) in plan.items():
+        rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
+        rots.append(rot[mine - bounds[s][0]])
+        poss.append(pos[mine - bounds[s][0]])
+    return np.concatenate(rots), np.concatenate(poss)
+
+
+def compose(o_rot, o_pos, n_rot, n_pos, e_rot, e_pos) -> tuple[np.ndarray, np.ndarray]:
+    """Original ``o`` moved by the edit: rotations ``o * (n^-1 * e)`` (the edit in each bone's local
+    frame), positions ``o + (e - n)``."""
+    delta = R.qmul(R.qconj(n_rot), e_rot)
+    return R.qnormalize(R.qmul(o_rot, delta)), o_pos + (e_pos - n_pos)
+
+
+# -- channel values -----------------------------------------------------------------------------------
+def channels_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
+    """Rotations ``[..., 4]`` -> a rotation mode's channel values ``[..., 3|4]``, each the equivalent
+    nearest ``ref`` (the original's channel values on the same frame): Euler triples keep the
+    original's turns, quaternions its sign, axis-angle its axis direction and turns."""
+    ref = np.asarray(ref, dtype=np.float64)
+    if mode == "QUATERNION":
+        return R.align_hemisphere(q, ref)
+    if mode == "AXIS_ANGLE":
+        aa = R.quat_to_axis_angle(R.align_hemisphere(q, R.axis_angle_to_quat(ref)))
+        flip = np.sum(aa[..., 1:] * ref[..., 1:], -1, keepdims=True) < 0
+        aa = np.where(flip, -aa, aa)
+        turn = 2 * np.pi * np.round((ref[..., 0] - aa[..., 0]) / (2 * np.pi))
+        aa[..., 0] += turn
+        return aa
+    return R.quat_to_euler(q, mode, compat=ref)
+
+
+def extend(base_x: np.ndarray, run: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
+    """A written run of frames widened, on one curve, to the frames just after the original's last key
+    before it and just before its first key after it (within the range ``lo..hi``): replacing keys
+    inside a run changes the curve between it and the nearest kept keys, so those frames are keyed
+    too, with the original's own values.  Every whole frame then shows what it should."""
+    a, b = run
+    x = base_x[(base_x >= lo - LM._FRAME_EPS) & (base_x <= hi + LM._FRAME_EPS)]
+    before, after = x[x < a - LM._FRAME_EPS], x[x > b + LM._FRAME_EPS]
+    a2 = int(np.floor(before.max() + LM._FRAME_EPS)) + 1 if len(before) else lo
+    b2 = int(np.ceil(after.min() - LM._FRAME_EPS)) - 1 if len(after) else hi
+    return min(a, max(lo, a2)), max(b, min(hi, b2))
+
+
+def written_frames(base_x: np.ndarray, reach_abs: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Every scene frame a layered curve keys: the reach's runs, each widened by :func:`extend`."""
+    out = []
+    for r in runs(reach_abs):
+        a, b = extend(base_x, r, lo, hi)
+        out.append(np.arange(a, b + 1))
+    return np.unique(np.concatenate(out)) if out else np.zeros(0, np.int64)
+
+
+# -- key arrays -----------------------------------------------------------------------------------------
+def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
+    """LINEAR keys of type Generated, unselected, handles flat on their points (``enums``: attribute ->
+    the integer of LINEAR, GENERATED, AUTO_CLAMPED, AUTO as Blender numbers them)."""
+    m = len(frames)
+    co = np.stack([frames, values], -1).astype(np.float32)
+    rows = {"co": co, "handle_left": co.copy(), "handle_right": co.copy()}
+    for a in ("handle_left_type", "handle_right_type", "interpolation", "type", "easing"):
+        rows[a] = np.full(m, enums[a], np.int32)
+    rows["back"], rows["amplitude"], rows["period"] = (np.full(m, v, np.float32) for v in (1.70158, 0.8, 4.1))
+    for a in ("select_control_point", "select_left_handle", "select_right_handle"):
+        rows[a] = np.zeros(m, dtype=bool)
+    return rows
+
+
+def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, frames: np.ndarray,
+                  values: np.ndarray, enums: dict) -> dict | None:
+    """One curve's keys: the current keys outside the range ``lo..hi``, the original (``base``) keys
+    inside it, and LINEAR keys on ``frames`` (scene frames, the original's keys there replaced).
+    None: there is nothing to key (no original curve and nothing written or kept)."""
+    eps = LM._FRAME_EPS
+    parts = []
+    if current is not None and len(current["co"]):
+        x = current["co"][:, 0]
+        parts.append({a: v[(x < lo - eps) | (x > hi + eps)] for a, v in current.items()})
+    if base is not None and len(base["co"]):
+        x = base["co"][:, 0]
+        keep = (x >= lo - eps) & (x <= hi + eps)
+        for a, b in runs(np.asarray(frames, np.int64)):
+            keep &= (x < a - eps) | (x > b + eps)
+        parts.append({k: v[keep] for k, v in base.items()})
+    if len(frames):
+        parts.append(new_rows(np.asarray(frames, np.float64), values, enums))
+    parts = [p for p in parts if len(p["co"])]
+    if not parts:
+        return None
+    attrs = parts[-1].keys()
+    merged = {a: np.concatenate([p[a] for p in parts]) for a in attrs}
+    order = np.argsort(merged["co"][:, 0], kind="stable")
+    return {a: v[order] for a, v in merged.items()}
+
+
+# -- fidelity --------------------------------------------------------------------------------------------
+def fidelity_problem(rows, mesh: bool = False) -> str | None:
+    """The warning for a range's fidelity rows (per segment ``[deg, cm]``, a mesh ``[error, percent]``),
+    naming the segments past the threshold, or None."""
+    rows = np.asarray(rows, dtype=np.float64).reshape(-1, 2)
+    bad = np.flatnonzero(rows[:, 1] > WARN_MESH_PERCENT) if mesh else \
+        np.flatnonzero((rows[:, 0] > WARN_DEG) | (rows[:, 1] > WARN_CM))
+    if not len(bad):
+        return None
+    which = ", ".join(str(s + 1) for s in bad[:6]) + (" ..." if len(bad) > 6 else "")
+    return f"Segment{'s' * (len(bad) > 1)} {which}: {POOR}"
+
+
+def fidelity_text(row, mesh: bool = False) -> str:
+    """One segment's readout, e.g. ``model fit 1.8 cm, 2.4 deg``."""
+    if mesh:
+        return f"model fit {row[1]:.2f} % of the size"
+    return f"model fit {row[1]:.1f} cm, {row[0]:.1f}\N{DEGREE SIGN}"
