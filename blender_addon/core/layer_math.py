@@ -211,3 +211,42 @@ def fidelity_text(row, mesh: bool = False) -> str:
     if mesh:
         return f"model fit {row[1]:.2f} % of the size"
     return f"model fit {row[1]:.1f} cm, {row[0]:.1f}\N{DEGREE SIGN}"
+
+
+# -- mesh sequences ----------------------------------------------------------------------------------
+def _ease(n: int) -> np.ndarray:
+    """``backend.splines.ease_weights``: smoothstep from 0 to 1 over ``n`` frames, the last 1."""
+    t = np.linspace(0.0, 1.0, n + 1)[1:]
+    return t * t * (3 - 2 * t)
+
+
+def mesh_joined(parts: dict, bounds, plan: dict, seams: bool) -> np.ndarray:
+    """Vertices ``[n, V, 3]`` at the planned frames as ``backend.mesh.join_frames`` joins the segments
+    (each side of a shared frame eases into the mean of both over a quarter of its length)."""
+    out = []
+    for s, ((left, right), mine) in plan.items():
+        p = np.array(parts[s], copy=True)
+        own = parts[s]
+        n = mesh_ramp(len(p))
+        w = _ease(n).astype(p.dtype)[:, None, None]
+        if seams and left:
+            idx = np.arange(n)[::-1]
+            p[idx] += w * (0.5 * (parts[s - 1][-1] + own[0]) - own[0])
+        if seams and right:
+            idx = np.arange(len(p) - n, len(p))
+            p[idx] += w * (0.5 * (own[-1] + parts[s + 1][0]) - own[-1])
+        out.append(p[mine - bounds[s][0]])
+    return np.concatenate(out)
+
+
+def resample_frames(frames: np.ndarray, m: int) -> np.ndarray:
+    """A sequence ``[n, ...]`` at ``m`` evenly spaced times from its first to its last frame, linearly
+    interpolated (times that fall on a frame give it exactly; ``m == n`` gives the same array)."""
+    n = len(frames)
+    if m == n:
+        return frames
+    t = np.arange(m) * (n - 1) / (m - 1)  # whole numbers times (n - 1) first: frame times come out exact
+    i = np.floor(t).astype(np.int64)
+    w = (t - i).astype(frames.dtype).reshape((-1,) + (1,) * (frames.ndim - 1))
+    a, b = frames[i], frames[np.minimum(i + 1, n - 1)]
+    return np.where(w == 0, a, a + w * (b - a))

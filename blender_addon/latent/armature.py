@@ -261,6 +261,15 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             seg.signature = sig  # the keys show the original: every segment at neutral
 
 
+def replace_refusal(obj) -> str:
+    """Why Inbetween stops on an armature with latent controls, and the option that lets it go on."""
+    st = obj.splinetween_latent
+    made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+    return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} (from {made}); Inbetween "
+            "would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, or run "
+            "Inbetween with replace_latent=True; nothing was changed")
+
+
 def bake(obj) -> str:
     st = latent.controls_of(obj)
     a, b = st.frame_start, st.frame_end
