@@ -243,19 +243,19 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
                             fidelity=fidelity)
     with latent.suspended():
         st.cm_per_unit = float(cm_per_unit)
-        st["bones"] = list(bones)
-        st["rotation_joints"] = np.asarray(rotation_joints, dtype=np.int32)
-        st["position_joints"] = np.asarray(position_joints, dtype=np.int32)
-        st["origins"] = np.asarray(origins, dtype=np.float64).ravel()
-        st["template"] = np.asarray(template, dtype=np.float64).ravel()
+        latent.store(st, "bones", list(bones))
+        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
+        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
+        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
+        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
         if keys is not None:
-            st["keys"] = np.asarray(keys, dtype=np.int32)
-            st["key_rotations"] = np.asarray(key_rotations, dtype=np.float64).ravel()
-            st["key_positions"] = np.asarray(key_positions, dtype=np.float64).ravel()
-        st["original"] = LM.pack_curves(snapshot)
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
+            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+        latent.store(st, "original", LM.pack_curves(snapshot))
         if base is not None:
-            st["base"] = LM.pack_curves(base)
-        st["base_values"] = np.asarray(values, dtype=np.float64).ravel()
+            latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
         bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
         for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
             seg.signature = sig  # the keys show the original: every segment at neutral

@@ -75,7 +75,7 @@ def resample(obj, settings, frames: int) -> str:
                  if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
         merged = [(p, i, k) for (p, i), k in armature.original_keys(st).items()] + latent_io.snapshot(bag, extra)
         with latent.suspended():
-            st["original"] = LM.pack_curves(merged)
+            latent.store(st, "original", LM.pack_curves(merged))
             st.snapshot_all = True
     driven = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
     keep = armature.protected(st) + st.frame_start
@@ -97,8 +97,8 @@ def resample(obj, settings, frames: int) -> str:
         latent_io.set_curve(bag, curves, p, i, bone, keys)
         base.append((p, i, keys))
     with latent.suspended():
-        st["base"] = LM.pack_curves(base)
-        st["base_values"] = values.ravel()
+        latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", values.ravel())
         latent.new_base_version(st)
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral

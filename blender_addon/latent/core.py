@@ -140,6 +140,14 @@ def read_raw(obj, st) -> np.ndarray:
     return out
 
 
+def store(group, key: str, value) -> None:
+    """``group[key] = value`` for an ID property, an existing one deleted first: bpy 5.0.1 copies a longer
+    numpy array into the old, shorter buffer in place (a heap overflow that aborts Blender later on)."""
+    if key in group:
+        del group[key]
+    group[key] = value
+
+
 def array(st, key, shape=None, dtype=np.float64):
     a = np.array(st[key], dtype=dtype)
     return a.reshape(shape) if shape is not None else a
@@ -195,9 +203,9 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
     points = np.asarray(points, dtype=np.float64)
     with suspended():
         st.active, st.kind = True, kind
-        st["encoded_points"] = points.ravel()
+        store(st, "encoded_points", points.ravel())
         if fidelity is not None:
-            st["fidelity"] = np.asarray(fidelity, dtype=np.float64).ravel()
+            store(st, "fidelity", np.asarray(fidelity, dtype=np.float64).ravel())
         st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
         new_base_version(st)
         st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
@@ -213,12 +221,13 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
         for s, (a, b) in enumerate(segments):
             for c in range(LM.POINTS):
                 name = LM.raw_name(s, c)
-                obj[name] = points[s, c]
+                store(obj, name, points[s, c])
                 obj.id_properties_ui(name).update(
                     min=-hard, max=hard, soft_min=-soft, soft_max=soft, precision=4,
                     description=f"Segment {s + 1} (frames {start + a}-{start + b}), control point {c + 1} of "
                                 f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
                                 f"{NOUN.get(obj.type, 'motion')}")
+    obj.update_tag(refresh={"TIME"})  # new animatable properties: evaluated (keys, drivers) from the next update
 
 
 def clear(obj) -> None:

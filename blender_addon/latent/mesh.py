@@ -159,10 +159,10 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
     st = obj.splinetween_latent
     with latent.suspended():
         st.num_vertices = int(num_vertices)
-        st["base_frames"] = np.ascontiguousarray(base, dtype=np.float32).ravel()
+        latent.store(st, "base_frames", np.ascontiguousarray(base, dtype=np.float32).ravel())
         if keys is not None:
-            st["keys"] = np.asarray(keys, dtype=np.int32)
-            st["key_frames"] = np.ascontiguousarray(key_frames, dtype=np.float32).ravel()
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
         st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
     if neutral is not None:
         prime(st, neutral)
