@@ -90,11 +90,17 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ease(rot, pos, idx, q, p, w) -> None:
-    """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``."""
-    ident = np.zeros_like(q)
-    ident[..., 0] = 1.0
-    delta = R.align_hemisphere(R.qmul(R.qconj(rot[idx[0]]), q), ident)
-    rot[idx] = R.qnormalize(R.qmul(rot[idx], R.slerp(ident[None], delta[None], w[:, None])))
+    """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
+    each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q`` (the slerp
+    from the identity to that turn, written out: ``(cos w*a, sin w*a * axis)``)."""
+    delta = R.qmul(R.qconj(rot[idx[0]]), q)
+    delta = np.where(delta[..., :1] < 0, -delta, delta)  # the shorter way round
+    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))  # [J]
+    s = np.sin(half)
+    axis = delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
+    wh = w[:, None] * half[None]  # [r, J]
+    step = np.concatenate([np.cos(wh)[..., None], np.sin(wh)[..., None] * axis[None]], -1)
+    rot[idx] = R.qnormalize(R.qmul(rot[idx], step))
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 

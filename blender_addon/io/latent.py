@@ -71,21 +71,27 @@ def read_values(obj, bag, channels, frames, curves: dict | None = None) -> np.nd
     return out
 
 
-def values_to_pose(channels, bones: list[str], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int], np.ndarray]]:
+    """Channels grouped for bulk conversion: (location?, rotation mode, joints, columns ``[B, size]``)."""
+    index = {b: j for j, b in enumerate(bones)}
+    groups: dict = {}
+    for c, (bone, prop, i, mode) in enumerate(channels):
+        groups.setdefault((prop == "location", "" if prop == "location" else mode), {}).setdefault(bone, []).append(c)
+    return [(loc, mode, [index[b] for b in by_bone], np.array(list(by_bone.values())))
+            for (loc, mode), by_bone in groups.items()]
+
+
+def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
     """Channel values ``[n, C]`` -> rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` (identity
-    and zero where a bone has no driven channel of that kind)."""
+    and zero where a bone has no driven channel of that kind), each rotation mode converted at once."""
     n = len(values)
     basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
     basis[..., 0] = 1.0
-    index = {b: j for j, b in enumerate(bones)}
-    cols: dict = {}
-    for c, (bone, prop, i, mode) in enumerate(channels):
-        cols.setdefault((bone, prop, mode), []).append(c)
-    for (bone, prop, mode), cs in cols.items():
-        if prop == "location":
-            loc[:, index[bone]] = values[:, cs]
+    for is_loc, mode, joints, cols in groups or channel_groups(channels, bones):
+        if is_loc:
+            loc[:, joints] = values[:, cols]
         else:
-            basis[:, index[bone]] = rig_math.channels_to_quat(values[:, cs], mode)
+            basis[:, joints] = rig_math.channels_to_quat(values[:, cols], mode)
     return basis, loc
 
 
@@ -124,32 +130,35 @@ def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict |
     write_keys_exact(fc, keys)
 
 
-def overwrite_values(fc, frames: np.ndarray, values: np.ndarray) -> bool:
-    """The slider's fast path: keys already on every one of ``frames`` (scene frames, sorted) get the
-    new values and flat handles on their points, three ``foreach_set`` calls in all; False (nothing
-    written) when a frame has no key."""
-    if fc is None:
-        return False
-    kp = fc.keyframe_points
-    n = len(kp)
-    if not n:
-        return False
-    co = np.empty(2 * n, dtype=np.float32)
-    kp.foreach_get("co", co)
+def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[int]:
+    """The slider's fast path: on each curve of ``fcs`` (None: no curve) the keys already on every one of
+    ``frames`` (scene frames, sorted) get the new values ``values[:, c]``, one ``foreach_get`` and one
+    ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once.
+    -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
+    belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
+    run of them starts on the frame after an original key)."""
+    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    co = np.empty(2 * int(start[-1]), dtype=np.float32)
+    for c, fc in enumerate(fcs):
+        if sizes[c]:
+            fc.keyframe_points.foreach_get("co", co[2 * start[c]:2 * start[c + 1]])
     x = co[0::2]
-    at = np.minimum(np.searchsorted(x, frames - _EPS), n - 1)
-    if not np.all(np.abs(x[at] - frames) < _EPS):
-        return False
-    hl, hr = np.empty(2 * n, dtype=np.float32), np.empty(2 * n, dtype=np.float32)
-    kp.foreach_get("handle_left", hl)
-    kp.foreach_get("handle_right", hr)
-    co[2 * at + 1] = values
-    rows = np.stack([2 * at, 2 * at + 1], -1).ravel()
-    hl[rows] = hr[rows] = co[rows]
-    kp.foreach_set("co", co)
-    kp.foreach_set("handle_left", hl)
-    kp.foreach_set("handle_right", hr)
-    return True
+    rows = np.empty((len(fcs), len(frames)), dtype=np.int64)
+    ok = sizes > 0
+    same = ok.all() and (sizes == sizes[0]).all() and np.array_equal(x.reshape(len(fcs), -1), np.broadcast_to(
+        x[:sizes[0]], (len(fcs), sizes[0])))
+    if same:  # every curve keyed on the same frames (the common case): one search for all
+        rows[:] = np.minimum(np.searchsorted(x[:sizes[0]], frames - _EPS), sizes[0] - 1)[None]
+    else:
+        for c in np.flatnonzero(ok):
+            rows[c] = np.minimum(np.searchsorted(x[start[c]:start[c + 1]], frames - _EPS), sizes[c] - 1)
+    rows += start[:-1, None]
+    ok &= (np.abs(x[np.where(ok[:, None], rows, 0)] - frames[None]) < _EPS).all(1) if len(frames) else ok
+    co[2 * rows[ok] + 1] = values.T[ok]
+    for c in np.flatnonzero(ok):
+        fcs[c].keyframe_points.foreach_set("co", co[2 * start[c]:2 * start[c + 1]])
+    return np.flatnonzero(~ok).tolist()
 
 
 def evaluate_keys(bag, keys: dict | None, times, static: float) -> np.ndarray:

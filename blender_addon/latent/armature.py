@@ -29,14 +29,17 @@ from . import core as latent
 decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
 DECODED_MAX = 512
 _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
+_views: dict = {}  # (token, base_version, frames, modes) -> the original in the model's convention
+_joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
 
 
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     for k in [k for k in decoded if k[0] == token]:
         del decoded[k]
-    for k in [k for k in _bases if k[0] == token]:
-        del _bases[k]
+    for cache in (_bases, _views, _joins):
+        for k in [k for k in cache if k[0] == token]:
+            del cache[k]
 
 
 def protected(st) -> np.ndarray:
@@ -126,6 +129,37 @@ def prime(st, rot, pos) -> None:
         decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
 
 
+def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
+    neutral ones are the same for every slider change)."""
+    rots, poss = [], []
+    for s, (sides, mine) in plan.items():
+        key = (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+        if key not in _joins:
+            _joins[key] = LM.segment_values(parts, s, len(bounds), seams, sides)
+            while len(_joins) > DECODED_MAX:
+                _joins.pop(next(iter(_joins)))
+        rot, pos = _joins[key]
+        rots.append(rot[mine - bounds[s][0]])
+        poss.append(pos[mine - bounds[s][0]])
+    return np.concatenate(rots), np.concatenate(poss)
+
+
+def _original(obj, st, channels, base):
+    """The original in the model's convention on every frame ``(rig, groups, rot [F, J, 4], pos [F, J, 3])``,
+    converted once per version of the original."""
+    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
+    if key not in _views:
+        for k in [k for k in _views if k[0] == st.token]:
+            del _views[k]
+        bones = list(st["bones"])
+        rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
+        groups = latent_io.channel_groups(channels, bones)
+        _views[key] = (rig, groups, *rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, base,
+                                                                                            groups)))
+    return _views[key]
+
+
 def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
     """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
     original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
@@ -139,23 +173,14 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
         jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
         jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
     got = decode(st, path, settings, jobs)
-    e_rot, e_pos = L.joined({s: got[s, sigs[s]] for s in need}, bounds, plan, seams)
-    n_rot, n_pos = L.joined({s: got[s, nsigs[s]] for s in need}, bounds, plan, seams)
-    bones = list(st["bones"])
-    rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
+    e_rot, e_pos = _joined(st, {s: got[s, sigs[s]] for s in need}, lambda s: sigs[s], bounds, plan, seams)
+    n_rot, n_pos = _joined(st, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
+    rig, groups, o_rot, o_pos = _original(obj, st, channels, base)
+    basis, loc = rig_math.bvh_to_blender(rig, *L.compose(o_rot[order], o_pos[order], n_rot, n_pos, e_rot, e_pos))
     ref = base[order]
-    o_rot, o_pos = rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, ref))
-    basis, loc = rig_math.bvh_to_blender(rig, *L.compose(o_rot, o_pos, n_rot, n_pos, e_rot, e_pos))
     out = np.empty_like(ref)
-    groups: dict = {}
-    index = {b: j for j, b in enumerate(bones)}
-    for c, (bone, prop, i, mode) in enumerate(channels):
-        groups.setdefault((prop == "location", mode), {}).setdefault(bone, []).append(c)
-    for (is_loc, mode), by_bone in groups.items():
-        cols = np.array(list(by_bone.values()))  # [B, size]
-        js = [index[b] for b in by_bone]
-        vals = loc[:, js] if is_loc else L.channels_near(basis[:, js], mode, ref[:, cols])
-        out[:, cols] = vals
+    for is_loc, mode, joints, cols in groups:
+        out[:, cols] = loc[:, joints] if is_loc else L.channels_near(basis[:, joints], mode, ref[:, cols])
     return order, out  # (the plan lists each segment's frames in turn: sorted, as ``frames``)
 
 
@@ -206,11 +231,11 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     curves = latent_io.curve_map(bag)
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
-    redo = []
-    for c, (bone, prop, i, _) in enumerate(channels):
-        path = scene_io.bone_path(bone, prop)
-        if whole or not latent_io.overwrite_values(curves.get((path, i)), absolute, values[:, c]):
-            redo.append(c)
+    if whole:
+        redo = list(range(len(channels)))
+    else:
+        fcs = [curves.get((scene_io.bone_path(bone, prop), i)) for bone, prop, i, _ in channels]
+        redo = latent_io.overwrite_values(fcs, absolute, values)
     if not redo:
         return
     originals, enums = base_keys(st), latent_io.new_key_enums()
