@@ -130,6 +130,10 @@ def test_a_layered_curve_keeps_the_original_outside_its_frames():
     new = np.isin(out["co"][:, 0], frames)
     assert (out["co"][new, 1] == 7.0).all() and (out["interpolation"][new] == 1).all() and (out["type"][new] == 4).all()
     assert np.array_equal(out["handle_left"][new], out["co"][new]) and not out["select_control_point"][new].any()
+    on_keys = L.layered_curve(current, base, 1, 50, np.array([10, 11, 20]), np.zeros(3), ENUMS)
+    x = on_keys["co"][:, 0]  # a layer key on an original key's frame keeps that key's selection and handle types
+    assert on_keys["select_control_point"][np.isin(x, [10, 20])].all() and not on_keys["select_control_point"][x == 11]
+    assert (on_keys["handle_left_type"][np.isin(x, [10, 20])] == 0).all() and on_keys["handle_left_type"][x == 11] == 5
     assert L.layered_curve(None, None, 1, 50, np.zeros(0, np.int64), np.zeros(0), ENUMS) is None
 
 

@@ -152,6 +152,11 @@ def written_frames(base_x: np.ndarray, reach_abs: np.ndarray, lo: int, hi: int) 
 
 
 # -- key arrays -----------------------------------------------------------------------------------------
+# what a layer key takes from the original key on its frame: its selection, handle types and easing
+INHERITED = ("handle_left_type", "handle_right_type", "easing", "back", "amplitude", "period",
+             "select_control_point", "select_left_handle", "select_right_handle")
+
+
 def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
     """LINEAR keys of type Generated, unselected, handles flat on their points (``enums``: attribute ->
     the integer of LINEAR, GENERATED, AUTO_CLAMPED, AUTO as Blender numbers them)."""
@@ -167,30 +172,53 @@ def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
 
 
 def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, frames: np.ndarray,
-                  values: np.ndarray, enums: dict) -> dict | None:
+                  values: np.ndarray, enums: dict, attrs=None) -> dict | None:
     """One curve's keys: the current keys outside the range ``lo..hi``, the original (``base``) keys
-    inside it, and LINEAR keys on ``frames`` (scene frames, the original's keys there replaced).
-    None: there is nothing to key (no original curve and nothing written or kept)."""
+    inside it, and LINEAR keys of type Generated on ``frames`` (scene frames), which replace the
+    original's keys there and keep their ``INHERITED`` attributes (a frame without one: unselected,
+    AUTO_CLAMPED).  None: there is nothing to key (no original curve and nothing written or kept).
+    ``attrs``: only these attributes (the others are not computed)."""
     eps = LM._FRAME_EPS
+    if attrs is not None:
+        pick = (lambda d: d if d is None else {a: d[a] for a in attrs if a in d})
+        current, base = pick(current), pick(base)
     parts = []
     if current is not None and len(current["co"]):
         x = current["co"][:, 0]
-        parts.append({a: v[(x < lo - eps) | (x > hi + eps)] for a, v in current.items()})
+        out = (x < lo - eps) | (x > hi + eps)
+        if out.any():
+            parts.append({a: v[out] for a, v in current.items()})
     if base is not None and len(base["co"]):
         x = base["co"][:, 0]
         keep = (x >= lo - eps) & (x <= hi + eps)
         for a, b in runs(np.asarray(frames, np.int64)):
             keep &= (x < a - eps) | (x > b + eps)
-        parts.append({k: v[keep] for k, v in base.items()})
+        if keep.any():
+            parts.append(base if keep.all() else {k: v[keep] for k, v in base.items()})
     if len(frames):
-        parts.append(new_rows(np.asarray(frames, np.float64), values, enums))
-    parts = [p for p in parts if len(p["co"])]
+        rows = new_rows(np.asarray(frames, np.float64), values, enums)
+        if attrs is not None:
+            rows = {a: rows[a] for a in attrs}
+        if base is not None and len(base["co"]) and attrs is None:
+            # an original key on the frame lends what is not motion: selection, handle types, easing
+            bx = base["co"][:, 0]
+            at = np.minimum(np.searchsorted(bx, frames - eps), len(bx) - 1)
+            hit = np.abs(bx[at] - frames) < eps
+            if hit.any():
+                for a in INHERITED:
+                    rows[a][hit] = base[a][at[hit]]
+        parts.append(rows)
     if not parts:
         return None
-    attrs = parts[-1].keys()
+    if len(parts) == 1:
+        return parts[0]
+    attrs = [a for a in parts[-1] if all(a in p for p in parts)]  # (``current`` may hold only some)
     merged = {a: np.concatenate([p[a] for p in parts]) for a in attrs}
-    order = np.argsort(merged["co"][:, 0], kind="stable")
-    return {a: v[order] for a, v in merged.items()}
+    x = merged["co"][:, 0]
+    if (np.diff(x) < 0).any():
+        order = np.argsort(x, kind="stable")
+        merged = {a: v[order] for a, v in merged.items()}
+    return merged
 
 
 # -- fidelity --------------------------------------------------------------------------------------------

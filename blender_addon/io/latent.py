@@ -117,8 +117,11 @@ def write_keys_exact(fc, keys: dict) -> None:
             fc.keyframe_points.foreach_set(a, np.ascontiguousarray(keys[a], dtype=np.float32).ravel())
 
 
-def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict | None) -> None:
-    """A curve's whole key array (``None``: the curve goes), created when missing; handles exact."""
+def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict | None,
+              current: dict | None = None) -> None:
+    """A curve's whole key array (``None``: the curve goes), created when missing; handles exact.
+    ``current``: the curve's keys now (``scene_io.read_keys``); when the new keys sit on the same frames,
+    only the attributes that differ are set (no ``clear``, ``add`` or handle recalculation)."""
     fc = curves.get((path, index))
     if keys is None:
         if fc is not None:
@@ -127,7 +130,28 @@ def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict |
         return
     if fc is None:
         fc = curves[path, index] = new_fcurve(bag, path, index, group)
+    elif current is not None and len(current["co"]) == len(keys["co"]) and \
+            np.array_equal(current["co"][:, 0], keys["co"][:, 0]):
+        kp = fc.keyframe_points
+        for a, v in current.items():  # (only the attributes read: the others stay as they are)
+            if not np.array_equal(v, keys[a]):
+                kp.foreach_set(a, np.ascontiguousarray(keys[a]).ravel())
+        return
     write_keys_exact(fc, keys)
+
+
+MOTION = ("co", "handle_left", "handle_right", "interpolation", "type")  # what a layer key changes
+
+
+def read_motion(fc) -> dict:
+    """The attributes of a curve's keys that the layer changes (``MOTION``), as ``scene_io.read_keys``."""
+    kp = fc.keyframe_points
+    n = len(kp)
+    out = {}
+    for a in MOTION:
+        out[a] = np.zeros((n, 2) if a in scene_io._VEC2 else n, dtype=np.float32 if a in scene_io._VEC2 else np.int32)
+        kp.foreach_get(a, out[a].ravel())
+    return out
 
 
 def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[int]:

@@ -239,21 +239,21 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     if not redo:
         return
     originals, enums = base_keys(st), latent_io.new_key_enums()
-    current = {}
-    for c in redo:
-        bone, prop, i, _ = channels[c]
-        fc = curves.get((scene_io.bone_path(bone, prop), i))
-        current[c] = scene_io.read_keys(fc) if fc is not None else None
     for c in redo:
         bone, prop, i, _ = channels[c]
         path = scene_io.bone_path(bone, prop)
+        fc = curves.get((path, i))
         orig = originals.get((path, i))
         base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
         keyed = L.written_frames(base_x, absolute, lo, hi)
         vals = base[keyed - lo, c].copy()
         vals[np.searchsorted(keyed, absolute)] = values[:, c]
-        keys = L.layered_curve(current[c], orig, lo, hi, keyed, vals, enums)
-        latent_io.set_curve(bag, curves, path, i, bone, keys)
+        now = latent_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
+        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, latent_io.MOTION) if now is not None else None
+        if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
+            now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
+            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
+        latent_io.set_curve(bag, curves, path, i, bone, keys, now)
 
 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
