@@ -110,8 +110,8 @@ def test_inbetween_over_latent_controls_is_refused_in_scripts_unless_asked(walk,
     select_keys(thinned, [k for k in walk["keys"] if k <= 31], {"Hips"})
     edited, full = curves(thinned), snapshot(thinned)
     with pytest.raises(RuntimeError, match=r"has latent controls on frames 1-\d+ \(from Inbetween \(Editable\)\); "
-                                           r"Inbetween would bake them .* or run Inbetween with replace_latent=True; "
-                                           "nothing was changed"):
+                                           r"Inbetween would bake them .* or run Inbetween with replace_latent=True "
+                                           r"\(the batch: --replace-latent\); nothing was changed"):
         OP()
     assert thinned.splinetween_latent.active
     for k, v in snapshot(thinned).items():

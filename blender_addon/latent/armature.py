@@ -292,7 +292,7 @@ def replace_refusal(obj) -> str:
     made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
     return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} (from {made}); Inbetween "
             "would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, or run "
-            "Inbetween with replace_latent=True; nothing was changed")
+            "Inbetween with replace_latent=True (the batch: --replace-latent); nothing was changed")
 
 
 def bake(obj) -> str:
