@@ -222,11 +222,13 @@ def retime_curve(fc, lo: float, old_hi: float, new_hi: float, keep_inside: bool,
     write_keys_exact(fc, out)
 
 
-def snapshot(bag, curves) -> list[tuple[str, int, dict | None]]:
-    """``[(data_path, index)]`` -> the curves' keys now (None where a curve does not exist)."""
+def snapshot(bag, curves, found: dict | None = None) -> list[tuple[str, int, dict | None]]:
+    """``[(data_path, index)]`` -> the curves' keys now (None where a curve does not exist); ``found``:
+    the channelbag's ``curve_map``, when already made."""
+    found = curve_map(bag) if found is None else found
     out = []
     for path, index in curves:
-        fc = bag.fcurves.find(path, index=index)
+        fc = found.get((path, index))
         out.append((path, index, None if fc is None else scene_io.read_keys(fc)))
     return out
 
@@ -243,8 +245,9 @@ def key_dtypes() -> dict:
 def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> None:
     """Remove: every snapshotted curve back to its original keys over the range (see
     ``latent_math.merge_restore``); curves the encoding created and left empty are deleted."""
+    found = curve_map(bag)
     for (path, index), orig in original.items():
-        fc = bag.fcurves.find(path, index=index)
+        fc = found.get((path, index))
         cur = None if fc is None else scene_io.read_keys(fc)
         merged = LM.merge_restore(cur, orig, lo, cur_hi, orig_hi)
         if merged is None:

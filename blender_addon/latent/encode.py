@@ -81,7 +81,8 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                                                        "positions": pos})
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-    snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)))
+    snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
+                              curves)
     armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
                      rotation_joints=info.rotation_joints, position_joints=info.position_joints,
                      cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
@@ -106,7 +107,8 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_ro
     curves = latent_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
-    base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)))
+    base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
+                              curves)
     armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=info.rotation_joints, position_joints=info.position_joints,
                      cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
