@@ -16,6 +16,7 @@ from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
 from . import armature
+from . import armature_layer as layer
 from . import core as latent
 
 
@@ -34,7 +35,7 @@ def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
         seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
         jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
         jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
-    armature.decode(st, path, settings, jobs)
+    layer.decode(st, path, settings, jobs)
 
 
 def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
-from . import armature
+from . import armature, armature_layer
 from . import core as latent
 
 
@@ -89,7 +89,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
                      fidelity=reply.get("fidelity"), snapshot=snap, values=values)
-    armature.prime(obj.splinetween_latent, out["rotations"], out["positions"])
+    armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"])
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
