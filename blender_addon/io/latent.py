@@ -269,3 +269,68 @@ def drop_raw_animation(obj, bag) -> None:
     if ad is not None:
         for fc in [fc for fc in ad.drivers if LM.is_raw_path(fc.data_path)]:
             ad.drivers.remove(fc)
+
+
+def every_frame_blocks(originals: list, lo: int, hi: int) -> dict | None:
+    """The originals of curves keyed on every frame ``lo..hi`` (a BVH import, an in-betweened fill, a
+    resampled range), as stacked in-range ``MOTION`` arrays ``{attr: [C, F, ...]}`` plus ``ok [C]`` (which
+    curves qualify), for :func:`set_every_frame`; None when none does."""
+    frames = np.arange(lo, hi + 1, dtype=np.float32)
+    n = len(frames)
+    ok = np.zeros(len(originals), bool)
+    out = {a: np.zeros((len(originals), n, 2) if a in scene_io._VEC2 else (len(originals), n),
+                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    for c, keys in enumerate(originals):
+        if keys is None or not len(keys["co"]):
+            continue
+        x = keys["co"][:, 0]
+        i0 = int(np.searchsorted(x, lo - _EPS))
+        if i0 + n <= len(x) and np.array_equal(x[i0:i0 + n], frames):
+            ok[c] = True
+            for a in MOTION:
+                out[a][c] = keys[a][i0:i0 + n]
+    return dict(out, ok=ok) if ok.any() else None
+
+
+def set_every_frame(fcs: list, blocks: dict, lo: int, hi: int, frames: np.ndarray, values: np.ndarray,
+                    enums: dict) -> list[int]:
+    """A layout change on curves whose original is keyed on every frame of the range and that still have
+    exactly those keys: inside the range the original's ``MOTION`` attributes, the layer's (``values[:, c]``
+    on scene ``frames``: LINEAR, Generated, flat handles) where it reaches, for every curve in one numpy
+    pass; then per curve one ``foreach_set`` per attribute that changed.  Keys outside the range and the
+    attributes a layer key keeps are not touched.  -> the curves this cannot do (the caller sets them whole)."""
+    n = hi - lo + 1
+    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    buf = {a: np.empty((int(start[-1]), 2) if a in scene_io._VEC2 else int(start[-1]),
+                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    ok = blocks["ok"] & (sizes >= n)
+    for c in np.flatnonzero(ok):
+        fcs[c].keyframe_points.foreach_get("co", buf["co"][start[c]:start[c + 1]].ravel())
+    at = np.zeros(len(fcs), dtype=np.int64)
+    want = np.arange(lo, hi + 1, dtype=np.float32)
+    for c in np.flatnonzero(ok):  # where each curve's keys of the range begin, and that they are all there
+        x = buf["co"][start[c]:start[c + 1], 0]
+        i0 = int(np.searchsorted(x, lo - _EPS))
+        ok[c] = i0 + n <= len(x) and np.array_equal(x[i0:i0 + n], want)
+        at[c] = start[c] + i0
+    cs = np.flatnonzero(ok)
+    for c in cs:
+        for a in MOTION[1:]:
+            fcs[c].keyframe_points.foreach_get(a, buf[a][start[c]:start[c + 1]].ravel())
+    rows = at[cs, None] + np.arange(n)[None]  # [C', F]: each curve's keys of the range in the buffers
+    rel = np.asarray(frames, np.int64) - lo
+    target = {a: blocks[a][cs].copy() for a in MOTION}
+    target["co"][:, rel, 1] = values.T[cs]
+    for a in ("handle_left", "handle_right"):
+        target[a][:, rel] = target["co"][:, rel]
+    target["interpolation"][:, rel] = enums["interpolation"]
+    target["type"][:, rel] = enums["type"]
+    changed = {a: (buf[a][rows] != target[a]).reshape(len(cs), -1).any(1) for a in MOTION}
+    for a in MOTION:
+        buf[a][rows] = target[a]
+    for k, c in enumerate(cs):
+        for a in MOTION:
+            if changed[a][k]:
+                fcs[c].keyframe_points.foreach_set(a, buf[a][start[c]:start[c + 1]].ravel())
+    return np.flatnonzero(~ok).tolist()

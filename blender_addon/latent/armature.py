@@ -31,8 +31,9 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
-    for k in [k for k in _bases if k[0] == token]:
-        del _bases[k]
+    for cache in (_bases, _blocks):
+        for k in [k for k in cache if k[0] == token]:
+            del cache[k]
 
 
 def protected(st) -> np.ndarray:
@@ -69,6 +70,20 @@ def base_keys(st) -> dict:
         g = st["base"] if "base" in st else st["original"]
         _bases[key] = LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
     return _bases[key]
+
+
+_blocks: dict = {}  # (token, base_version, frames, modes) -> latent_io.every_frame_blocks of the original
+
+
+def every_frame(st, channels, originals) -> dict | None:
+    """The original's keys of the range, stacked for a layout change in one pass (``latent_io.set_every_frame``)."""
+    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
+    if key not in _blocks:
+        for k in [k for k in _blocks if k[0] == st.token]:
+            del _blocks[k]
+        _blocks[key] = latent_io.every_frame_blocks(
+            [originals.get((scene_io.bone_path(b, p), i)) for b, p, i, _ in channels], st.frame_start, st.frame_end)
+    return _blocks[key]
 
 
 def original_keys(st) -> dict:
@@ -123,14 +138,16 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     curves = latent_io.curve_map(bag)
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
-    if whole:
-        redo = list(range(len(channels)))
-    else:
-        fcs = [curves.get((scene_io.bone_path(bone, prop), i)) for bone, prop, i, _ in channels]
+    fcs = [curves.get((scene_io.bone_path(bone, prop), i)) for bone, prop, i, _ in channels]
+    originals, enums = base_keys(st), latent_io.new_key_enums()
+    if not whole:
         redo = latent_io.overwrite_values(fcs, absolute, values)
+    else:
+        blocks = every_frame(st, channels, originals)
+        redo = latent_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
+            list(range(len(channels)))
     if not redo:
         return
-    originals, enums = base_keys(st), latent_io.new_key_enums()
     for c in redo:
         bone, prop, i, _ = channels[c]
         path = scene_io.bone_path(bone, prop)
