@@ -98,12 +98,13 @@ def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
 def fidelity(segments, frames, decoded) -> list[list[float]]:
     """Per segment ``[mean vertex error, its % of the bounding-box diagonal]`` between the frames read
     and the segments' neutral decodes laid one after the other: the readout after Encode Mesh."""
-    from ..mesh import bbox_diagonal, mean_vertex_error
+    from ..mesh import bbox_diagonal
     diag = bbox_diagonal(frames) or 1.0
     at = np.cumsum([0] + [b - a + 1 for a, b in segments])
     out = []
-    for s, (a, b) in enumerate(segments):
-        err = mean_vertex_error(decoded[at[s]:at[s + 1]], frames[a:b + 1])
+    for s, (a, b) in enumerate(segments):  # (backend.mesh.mean_vertex_error, in float32: a tenth of the time)
+        d = np.asarray(decoded[at[s]:at[s + 1]], np.float32) - np.asarray(frames[a:b + 1], np.float32)
+        err = float(np.sqrt(np.einsum("fvk,fvk->fv", d, d)).mean(dtype=np.float64))
         out.append([err, 100.0 * err / diag])
     return out
 

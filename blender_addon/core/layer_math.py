@@ -250,20 +250,23 @@ def _ease(n: int) -> np.ndarray:
 
 def mesh_joined(parts: dict, bounds, plan: dict, seams: bool) -> np.ndarray:
     """Vertices ``[n, V, 3]`` at the planned frames as ``backend.mesh.join_frames`` joins the segments
-    (each side of a shared frame eases into the mean of both over a quarter of its length)."""
+    (each side of a shared frame eases into the mean of both over a quarter of its length); only the
+    planned frames are copied and eased."""
     out = []
     for s, ((left, right), mine) in plan.items():
-        p = np.array(parts[s], copy=True)
-        own = parts[s]
-        n = mesh_ramp(len(p))
-        w = _ease(n).astype(p.dtype)[:, None, None]
-        if seams and left:
-            idx = np.arange(n)[::-1]
-            p[idx] += w * (0.5 * (parts[s - 1][-1] + own[0]) - own[0])
-        if seams and right:
-            idx = np.arange(len(p) - n, len(p))
-            p[idx] += w * (0.5 * (own[-1] + parts[s + 1][0]) - own[-1])
-        out.append(p[mine - bounds[s][0]])
+        own, rel = parts[s], mine - bounds[s][0]
+        p = own[rel]  # (a copy: fancy indexing)
+        n = mesh_ramp(len(own))
+        w = _ease(n).astype(p.dtype)
+        if seams and left:  # frame k of the segment eases with weight w[n - 1 - k]
+            k = rel < n
+            if k.any():
+                p[k] += w[n - 1 - rel[k]][:, None, None] * (0.5 * (parts[s - 1][-1] + own[0]) - own[0])
+        if seams and right:  # frame len - n + i with weight w[i]
+            k = rel >= len(own) - n
+            if k.any():
+                p[k] += w[rel[k] - (len(own) - n)][:, None, None] * (0.5 * (own[-1] + parts[s + 1][0]) - own[-1])
+        out.append(p)
     return np.concatenate(out)
 
 
