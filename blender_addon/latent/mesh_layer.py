@@ -131,6 +131,10 @@ def layered(st, path: Path, settings, raw, bounds, sigs, nsigs) -> np.ndarray:
     got = decode(st, path, settings, jobs)
     e = L.mesh_joined({s: got[s, sigs[s]] for s in need}, bounds, plan, seams)
     n = L.mesh_joined({s: got[s, nsigs[s]] for s in need}, bounds, plan, seams)
+    np.subtract(e, n, out=e)
     out = frames.copy()
-    out[reach] += e - n
+    at = 0
+    for a, b in L.runs(reach):  # runs of frames: slices, not a gather and a scatter
+        out[a:b + 1] += e[at:at + b - a + 1]
+        at += b - a + 1
     return out
