@@ -103,6 +103,13 @@ def test_encode_and_info(blends, engine, tmp_path):
     obj = _open(out / "run.blend")  # Latent Controls on the armature, as the Encode button leaves them
     assert obj.splinetween_latent.active and len(obj.splinetween_latent.segments) == len(controls["segments"])
     np.testing.assert_allclose(_raw(obj), controls["points"], atol=2e-3)  # the rig's curves give back the clip
+    (rep,) = [f for f in H.load_report(out, "encode")["files"] if f["input"].endswith("run.blend")]
+    fit = rep["objects"][0]["latent_controls"]["fidelity"]  # the panel's readout, per segment
+    from blender_addon.latent import core as latent
+    stored = latent.fidelity(obj.splinetween_latent)
+    assert len(fit["rotation_deg"]) == len(controls["segments"]) and fit["warning"] is None
+    np.testing.assert_allclose(fit["rotation_deg"], stored[:, 0], atol=1e-3)
+    np.testing.assert_allclose(fit["position_cm"], stored[:, 1], atol=1e-3)
 
     # as Blender runs it: `blender -b --python <add-on>/batch/__main__.py -- ARGS` (here: plain Python + bpy)
     info = subprocess.run([sys.executable, str(ROOT / "blender_addon" / "batch" / "__main__.py"), "--", "info",

@@ -139,6 +139,8 @@ def test_mesh_encode_and_frames_out_of_range(inputs, tmp_path):
     (f,) = H.load_report(out, "mesh-encode")["files"]
     (o,) = f["objects"]
     assert (o["name"], o["frames"], o["frames_written"]) == ("cloth", [1, 40], 40)
+    fit = o["fidelity"]  # the panel's readout: the model's decode against the frames read, per segment
+    assert len(fit["percent_of_size"]) == 2 and fit["warning"] is None and 0 < min(fit["percent_of_size"]) < 2
     pc2 = out / "splinetween" / "flag_cloth_encoded.pc2"
     assert o["cache"] == str(pc2) and pc2.exists()
     bpy.ops.wm.open_mainfile(filepath=str(out / "flag.blend"), load_ui=False, use_scripts=False)
