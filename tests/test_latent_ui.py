@@ -95,7 +95,8 @@ def test_the_panel_draws_every_state(tmp_path):
     assert texts(log).count("Model fit ") == len(segs) and "knows this motion poorly" not in texts(log)
     labels = [e[2]["text"] for e in log if e[0] == "prop" and e[1][1] == "principal"]
     assert labels[:len(names)] == [n[0].upper() + n[1:] for n in names]  # the checkpoint's names, as given
-    assert not operators(log, "anim.splinetween_principal_info")  # no descriptions in this checkpoint
+    # the shipped checkpoint describes every direction: an info button beside each slider
+    assert len(operators(log, "anim.splinetween_principal_info")) == len(segs) * len(names)
     obj[("splinetween_s01_c0")][0] = float("nan")
     assert bpy.ops.anim.splinetween_redecode.poll()
     with pytest.raises(RuntimeError):
@@ -132,6 +133,16 @@ def test_principal_directions_show_their_descriptions_as_tooltips(tmp_path):
     context = SimpleNamespace(active_object=obj)
     assert Info.description(context, SimpleNamespace(index=1)) == "Arms: raise: Moves the body along direction 2."
     assert bpy.ops.anim.splinetween_principal_info(index=2) == {"FINISHED"}
+    # a checkpoint without descriptions: the names only, no info buttons
+    del doc["info"]["principal_descriptions"]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(AUTOENCODER.with_suffix(".safetensors"), bare / AUTOENCODER.with_suffix(".safetensors").name)
+    (bare / AUTOENCODER.name).write_text(json.dumps(doc))
+    prefs().autoencoder = str(bare / AUTOENCODER.name)
+    log = draw(encoded_copy(src.name))
+    assert not operators(log, "anim.splinetween_principal_info")
+    assert [e[2]["text"] for e in log if e[0] == "prop" and e[1][1] == "principal"][:3] == names[:3]
     prefs().autoencoder = str(AUTOENCODER)
     disable_addon()
 
