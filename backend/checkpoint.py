@@ -57,6 +57,10 @@ class Checkpoint:
     def principal_names(self) -> list[str]:
         return list(self.info.get("principal_names", []))
 
+    def principal_descriptions(self) -> list[str]:
+        """One sentence per principal direction (what its slider does), or [] when the checkpoint has none."""
+        return list(self.info.get("principal_descriptions", []))
+
     def build_model(self) -> torch.nn.Module:
         model = build_model(self.config)
         try:

@@ -42,6 +42,11 @@ def check_doc(jpath: Path, doc: dict, error) -> None:
     names = info.get("principal_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise error(jpath, '"info.principal_names" must be a list of names')
+    if "principal_descriptions" in info:  # optional: one sentence per direction, parallel to the names
+        texts = info["principal_descriptions"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or len(texts) != len(names):
+            raise error(jpath, f'"info.principal_descriptions" must be a list of {len(names)} sentences, one per name '
+                               'in "info.principal_names"')
     mw = (info.get("config") or {}).get("min_window", 2)
     if not _is_int(mw) or not 1 <= mw <= MAX_WINDOW:
         raise error(jpath, f'"info.config.min_window" must be a whole number of frames from 1 to {MAX_WINDOW}, '
@@ -92,11 +97,27 @@ def check_skeleton(jpath: Path, skeleton, layout, error) -> None:
                            "axis 0, 1 or 2")
 
 
+class _RandomAsEmpty(torch.overrides.TorchFunctionMode):
+    """Random tensors made as ``empty`` ones, random fills skipped: on the meta device only their
+    shapes matter, and PyTorch's meta ``randn`` and in-place random fills run Python reference
+    kernels whose checks import sympy (0.3-0.7 s of every engine load)."""
+    _MADE = {torch.randn, torch.rand}
+    _FILLED = {torch.Tensor.normal_, torch.Tensor.uniform_}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self._MADE:
+            return torch.empty(*args, dtype=kwargs.get("dtype"), requires_grad=kwargs.get("requires_grad", False))
+        if func in self._FILLED and args[0].device.type == "meta":
+            return args[0]
+        return func(*args, **kwargs)
+
+
 def check_shapes(jpath: Path, config, state: dict, error) -> None:
     """Build the model on the meta device (no memory) and compare its parameters with the weights."""
     from .registry import build_model
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _RandomAsEmpty():
             want = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
     except Exception as e:  # an inconsistent config (sizes that do not fit together)
         raise error(jpath, f"the model config cannot be built ({type(e).__name__}: {str(e)[:200]})") from None

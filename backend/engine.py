@@ -168,6 +168,9 @@ class Engine(EngineBase):
     def principal_names(self) -> list[str]:
         return self.ckpt.principal_names()
 
+    def principal_descriptions(self) -> list[str]:
+        return self.ckpt.principal_descriptions()
+
     def describe(self) -> dict:
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,

@@ -215,6 +215,9 @@ class MeshEngine(EngineBase):
     def principal_names(self) -> list[str]:
         return self.ckpt.principal_names()
 
+    def principal_descriptions(self) -> list[str]:
+        return self.ckpt.principal_descriptions()
+
     def describe(self) -> dict:
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, "asset": c.asset,

@@ -1,6 +1,7 @@
 """Throughput of the headless batch: files per minute with 1 and 2 worker processes.
 
     python benchmarks/bench_batch.py [--repeats 3] [--files 8] [--rigs 4] [--jobs 1 2] [--mesh]
+                                     [--baseline-tree DIR]
 
 Makes ``--files`` shot files, each holding ``--rigs`` armatures (the example clips, imported and
 blocked to a key every 15 frames, all keys selected: 70-273 frames, 22 bones each), then times
@@ -9,9 +10,26 @@ user runs it (a fresh process, worker start-up and model loading included), ``--
 per N.  Prints the median wall time, files per minute end to end and after the workers were up
 (from the run's report), and the speed-up of each N over one worker (target: 2 workers >= 1.6x).
 
+The profile columns (medians, from the run's report): ``ready`` is when the first worker could take
+a file (Blender imported, the add-on enabled); ``file`` the median seconds of one file in a worker;
+``serial`` the part of the wall time that more workers do not divide: wall - ceil(files / N) x file
+(process and worker start-up, the model's load where it is not hidden, the tail, the exit);
+``cpu`` the CPU seconds of the batch's processes (all workers), which a loaded machine changes less
+than wall times: what two workers add to it is work done twice (each worker's start-up).
+
 ``--mesh``: the files are copies of the example flag (examples/cloth/cloth_flag.blend, a 5,041-vertex
 cloth simulated over frames 1-60) and the command is ``mesh-inbetween SHOTS --every 5`` (each file:
 the cloth simulated headless, 13 key frames read, 47 frames filled, a PC2 written).
+
+``--profile`` (with ``--mesh``): no timing of the command; instead one worker's steps run in this
+process, each timed: importing Blender, enabling the add-on, importing PyTorch, loading the model
+(done on a thread beside the first file in a real worker), then per file opening it, reading the
+mesh over the frames (the cloth simulated), the model's request, installing the cache modifier and
+PC2, saving the .blend and writing the done marker.  Prints the median of each over the files.
+
+``--baseline-tree DIR``: also time another source tree (for example ``git archive main | tar -x -C
+DIR``) on the same files, alternating with this one in every repeat, and print its rows and the
+ratio of the two.
 
 Torch threads: the batch gives each worker ``cores // N`` threads unless OMP_NUM_THREADS is set
 (set it to 1 to compare process parallelism alone).  Run it on an otherwise idle machine.
@@ -20,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,17 +86,95 @@ def make_flags(folder: Path, files: int) -> int:
     return 60 - len(list(range(1, 60, 5)) + [60])
 
 
-def run_once(shots: Path, out: Path, jobs: int, mesh: bool = False) -> tuple[float, dict]:
+def run_once(tree: Path, shots: Path, out: Path, jobs: int, mesh: bool = False) -> dict:
     report = out / f"report-{jobs}.json"
     command = ["mesh-inbetween", str(shots), "--every", "5"] if mesh else ["inbetween", str(shots)]
     cmd = [sys.executable, "-m", "blender_addon.batch", *command, "--out-dir", str(out), "--force",
            "--jobs", str(jobs), "--device", "cpu", "--quiet", "--report", str(report)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise SystemExit(f"batch failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
-    return wall, json.loads(report.read_text())
+    rep = json.loads(report.read_text())
+    files = rep["files"]
+    ready = min(w["ready_s"] for w in rep["workers"])
+    last = max(f["done_s"] for f in files)
+    per_file = statistics.median(f["seconds"] for f in files)
+    return {"wall": wall, "steady": 60.0 * len(files) / max(last - ready, 1e-9), "ready": ready, "file": per_file,
+            "serial": wall - math.ceil(len(files) / jobs) * per_file,
+            "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+
+
+def profile(shots: Path, out: Path) -> None:
+    """One mesh-inbetween worker's steps in this process, each step timed (medians over the files)."""
+    import importlib
+    t = time.perf_counter()
+    import bpy
+    startup = {"import Blender (bpy)": time.perf_counter() - t}
+    from blender_addon.batch import job_mesh, jobs, safe_io, worker
+    mesh = importlib.import_module("blender_addon.latent.mesh")
+    worker.secure(bpy)
+    t = time.perf_counter()
+    state = jobs.State({"command": "mesh-inbetween", "mode": "IN_PROCESS", "checkpoint": "", "device": "cpu",
+                        "interpreter": "", "timeout": 600})
+    startup["enable the add-on"] = time.perf_counter() - t
+    t = time.perf_counter()
+    import torch  # noqa: F401
+    startup["import PyTorch"] = time.perf_counter() - t
+    t = time.perf_counter()
+    line = jobs.preload(state, "mesh_inbetween")
+    startup[f"load the model ({line})"] = time.perf_counter() - t
+    steps: dict[str, list[float]] = {}
+
+    def timed(module, name: str, label: str) -> None:
+        inner = getattr(module, name)
+
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                steps.setdefault(label, []).append(time.perf_counter() - t0)
+        setattr(module, name, wrapper)
+
+    timed(job_mesh, "open_blend", "open the .blend")
+    timed(mesh, "_read", "read the mesh over frames 1-60 (cloth simulated)")
+    timed(mesh, "_request", "the model (13 key frames -> 60 frames)")
+    timed(mesh, "_install", "install: PC2 written, MeshCache modifier and driver")
+    timed(jobs, "_publish", "save the .blend (temporary file, renamed)")
+    timed(safe_io, "write_marker", "the done marker")
+    files = sorted(shots.glob("*.blend"))
+    for n, src in enumerate(files):
+        job = {"id": n, "command": "mesh-inbetween", "kind": "blend", "source": str(src), "output": str(out / src.name),
+               "in_place": False, "digest": "profile", "options": {"objects": [], "checkpoint": "", "range": None,
+                                                                   "keys": {"source": "every", "every": 5, "frames": None}}}
+        t = time.perf_counter()
+        entry = jobs.run(job, state, lambda frames: None)
+        steps.setdefault("the whole file", []).append(time.perf_counter() - t)
+        if entry["status"] != "ok":
+            raise SystemExit(f"{src}: {entry['errors']}")
+    print("one worker's start-up (seconds):")
+    for what, s in startup.items():
+        print(f"  {s:6.2f}  {what}")
+    print(f"per file, median of {len(files)} (seconds):")
+    for what, s in steps.items():
+        print(f"  {statistics.median(s):6.3f}  {what}")
+
+
+def _table(label: str, rows: dict, files: int) -> None:
+    print(f"{label}\n{'workers':>7} {'wall s':>8} {'files/min':>10} {'after start-up':>15} {'speed-up':>9} "
+          f"{'ready s':>8} {'file s':>7} {'serial s':>9} {'cpu s':>7}")
+    base = rows[min(rows)]["wall"]
+    for jobs, r in rows.items():
+        print(f"{jobs:>7} {r['wall']:>8.2f} {60.0 * files / r['wall']:>10.1f} {r['steady']:>15.1f} "
+              f"{base / r['wall']:>8.2f}x {r['ready']:>8.2f} {r['file']:>7.2f} {r['serial']:>9.2f} {r['cpu']:>7.1f}")
+    if 1 in rows and 2 in rows:
+        ratio = rows[1]["wall"] / rows[2]["wall"]
+        print(f"2 workers / 1 worker: {ratio:.2f}x end to end, {rows[2]['steady'] / rows[1]['steady']:.2f}x after "
+              f"start-up (target >= 1.6x): {'met' if ratio >= 1.6 else 'NOT met'}")
 
 
 def main(argv=None) -> int:
@@ -86,7 +184,19 @@ def main(argv=None) -> int:
     ap.add_argument("--rigs", type=int, default=4, help="armatures per file")
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--mesh", action="store_true", help="mesh-inbetween on copies of the example flag")
+    ap.add_argument("--baseline-tree", type=Path, help="another source tree timed alternately on the same files")
+    ap.add_argument("--profile", action="store_true", help="with --mesh: time one worker's steps in this process")
     args = ap.parse_args(argv)
+    if args.profile:
+        if not args.mesh:
+            ap.error("--profile profiles mesh-inbetween: add --mesh")
+        with tempfile.TemporaryDirectory(prefix="splinetween-bench-batch-") as tmp:
+            make_flags(Path(tmp) / "shots", args.files)
+            profile(Path(tmp) / "shots", Path(tmp) / "out")
+        return 0
+    trees = {"this tree": ROOT}
+    if args.baseline_tree:
+        trees["baseline"] = args.baseline_tree.resolve()
     with tempfile.TemporaryDirectory(prefix="splinetween-bench-batch-") as tmp:
         shots, out = Path(tmp) / "shots", Path(tmp) / "out"
         frames = make_flags(shots, args.files) if args.mesh else make_shots(shots, args.files, args.rigs)
@@ -94,25 +204,21 @@ def main(argv=None) -> int:
         print(f"{args.files} files x {what}, {frames} frames to fill per file; "
               f"{os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
               f"load average {os.getloadavg()[0]:.2f}")
-        rows = {}
-        for jobs in args.jobs:
-            walls, steady = [], []
-            for _ in range(args.repeats):
-                wall, rep = run_once(shots, out, jobs, args.mesh)
-                walls.append(wall)
-                ready = min(w["ready_s"] for w in rep["workers"])
-                last = max(f["done_s"] for f in rep["files"])
-                steady.append(60.0 * args.files / max(last - ready, 1e-9))
-            rows[jobs] = (statistics.median(walls), statistics.median(steady))
-        print(f"{'workers':>7} {'wall s':>8} {'files/min':>10} {'after start-up':>15} {'speed-up':>9}")
-        base = rows[args.jobs[0]]
-        for jobs, (wall, steady) in rows.items():
-            fpm = 60.0 * args.files / wall
-            print(f"{jobs:>7} {wall:>8.2f} {fpm:>10.1f} {steady:>15.1f} {base[0] / wall:>8.2f}x")
-        if 1 in rows and 2 in rows:
-            ratio = rows[1][0] / rows[2][0]
-            print(f"2 workers / 1 worker: {ratio:.2f}x end to end, {rows[2][1] / rows[1][1]:.2f}x after start-up "
-                  f"(target >= 1.6x): {'met' if ratio >= 1.6 else 'NOT met'}")
+        runs = {(name, jobs): [] for name in trees for jobs in args.jobs}
+        for _ in range(args.repeats):  # alternate, so that a change in the machine's load hits every row alike
+            for jobs in args.jobs:
+                for name, tree in trees.items():
+                    runs[name, jobs].append(run_once(tree, shots, out, jobs, args.mesh))
+        rows = {name: {jobs: {k: statistics.median(r[k] for r in runs[name, jobs]) for k in runs[name, jobs][0]}
+                       for jobs in args.jobs} for name in trees}
+        for name in trees:
+            _table(f"{name} ({trees[name]}), medians of {args.repeats}:", rows[name], args.files)
+        if args.baseline_tree:
+            for jobs in args.jobs:
+                print(f"{jobs} worker(s): baseline / this tree {rows['baseline'][jobs]['wall'] / rows['this tree'][jobs]['wall']:.2f}x "
+                      f"wall, serial {rows['baseline'][jobs]['serial']:.2f} -> {rows['this tree'][jobs]['serial']:.2f} s, "
+                      f"cpu {rows['baseline'][jobs]['cpu']:.1f} -> {rows['this tree'][jobs]['cpu']:.1f} s")
+        print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 

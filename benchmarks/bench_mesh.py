@@ -114,7 +114,8 @@ def main(argv=None) -> int:
     rows["Encode Mesh operator, end to end"] = med(ops)
 
     timers = Timers()
-    timers.wrap(mesh_latent, "decode", "model")
+    from blender_addon.latent import mesh_layer
+    timers.wrap(mesh_layer, "decode", "model")
     timers.wrap(mesh_cache, "write", "PC2 write")
     st = obj.splinetween_latent
     bpy.context.scene.frame_set(30)

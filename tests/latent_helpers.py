@@ -17,7 +17,8 @@ import pytest
 from addon_helpers import (ROOT, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
                            prefs, use_test_backend)
 
-EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 5 segments
+EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 10 segments
+WAVE = ROOT / "examples" / "bvh" / "dataset-2_wave-both-hands_normal_003.bvh"
 AUTOENCODER = Path(os.environ.get("SPLINETWEEN_TEST_AUTOENCODER")
                    or ROOT / "backend" / "checkpoints" / "motion_autoencoder.json")
 
@@ -39,6 +40,38 @@ def require_principal() -> list[str]:
     assert names, (f"{AUTOENCODER} has no principal directions; ship it with them "
                    f"(python -m training.principal {AUTOENCODER.name} --data ... , as scripts/ship_checkpoint.sh does)")
     return names
+
+
+def reversed_bvh(folder: Path, path: Path = WAVE) -> Path:
+    """A clip played backwards (motion the model never saw: arms lowered before they are raised, weight
+    shifting in reverse), written with backend.bvh."""
+    from dataclasses import replace
+
+    from backend.bvh import read_bvh, write_bvh
+    clip = read_bvh(path)
+    meta = {k: v[::-1].copy() for k, v in clip.meta.items() if k == "source_channels"}
+    out = Path(folder) / f"{path.stem}_reversed.bvh"
+    write_bvh(out, replace(clip, rotations=clip.rotations[::-1].copy(), positions=clip.positions[::-1].copy(),
+                           meta=meta, name=out.stem))
+    return out
+
+
+def shaken_bvh(folder: Path, degrees: float = 25.0, path: Path = EXAMPLE) -> Path:
+    """The walk with every joint shaken by a random turn of up to ``degrees`` on every frame: motion no
+    person makes, which the model reconstructs poorly (the fidelity readout warns)."""
+    from dataclasses import replace
+
+    from backend import quat_np as Q
+    from backend.bvh import read_bvh, write_bvh
+    clip = read_bvh(path)
+    rng = np.random.default_rng(0)
+    axis = rng.normal(size=clip.rotations.shape[:2] + (3,))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    half = np.radians(rng.uniform(0, degrees, clip.rotations.shape[:2] + (1,))) / 2
+    shake = np.concatenate([np.cos(half), np.sin(half) * axis], -1)
+    out = Path(folder) / f"{path.stem}_shaken_{degrees:g}.bvh"
+    write_bvh(out, replace(clip, rotations=Q.mul(clip.rotations, shake), meta={}, name=out.stem))
+    return out
 
 
 def setup_scene():

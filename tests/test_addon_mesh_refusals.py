@@ -132,7 +132,7 @@ def test_not_a_mesh_and_already_encoded(flag_obj):
     bpy.context.view_layer.objects.active = flag_obj
     assert ENCODE(frame_range="CUSTOM", frame_start=1, frame_end=40) == {"FINISHED"}
     for op in (ENCODE, INBETWEEN):
-        with pytest.raises(RuntimeError, match="already has latent controls: Bake or Remove them first"):
+        with pytest.raises(RuntimeError, match="already have latent controls: Bake keeps what the mesh shows, Remove puts it back"):
             op()
     assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
 

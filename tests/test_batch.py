@@ -96,6 +96,25 @@ def test_blend_files_in_and_out(blends, tmp_path):
         assert_same_keys(ours[k], theirs[k])  # the operator's own result, every key attribute
 
 
+def test_inbetween_again_over_latent_controls_needs_replace_latent(blends, tmp_path):
+    """A file whose armature kept Latent Controls from a first run is left as it is, the report saying
+    why and what to add; with --replace-latent the controls are baked and the rig in-betweened."""
+    src, out, again = tmp_path / "in", tmp_path / "out", tmp_path / "again"
+    H.copy_inputs(blends, ["walk"], src)
+    assert H.run_batch("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu").returncode == 0
+    first = H.sha256(out / "walk.blend")
+    r = H.run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 1 and H.sha256(out / "walk.blend") == first
+    (obj,) = H.by_name(H.load_report(again))["walk.blend"]["objects"]
+    assert obj["status"] == "failed" and "has latent controls on frames" in obj["error"]
+    assert "replace_latent=True (the batch: --replace-latent); nothing was changed" in obj["error"]
+    r = H.run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--replace-latent", "--jobs", 1,
+                    "--device", "cpu")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (obj,) = H.by_name(H.load_report(again))["walk.blend"]["objects"]
+    assert obj["status"] == "ok" and "were baked" in obj["message"]
+
+
 @pytest.mark.torch
 def test_two_workers_bvh_and_every_k(blends, tmp_path):
     """--every 15 on BVH files writes what the backend CLI writes; on a densely keyed .blend it keys

@@ -103,6 +103,13 @@ def test_encode_and_info(blends, engine, tmp_path):
     obj = _open(out / "run.blend")  # Latent Controls on the armature, as the Encode button leaves them
     assert obj.splinetween_latent.active and len(obj.splinetween_latent.segments) == len(controls["segments"])
     np.testing.assert_allclose(_raw(obj), controls["points"], atol=2e-3)  # the rig's curves give back the clip
+    (rep,) = [f for f in H.load_report(out, "encode")["files"] if f["input"].endswith("run.blend")]
+    fit = rep["objects"][0]["latent_controls"]["fidelity"]  # the panel's readout, per segment
+    from blender_addon.latent import core as latent
+    stored = latent.fidelity(obj.splinetween_latent)
+    assert len(fit["rotation_deg"]) == len(controls["segments"]) and fit["warning"] is None
+    np.testing.assert_allclose(fit["rotation_deg"], stored[:, 0], atol=1e-3)
+    np.testing.assert_allclose(fit["position_cm"], stored[:, 1], atol=1e-3)
 
     # as Blender runs it: `blender -b --python <add-on>/batch/__main__.py -- ARGS` (here: plain Python + bpy)
     info = subprocess.run([sys.executable, str(ROOT / "blender_addon" / "batch" / "__main__.py"), "--", "info",
@@ -126,3 +133,22 @@ def test_workers_inside_a_blender_binary(monkeypatch):
     assert cmd[4] == "--python-expr" and "blender_addon.batch.worker" in cmd[5]
     monkeypatch.setattr(pool, "_blender_binary", lambda: "")
     assert pool.worker_command()[:2] == [sys.executable, "-c"]
+
+
+def test_largest_files_go_first_and_the_report_names_the_start_up(tmp_path):
+    """Files are handed out largest first (one worker: the order they finish in), and each worker's
+    entry says what its start-up cost and what it loaded."""
+    src = tmp_path / "in"
+    src.mkdir()
+    clips = [Path(shutil.copy2(p, src / p.name)) for p in sorted((ROOT / "examples" / "bvh").glob("*.bvh"))]
+    report = tmp_path / "info.json"
+    r = H.run_batch("info", src, "--jobs", 1, "--report", report)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(report.read_text())
+    finished = [Path(f["input"]).name for f in sorted(rep["files"], key=lambda f: f["done_s"])]
+    assert finished == [p.name for p in sorted(clips, key=lambda p: -p.stat().st_size)]
+    assert finished != sorted(finished)  # the examples' sizes are not in name order: the order is the sizes'
+    (worker,) = rep["workers"]
+    assert set(worker["startup"]) == {"bpy", "addon"} and all(s > 0 for s in worker["startup"].values())
+    assert worker["model"] == "no model needed" and worker["model_s"] >= 0
+    assert 0 < worker["started_s"] < worker["ready_s"]

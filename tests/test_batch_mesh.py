@@ -85,7 +85,8 @@ def test_mesh_inbetween_writes_a_pc2_beside_each_output(inputs, inbetweened):
         assert got.shape == (60, 5041, 3)
         np.testing.assert_array_equal(got[np.array(keys) - 1], inputs["frames"][np.array(keys) - 1])  # keys kept
         assert np.abs(got - inputs["frames"]).max() < 0.5  # and the rest is near the simulation
-    assert all(w["model"].startswith("cloth_inbetween.json on ") for w in rep["workers"]), rep["workers"]
+    assert all(w["model"].startswith("cloth_inbetween.json on ") and w["model_s"] > 0 for w in rep["workers"]), \
+        rep["workers"]  # loaded while the first file was read, and reported
     # the output .blend reads its PC2 through a path relative to itself: scene frame f shows sample f - 1
     bpy.ops.wm.open_mainfile(filepath=str(out / "flag_a.blend"), load_ui=False, use_scripts=False)
     obj = bpy.data.objects["cloth"]
@@ -138,6 +139,8 @@ def test_mesh_encode_and_frames_out_of_range(inputs, tmp_path):
     (f,) = H.load_report(out, "mesh-encode")["files"]
     (o,) = f["objects"]
     assert (o["name"], o["frames"], o["frames_written"]) == ("cloth", [1, 40], 40)
+    fit = o["fidelity"]  # the panel's readout: the model's decode against the frames read, per segment
+    assert len(fit["percent_of_size"]) == 2 and fit["warning"] is None and 0 < min(fit["percent_of_size"]) < 2
     pc2 = out / "splinetween" / "flag_cloth_encoded.pc2"
     assert o["cache"] == str(pc2) and pc2.exists()
     bpy.ops.wm.open_mainfile(filepath=str(out / "flag.blend"), load_ui=False, use_scripts=False)

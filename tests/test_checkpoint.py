@@ -2,12 +2,15 @@
 import json
 import pickle
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 
 from backend import checkpoint as ck
 from backend.model import ModelConfig, SplineTransformer
+
+SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 
 
 def _copy(src_json, dst_dir, name="c"):
@@ -120,3 +123,33 @@ def test_a_safetensors_header_length_starting_with_0x80_is_not_taken_for_a_pickl
         pytest.skip("no padding gave a 0x80 first byte")
     assert struct.unpack("<Q", path.read_bytes()[:8])[0] % 256 == 0x80
     ck._check_safetensors(path)  # no refusal
+
+
+@pytest.mark.parametrize("name", ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"])
+def test_shape_check_builds_the_models_shapes_without_random_init(name):
+    """The check builds random parameters as empty meta tensors: the same names and shapes as a
+    plain meta build of the shipped checkpoints' models, every tensor on the meta device."""
+    from backend import checkpoint_checks
+    from backend.registry import build_model
+    config = ck.load(SHIPPED / f"{name}.json").config
+    with torch.device("meta"):
+        plain = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
+    with torch.device("meta"), checkpoint_checks._RandomAsEmpty():
+        state = build_model(config).state_dict()
+    assert {k: tuple(v.shape) for k, v in state.items()} == plain
+    assert {v.device.type for v in state.values()} == {"meta"}
+
+
+def test_loading_a_checkpoint_does_not_import_sympy():
+    """Meta randn would run PyTorch's Python reference kernels, whose checks import sympy (0.3-0.7 s of
+    every engine load, every worker of the batch); the shape check avoids them."""
+    import subprocess
+    import sys
+    code = ("import sys, torch; before = 'sympy' in sys.modules; from backend import checkpoint; "
+            f"checkpoint.load({str(SHIPPED / 'cloth_inbetween.json')!r}); "
+            f"checkpoint.load({str(SHIPPED / 'inbetween.json')!r}); print(before, 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=SHIPPED.parents[1]).stdout.split()
+    if out[0] == "True":
+        pytest.skip("this PyTorch imports sympy on import torch")
+    assert out[1] == "False"

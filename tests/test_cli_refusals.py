@@ -209,7 +209,9 @@ def test_ctrl_c_during_a_long_native_call_exits_130_and_removes_temporaries(tmp_
             "import numpy, torch\n"
             "d = pathlib.Path(sys.argv[1]); interrupts.watch(d)\n"
             "(d / f'.x.bvh.tmp{os.getpid()}').write_text('half')\n"
-            "print('ready', flush=True)\n"
+            # 'ready' comes from a timer thread once the main thread is inside the sleep: a signal
+            # that arrived while it still ran Python would be an ordinary KeyboardInterrupt
+            "import threading; threading.Timer(0.5, print, ('ready',), {'flush': True}).start()\n"
             "time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},

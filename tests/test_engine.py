@@ -6,7 +6,7 @@ from backend import quat_np as Q
 from backend.bvh import format_bvh, parse_bvh, read_bvh
 from backend.engine import Engine, EngineError, segment_bounds
 from backend.keyframes import every_k, segments_on_keys
-from tests.conftest import EXAMPLES, TEST_CLIP
+from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,28 @@ def test_autoencoder_round_trip_shapes_and_supersampling(ae):
     assert np.isclose(dense.frame_time, clip.frame_time / 4)
     with pytest.raises(EngineError, match="at least 8"):
         ae.encode(clip.slice(0, 5))
+
+
+def test_the_engine_cache_loads_a_checkpoint_once_for_callers_at_the_same_time(tmp_path):
+    """The batch worker loads its model on a thread while the first file is read; the file's own
+    request, arriving during that load, waits for it and gets the same engine (not a second one)."""
+    import shutil
+    import threading
+
+    from backend import checkpoint as ck
+    from backend.service import engines
+    j, w = ck.paths_for(ROOT / "backend" / "checkpoints" / "inbetween.json")
+    for p in (j, w):
+        shutil.copy2(p, tmp_path / p.name)
+    start, got = threading.Barrier(4), []
+
+    def ask():
+        start.wait()
+        got.append(engines.get_engine(str(tmp_path / j.name), "cpu", "inbetween"))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(e is got[0] for e in got)

@@ -122,8 +122,10 @@ def test_augmenter_refuses_a_skeleton_without_sides(walk):
 
 def test_holdout_passes_hide_alternate_keys_where_the_doubled_gap_is_short():
     assert holdout_passes([0, 5, 10, 15, 20], 60) == [[0, 10, 20], [0, 5, 15, 20]]
-    assert holdout_passes([0, 15, 30, 45, 60], 60) == [[0, 30, 60], [0, 15, 45, 60]]
-    assert holdout_passes([0, 30, 60], 60) == []  # a 60-frame gap misjudges the model: not hidden
+    assert holdout_passes([0, 10, 20, 30], 60) == [[0, 20, 30], [0, 10, 30]]
+    assert holdout_passes([0, 15, 30, 45, 60], 60) == []  # a 30-frame doubled gap misjudges it: not hidden
+    assert holdout_passes([0, 5, 10, 30, 35], 60) == [[0, 10, 30, 35]]  # only where the doubled gap is short
+    assert holdout_passes([0, 30, 60], 60) == []
     assert holdout_passes([0, 5, 10], 8) == []  # nor beyond the model's own longest gap
     assert holdout_passes([0, 60], 60) == []
 

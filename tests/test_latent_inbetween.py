@@ -60,8 +60,8 @@ def test_sliders_write_between_the_keys_and_never_the_keys(walk, thinned):
     for k in full:
         assert_same_keys(full[k], after[k], keys_on(full[k], walk["keys"]), keys_on(after[k], walk["keys"]))
     st.segments[1].amplify, st.segments[1].timing = 1.0, 0.0
-    for k, v in snapshot(thinned).items():  # back to the keys Inbetween wrote (their handles are flat
-        assert_same_keys(full[k], v, skip=("handle_left", "handle_right"))  # now: LINEAR keys ignore them)
+    for k, v in snapshot(thinned).items():  # back to the fill Inbetween wrote, every attribute of every key
+        assert_same_keys(full[k], v)
 
 
 def test_remove_gives_back_the_keys_before_inbetween(walk, thinned):
@@ -104,12 +104,37 @@ def test_partial_fills_are_not_kept_editable(walk, thinned):
     assert OP() == {"FINISHED"} and thinned.splinetween_latent.active
 
 
-def test_inbetween_again_bakes_the_previous_controls(walk, thinned):
+def test_inbetween_over_latent_controls_is_refused_in_scripts_unless_asked(walk, thinned):
     assert OP() == {"FINISHED"}
     thinned.splinetween_latent.segments[2].amplify = 2.0
-    edited = curves(thinned)
     select_keys(thinned, [k for k in walk["keys"] if k <= 31], {"Hips"})
-    assert OP() == {"FINISHED"}
-    assert not thinned.splinetween_latent.active  # only Hips was filled: the new fill is not editable
+    edited, full = curves(thinned), snapshot(thinned)
+    with pytest.raises(RuntimeError, match=r"has latent controls on frames 1-\d+ \(from Inbetween \(Editable\)\); "
+                                           r"Inbetween would bake them .* or run Inbetween with replace_latent=True "
+                                           r"\(the batch: --replace-latent\); nothing was changed"):
+        OP()
+    assert thinned.splinetween_latent.active
+    for k, v in snapshot(thinned).items():
+        assert_same_keys(full[k], v)
+    assert OP(replace_latent=True) == {"FINISHED"}
+    assert not thinned.splinetween_latent.active  # baked; only Hips was filled: the new fill is not editable
     later = curves(thinned)
     assert changed_frames({k: v for k, v in edited.items()}, later).max() < 31
+
+
+def test_inbetween_over_latent_controls_asks_first_in_the_ui(walk, thinned):
+    """The button (invoke) asks before it bakes; without latent controls it runs at once.  Headless Blender
+    never calls invoke, so the operator's own invoke is called with stand-ins for the dialog."""
+    from types import SimpleNamespace
+
+    from blender_addon.inbetween.op_inbetween import ANIM_OT_splinetween_inbetween as Op
+    asked, ran = [], []
+    wm = SimpleNamespace(invoke_confirm=lambda op, event, **kw: asked.append(kw) or {"RUNNING_MODAL"})
+    me = SimpleNamespace(replace_latent=False, execute=lambda context: ran.append(True) or {"FINISHED"})
+    context = SimpleNamespace(active_object=thinned, window_manager=wm)
+    assert Op.invoke(me, context, None) == {"FINISHED"} and ran and not asked
+    assert OP() == {"FINISHED"} and thinned.splinetween_latent.active
+    ran.clear()
+    assert Op.invoke(me, context, None) == {"RUNNING_MODAL"} and not ran
+    assert me.replace_latent and asked[0]["confirm_text"] == "Bake and Inbetween"
+    assert f"Frames 1-{walk['n']} have latent controls" in asked[0]["message"]

@@ -2,11 +2,15 @@
 a missing or swapped checkpoint, and both backend modes (real bpy, headless)."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
-from addon_helpers import assert_same_keys, bpy, channelbag, prefs, snapshot
+from addon_helpers import ROOT, assert_same_keys, bpy, channelbag, driven, prefs, snapshot, thin_keys
 from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
 from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, encoded_copy, encoded_segments, fresh_copy,
                             reach)
@@ -51,6 +55,7 @@ def test_undo_restores_the_keys_and_the_slider(enc):
 
 
 def test_save_reload_and_the_slider_still_works(source, tmp_path):
+    original = snapshot(bpy.data.objects[source])
     obj = encoded_copy(source)
     name = obj.name
     obj.splinetween_latent.segments[0].timing = 0.4
@@ -67,6 +72,8 @@ def test_save_reload_and_the_slider_still_works(source, tmp_path):
     a, b = reach(obj, 3)
     frames = changed_frames(same_keys, curves(obj))
     assert len(frames) and frames.min() >= a and frames.max() <= b
+    st.segments[3].amplify, st.segments[0].timing = 1.0, 0.0  # the original, kept in the file, comes back
+    same(original, snapshot(obj))
     bpy.data.objects.remove(obj)
     assert source in bpy.data.objects  # the reloaded file has the module's source armature too
 
@@ -140,6 +147,72 @@ def test_resample_stretches_the_range_and_remove_undoes_it(source, factor, frame
     assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
     same(original, snapshot(obj))
     bpy.data.objects.remove(obj)
+
+
+def test_resample_twice_at_neutral_is_the_original_curves_at_half_frames(source):
+    """The layer's original after 2x: the user's own curves (sparse BEZIER keys here) evaluated at half frames,
+    keyed on every frame; an edit and its undoing come back to exactly that."""
+    obj = fresh_copy(source)
+    thin_keys(obj, range(1, 274, 6), select=False)
+    bezier = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["BEZIER"].value
+    for fc in channelbag(obj).fcurves:
+        fc.keyframe_points.foreach_set("interpolation", np.full(len(fc.keyframe_points), bezier, np.int32))
+        fc.update()
+    user = fresh_copy(obj.name)  # the user's curves, kept apart to evaluate
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.anim.splinetween_encode() == {"FINISHED"}  # frames 1-271
+    assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
+    st = obj.splinetween_latent
+    assert (st.frames, st.frame_end) == (541, 541)
+    mine, theirs = curves(obj), {(fc.data_path, fc.array_index): fc for fc in channelbag(user).fcurves}
+    for key, fc in theirs.items():
+        if not driven(key[0]):
+            continue
+        keys = mine[key]
+        assert keys[:, 0].tolist() == list(range(1, 542)), key
+        want = np.array([fc.evaluate(1 + 0.5 * (f - 1)) for f in range(1, 542)], np.float32)
+        assert np.array_equal(keys[:, 1], want), key
+    resampled = snapshot(obj)
+    st.segments[4].amplify = 2.0
+    assert changed_frames(curves(obj), {k: v["co"] for k, v in resampled.items()}).size
+    st.segments[4].amplify = 1.0
+    same(resampled, snapshot(obj))
+    for o in (obj, user):
+        bpy.data.objects.remove(o)
+
+
+def test_a_script_reference_survives_bake_remove_and_undo(tmp_path):
+    """A Python reference to Object.splinetween_latent held across Bake and Remove reads an empty,
+    inactive group (Bake freed it under the reference, and Blender crashed); after undo, Blender wants
+    data fetched again, and the group read then has the controls back.  Run in its own process, so a
+    crash is a failure with its output, not the end of the test session."""
+    script = tmp_path / "hold.py"
+    script.write_text(HOLD)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
+    run = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and "held reference read" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+HOLD = """
+from latent_helpers import bpy, encoded_copy, setup_scene
+b = bpy()
+name = encoded_copy(setup_scene().name).name
+for op in ("bake", "remove"):
+    b.ops.ed.undo_push(message="before " + op)
+    obj = b.data.objects[name]
+    b.context.view_layer.objects.active = obj
+    held = obj.splinetween_latent
+    assert held.active and len(held.segments) == 10 and "bones" in held
+    assert getattr(b.ops.anim, "splinetween_" + op)("EXEC_DEFAULT", True) == {"FINISHED"}
+    for _ in range(3):  # the same reference, read again and again: empty, inactive, no crash
+        assert not held.active and len(held.segments) == 0 and held.frame_start == 0 and "bones" not in held
+        assert held.checkpoint == "" and [s.amplify for s in held.segments] == []
+    assert b.ops.ed.undo() == {"FINISHED"}
+    again = b.data.objects[name].splinetween_latent
+    assert again.active and len(again.segments) == 10 and list(again["bones"])[0] == "joint_Root"
+    print("held reference read after " + op)
+"""
 
 
 def test_resample_refuses_lengths_it_cannot_make(enc):

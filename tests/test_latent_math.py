@@ -1,8 +1,7 @@
-"""latent_math on its own (numpy only): frame maps, seams, fingerprints, Euler runs, key merges."""
+"""latent_math on its own (numpy only): frame maps, seams, fingerprints, key merges."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
 from blender_addon.core import latent_math as LM
@@ -71,22 +70,6 @@ def test_segment_values_average_shared_frames_symmetrically():
     assert np.array_equal(r0[:-1], parts[0][0][:-1]) and np.array_equal(r1[1:-1], parts[1][0][1:-1])
     r, _ = LM.segment_values(parts, 1, 3, False)
     assert np.array_equal(r, parts[1][0])
-
-
-@pytest.mark.parametrize("mode", ["ZXY", "XYZ", "YZX"])
-def test_euler_runs_equal_rig_math_bit_for_bit(mode):
-    rng = np.random.default_rng(2)
-    steps = R.qnormalize(np.array([1.0, 0, 0, 0]) + 0.2 * rng.normal(size=(60, 5, 4)))
-    q = np.empty_like(steps)
-    q[0] = _rand_quats(rng, (5,))
-    for i in range(1, 60):  # a wandering motion that crosses the +-180 degree lines
-        q[i] = R.qmul(q[i - 1], steps[i])
-    start = rng.normal(scale=4.0, size=(5, 3))
-    fast = LM.to_channels(q, mode, start)
-    for b in range(5):
-        assert np.array_equal(fast[:, b], R.euler_sequence(q[:, b], mode, start[b]))
-    quat = LM.to_channels(q, "QUATERNION", q[0])
-    assert np.array_equal(np.abs(quat), np.abs(q)) and (np.sum(quat[1:] * quat[:-1], -1) >= 0).all()
 
 
 def _keys(frames, values, kind=0):

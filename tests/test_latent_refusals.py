@@ -61,7 +61,8 @@ def test_no_armature_no_action_already_encoded(source, arm):
         OP()
     bpy.data.objects.remove(cube)
     enc = encoded_copy(source)
-    with pytest.raises(RuntimeError, match="already has latent controls: Bake or Remove them first"):
+    with pytest.raises(RuntimeError, match="Frames 1-273 already have latent controls from Encode: Bake keeps the "
+                                           "motion as keys, Remove puts back the keys from before; then Encode"):
         OP()
     for op in ("bake", "remove", "latent_reset", "resample", "redecode"):
         bpy.context.view_layer.objects.active = arm

@@ -33,6 +33,7 @@ def pca_checkpoint(tiny_checkpoint, tmp_path_factory):
     c.extra.update({"pca.components": torch.tensor(q.T, dtype=torch.float32),
                     "pca.std": torch.tensor([3.0, 2.0, 1.0]), "pca.mean": torch.zeros(k)})
     c.info["principal_names"] = ["legs", "arms", "root travel"]
+    c.info["principal_descriptions"] = ["Moves the legs.", "Moves the arms.", "Carries the body."]
     return ck.save(tmp_path_factory.mktemp("pca") / "tiny_pca", c)
 
 
@@ -62,6 +63,7 @@ def _framed(header, arrays):
 def test_encode_and_decode_in_process_equal_framed(pca_checkpoint, clip):
     reply, out = service.handle(*_encode_request(pca_checkpoint, clip))
     assert reply["ok"] and reply["principal_names"] == ["legs", "arms", "root travel"] and reply["min_frames"] == 8
+    assert reply["principal_descriptions"] == ["Moves the legs.", "Moves the arms.", "Carries the body."]
     assert [tuple(s) for s in reply["segments"]] == [(0, 13), (13, 26), (26, 39)]
     framed_reply, framed = _framed(*_encode_request(pca_checkpoint, clip))
     for k in out:
@@ -158,3 +160,38 @@ def test_bridge_request_in_process_equals_the_backend_process(pca_checkpoint, cl
         assert bridge.backend_process().alive()
     finally:
         bridge.shutdown()
+
+
+def test_inbetween_decode_without_the_guard_is_the_models_own_edit(clip):
+    """The latent layer asks in-betweened segments without the guard ("guard": false): the edit a slider
+    makes is the model's own, not scaled by the guard's trust in the fill; the engine keeps its guard."""
+    from backend.service.engines import get_engine
+    keys = list(range(0, 61, 5))
+    header = {"op": "inbetween", "checkpoint": str(INBETWEEN), "device": "cpu", "keys": keys,
+              "frame_time": clip.frame_time}
+    arrays = {"offsets": clip.skeleton.offsets, "key_rotations": clip.rotations[keys],
+              "key_positions": clip.positions[keys]}
+    reply, out = service.handle(header, arrays)
+    segs = reply["segments"]
+    dec = {"op": "decode", "checkpoint": str(INBETWEEN), "device": "cpu", "task": "inbetween", "segments": segs,
+           "lengths": [b - a + 1 for a, b in segs], "amplify": [1.8] * len(segs), "timing": [0.0] * len(segs),
+           "principal": [[]] * len(segs), "keys": keys}
+    dec_arrays = {"points": out["points"], "origins": out["origins"], "template": out["template"],
+                  "key_rotations": arrays["key_rotations"], "key_positions": arrays["key_positions"]}
+    engine = get_engine(str(INBETWEEN), "cpu", "inbetween")
+    _, free = service.handle(dict(dec, guard=False), dec_arrays)
+    assert engine.guard
+    _, guarded = service.handle(dec, dec_arrays)
+    engine.guard = False
+    try:
+        _, own = service.handle(dec, dec_arrays)
+    finally:
+        engine.guard = True
+    for k in free:
+        np.testing.assert_array_equal(free[k], own[k])
+    from backend.controls import Controls
+    alpha = engine.guard_for(Controls(out["points"], out["origins"], [tuple(s) for s in segs], out["template"],
+                                      clip.frame_time, keys=keys, key_rotations=arrays["key_rotations"],
+                                      key_positions=arrays["key_positions"]), engine.skeleton)
+    if alpha < 1.0:  # the guarded decode is pulled towards the curves through the keys
+        assert not np.array_equal(free["rotations"], guarded["rotations"])

@@ -145,3 +145,24 @@ def test_bad_input_is_one_line(trained, tmp_path):
             "--out", str(tmp_path / "x.png"))
     assert r.returncode == 2 and "Tail" in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_layer_figure(tmp_path):
+    """docs/latent-layer.png's maths: at neutral the layer is the clip itself; an edit moves it by the
+    difference of the two decodes.  And the script writes the PNG."""
+    from dataclasses import replace
+
+    from backend import quat_np as Q
+    from backend.bvh import read_bvh
+    from training import edit_figure
+    clip = read_bvh(CLIP)
+    rot, pos = edit_figure.layered(clip, clip, clip)
+    np.testing.assert_allclose(np.abs(np.sum(rot * clip.rotations, -1)), 1.0, atol=1e-9)
+    np.testing.assert_allclose(pos, clip.positions, atol=1e-9)
+    moved = replace(clip, rotations=Q.normalize(clip.rotations[::-1].copy()), positions=clip.positions + 1.0)
+    rot, pos = edit_figure.layered(clip, clip, moved)
+    np.testing.assert_allclose(np.abs(np.sum(rot * moved.rotations, -1)), 1.0, atol=1e-9)
+    np.testing.assert_allclose(pos, clip.positions + 1.0, atol=1e-9)
+    r = run("-m", "training.edit_figure", "--layer", "--out", str(tmp_path / "layer.png"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "layer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,8 @@
-"""python -m training.edit_figure: what latent edits do to a clip (docs/latent-editing.png).
+"""python -m training.edit_figure: what latent edits do to a clip (docs/latent-editing.png), and how the
+add-on layers them on the animator's own motion (``--layer``: docs/latent-layer.png).
 
     python -m training.edit_figure [--checkpoint AE.json] [--clip CLIP.bvh] [--out PNG] [--segment S]
+    python -m training.edit_figure --layer [--checkpoint AE.json] [--clip CLIP.bvh] [--out PNG] [--segment S]
 
 Top: one clip decoded with every segment's inner control points amplified by 0, 0.5, 1, 2 and 3
 (the paper's motion-editing experiment), shown as two joints' rotation angles against the file.
@@ -8,6 +10,11 @@ Bottom: the latent spline of one segment before and after an edit (amplify 2 and
 checkpoint has principal directions, +2 standard deviations along the first), as its most varying
 latent features over the spline parameter, and the whole clip's latent trajectory projected onto
 its own two leading directions.
+
+``--layer``: the original motion, the model's decode of it (what Encode used to write), the layer at
+neutral sliders (the original itself) and the layer after Amplify 1.5 on one segment (original +
+decode(edited) - decode(encoded)), as a joint's rotation and as every joint's distance from the
+original per frame.
 """
 from __future__ import annotations
 
@@ -22,6 +29,8 @@ from .plots import DPI, new_figure, pyplot, save_figure
 ROOT = Path(__file__).resolve().parents[1]
 CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"
 OUT = ROOT / "docs" / "latent-editing.png"
+LAYER_CLIP = ROOT / "examples" / "bvh" / "dataset-2_run_normal_002.bvh"
+LAYER_OUT = ROOT / "docs" / "latent-layer.png"
 AMPLIFY = (0.0, 0.5, 1.0, 2.0, 3.0)
 JOINTS = ("LowerLeg_L", "UpperArm_R")
 
@@ -121,16 +130,83 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     return save_figure(fig, Path(out), dpi)
 
 
+def layered(clip, neutral, edited):
+    """The add-on's layer in the model's convention: the clip moved by edited - neutral (rotations in each
+    joint's frame, positions added)."""
+    from backend import quat_np as Q
+    rot = Q.normalize(Q.mul(clip.rotations, Q.mul(Q.inv(neutral.rotations), edited.rotations)))
+    return rot, clip.positions + edited.positions - neutral.positions
+
+
+def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1.5, size=(1400, 900),
+                 dpi=DPI) -> Path:
+    from backend import quat_np as Q
+    from backend.bvh import read_bvh
+    from backend.edits import amplify
+    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")
+    clip = read_bvh(clip_path)
+    controls = engine.encode(clip)
+    segment = min(segment, len(controls.segments) - 1)
+    points = controls.points.astype(np.float64)
+    pts = points.copy()
+    pts[segment] = amplify(points[segment], amount)
+    neutral, edited = engine.decode(controls, points=points), engine.decode(controls, points=pts)
+    rot, pos = layered(clip, neutral, edited)
+    names, parents = list(clip.skeleton.names), clip.skeleton.parents
+    joint = next((j for j in JOINTS if j in names), names[2])
+    j = names.index(joint)
+    frames = np.arange(clip.num_frames)
+    a, b = controls.segments[segment]
+    fig, axes = new_figure(size, dpi, nrows=2, ncols=1)
+    ax = axes[0]
+    ax.plot(frames, joint_angle(clip.rotations, j), color="k", lw=2.6, label="original (the user's keys)")
+    ax.plot(frames, joint_angle(neutral.rotations, j), color="tab:orange", lw=1.3,
+            label="decode(encoded): what Encode used to write")
+    ax.plot(frames[::3], joint_angle(clip.rotations, j)[::3], "o", color="tab:green", ms=3.5, mfc="none",
+            label="layer at neutral = original")
+    ax.plot(frames, joint_angle(rot, j), color="tab:red", lw=1.4, ls="--",
+            label=f"layer, segment {segment + 1} amplified {amount:g}")
+    ax.axvspan(a, b, color="tab:red", alpha=0.07)
+    ax.set(xlabel="frame (shaded: the edited segment)", ylabel="rotation from rest (deg)",
+           title=f"{joint}: the keys stay the user's until a slider moves")
+    ax.legend(fontsize=8, ncol=2)
+    ax.grid(alpha=0.3)
+    gpos = Q.fk(clip.rotations, clip.positions, parents)[1]
+
+    def drift(r, p):
+        return np.linalg.norm(Q.fk(Q.normalize(r), p, parents)[1] - gpos, axis=-1).max(1)
+
+    ax = axes[1]
+    ax.plot(frames, drift(neutral.rotations, neutral.positions), color="tab:orange", lw=1.3,
+            label="decode(encoded)")
+    ax.plot(frames, np.zeros(len(frames)), color="tab:green", lw=2.0, label="layer at neutral: 0 on every frame")
+    ax.plot(frames, drift(rot, pos), color="tab:red", lw=1.4, ls="--", label=f"layer, amplify {amount:g}")
+    ax.axvspan(a, b, color="tab:red", alpha=0.07)
+    ax.set(xlabel="frame", ylabel="largest joint distance from the original (cm)",
+           title="how far each frame is from the user's motion")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.suptitle(f"{clip.name}: latent edits as a layer ({Path(engine.path).name})", fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, Path(out), dpi)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.edit_figure", description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", help="autoencoder .json (default: the shipped one)")
-    ap.add_argument("--clip", type=Path, default=CLIP)
-    ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--segment", type=int, default=2, help="0-based segment to edit")
+    ap.add_argument("--clip", type=Path, help=f"default: {CLIP.name} ({LAYER_CLIP.name} with --layer)")
+    ap.add_argument("--out", type=Path, help=f"default: docs/{OUT.name} (docs/{LAYER_OUT.name} with --layer)")
+    ap.add_argument("--segment", type=int, help="0-based segment to edit (default 2; 1 with --layer)")
+    ap.add_argument("--layer", action="store_true", help="the edit layer over the original motion instead")
     args = ap.parse_args(argv)
     import torch
     torch.set_num_threads(1)
-    path = figure(args.checkpoint, args.clip, args.out, args.segment)
+    if args.layer:
+        path = layer_figure(args.checkpoint, args.clip or LAYER_CLIP, args.out or LAYER_OUT,
+                            1 if args.segment is None else args.segment)
+    else:
+        path = figure(args.checkpoint, args.clip or CLIP, args.out or OUT, 2 if args.segment is None else args.segment)
     print(f"wrote {path}")
     return 0
 

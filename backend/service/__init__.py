@@ -18,7 +18,8 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
   ``template [J, 3]`` (the keys' frames and poses are the request's)
 * ``encode`` ``{"checkpoint", "device", "frame_time"}`` + arrays ``offsets [J, 3]``,
   ``rotations [F, J, 4]``, ``positions [F, J, 3]`` (an autoencoder checkpoint) -> header
-  ``segments`` (inclusive, sharing end frames), ``principal_names``, ``min_frames``; arrays
+  ``segments`` (inclusive, sharing end frames), ``principal_names``, ``principal_descriptions``
+  (one sentence per direction; [] when the checkpoint has none), ``min_frames``; arrays
   ``points [S, 4, d]``, ``origins [S, 3]``, ``template [J, 3]``
 * ``decode`` ``{"checkpoint", "device", "task", "segments", "lengths", "amplify", "timing",
   "principal", "keys"}`` + arrays ``points [P, 4, d]``, ``origins [P, 3]``, ``template [J, 3]``

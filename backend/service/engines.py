@@ -3,8 +3,10 @@ and loaded again when the file is replaced (e.g. by a newer training checkpoint)
 from __future__ import annotations
 
 import os
+import threading
 
 _engines: dict = {}
+_loading = threading.Lock()  # one load at a time: a second caller waits for the engine, never loads it twice
 
 _NEEDS = {(False, True): "Inbetween needs an in-betweening one",
           (False, False): "latent editing (Encode) needs a motion autoencoder one",
@@ -27,11 +29,12 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
     except OSError:
         stamp = None  # the engine's loader names the missing file
     key = (factory.__name__, path, device, stamp)
-    if key not in _engines:
-        for old in [k for k in _engines if k[:3] == key[:3]]:
-            del _engines[old]
-        _engines[key] = factory(path, device)
-    engine = _engines[key]
+    with _loading:
+        if key not in _engines:
+            for old in [k for k in _engines if k[:3] == key[:3]]:
+                del _engines[old]
+            _engines[key] = factory(path, device)
+        engine = _engines[key]
     if engine.task != task:
         need = _NEEDS[mesh, task == "inbetween"]
         raise ValueError(f"{path}: this is {'a mesh' if mesh else 'an'} {engine.task} checkpoint; {need}")

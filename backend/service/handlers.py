@@ -45,7 +45,7 @@ def encode(header: dict, arrays: dict) -> tuple[dict, dict]:
     engine = get_engine(header.get("checkpoint"), _device(header), "autoencoder")
     t0 = time.perf_counter()
     reply, out = motion.encode_clip(engine, arrays["offsets"], arrays["rotations"], arrays["positions"],
-                                    float(header.get("frame_time", 1.0 / 30.0)))
+                                    float(header.get("frame_time", 1.0 / 30.0)), bool(header.get("decode")))
     return dict(reply, ok=True, device=str(engine.device), seconds=time.perf_counter() - t0), out
 
 

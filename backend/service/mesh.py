@@ -5,10 +5,11 @@ here), so both give the same numbers.  Vertices travel as float32 ``[F, V, 3]`` 
 space; frames are 0-based from the start of the sequence.
 
 * ``mesh_encode`` ``{"checkpoint", "device", "name", "decode"}`` + ``frames [F, V, 3]`` (a mesh
-  autoencoder) -> header ``segments``, ``principal_names``, ``min_frames``, ``window``,
+  autoencoder) -> header ``segments``, ``principal_names``, ``principal_descriptions``, ``min_frames``, ``window``,
   ``num_vertices``; arrays ``points [S, 4, d]`` and, with ``"decode": true``, ``vertices
   [sum of segment lengths, V, 3]``: each segment decoded on its own, neutral sliders (exactly
-  what ``mesh_decode`` answers for the same points)
+  what ``mesh_decode`` answers for the same points), and the header ``fidelity``: per segment
+  ``[mean vertex error in object units, the same in % of the sequence's bounding-box diagonal]``
 * ``mesh_inbetween`` ``{"checkpoint", "device", "keys", "name"}`` + ``key_frames [K, V, 3]``
   (keys 0-based, starting at 0) -> header ``segments``; arrays ``vertices [keys[-1] + 1, V, 3]``
   (the keys bit for bit), ``points [S, 4, d]``
@@ -81,14 +82,31 @@ def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
     frames = arrays["frames"]
     controls = engine.encode(frames, header.get("name", ""))
     segs = _segments(controls)
-    reply = {"segments": segs, "principal_names": engine.principal_names(), "min_frames": engine.min_frames,
+    reply = {"segments": segs, "principal_names": engine.principal_names(),
+             "principal_descriptions": engine.principal_descriptions(),
+             "min_frames": engine.min_frames,
              "window": engine.window, "num_vertices": engine.num_vertices}
     out = {"points": controls.points}
     if header.get("decode"):
         neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
                    "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
         out["vertices"] = decode_parts(engine, neutral, out)
+        reply["fidelity"] = fidelity(segs, frames, out["vertices"])
     return reply, out
+
+
+def fidelity(segments, frames, decoded) -> list[list[float]]:
+    """Per segment ``[mean vertex error, its % of the bounding-box diagonal]`` between the frames read
+    and the segments' neutral decodes laid one after the other: the readout after Encode Mesh."""
+    flat = np.asarray(frames, np.float32).reshape(-1, 3)  # (backend.mesh.bbox_diagonal, a column at a time:
+    diag = float(np.linalg.norm([flat[:, k].max() - flat[:, k].min() for k in range(3)])) or 1.0  # 5x faster)
+    at = np.cumsum([0] + [b - a + 1 for a, b in segments])
+    out = []
+    for s, (a, b) in enumerate(segments):  # (backend.mesh.mean_vertex_error, in float32: a tenth of the time)
+        d = np.asarray(decoded[at[s]:at[s + 1]], np.float32) - np.asarray(frames[a:b + 1], np.float32)
+        err = float(np.sqrt(np.einsum("fvk,fvk->fv", d, d)).mean(dtype=np.float64))
+        out.append([err, 100.0 * err / diag])
+    return out
 
 
 def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:

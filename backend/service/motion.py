@@ -39,8 +39,13 @@ def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions,
     return out.rotations, out.positions, controls
 
 
-def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0):
-    """Every frame of a clip (checkpoint convention) -> (header, arrays) of its latent spline."""
+def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, decode: bool = False):
+    """Every frame of a clip (checkpoint convention) -> (header, arrays) of its latent spline.
+
+    With ``decode`` the reply also carries every segment's neutral decode, each on its own and laid
+    one after the other (``rotations``, ``positions``: exactly what ``decode`` answers for the same
+    points), and ``fidelity``: per segment, how far that decode is from the clip (mean local
+    rotation error over the modelled joints in degrees, mean global joint position error in cm)."""
     from dataclasses import replace
 
     from ..skeleton import Clip
@@ -50,16 +55,42 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0):
         raise ValueError(f"arrays {rotations.shape}, {positions.shape}, offsets {offsets.shape} do not match "
                          f"{j} joints")
     skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
-    c = engine.encode(Clip(skel, np.asarray(rotations, np.float64), np.asarray(positions, np.float64),
-                           frame_time, "blender"))
-    return ({"segments": [[int(a), int(b)] for a, b in c.segments], "principal_names": engine.principal_names(),
-             "min_frames": engine.min_frames},
-            {"points": c.points, "origins": c.origins, "template": c.template})
+    rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
+    c = engine.encode(Clip(skel, rotations, positions, frame_time, "blender"))
+    segs = [[int(a), int(b)] for a, b in c.segments]
+    reply = {"segments": segs, "principal_names": engine.principal_names(),
+             "principal_descriptions": engine.principal_descriptions(),
+             "min_frames": engine.min_frames}
+    out = {"points": c.points, "origins": c.origins, "template": c.template}
+    if decode:
+        neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
+                   "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
+        out["rotations"], out["positions"] = decode_parts(engine, neutral, out)
+        reply["fidelity"] = fidelity(engine, segs, rotations, positions, out["rotations"], out["positions"])
+    return reply, out
+
+
+def fidelity(engine, segments, rotations, positions, dec_rot, dec_pos) -> list[list[float]]:
+    """Per segment ``[rotation error deg, joint position error cm]`` between the clip and the segments'
+    neutral decodes laid one after the other (as ``decode`` answers): the readout after Encode."""
+    from .. import quat_np as Q
+    parents, rj = engine.skeleton.parents, list(engine.layout.rotation_joints)
+    at = np.cumsum([0] + [b - a + 1 for a, b in segments])
+    out = []
+    for s, (a, b) in enumerate(segments):
+        r, p = dec_rot[at[s]:at[s + 1]], dec_pos[at[s]:at[s + 1]]
+        t_r, t_p = rotations[a:b + 1], positions[a:b + 1]
+        deg = np.degrees(Q.angle_between(r[:, rj], t_r[:, rj])).mean()
+        cm = np.linalg.norm(Q.fk(Q.normalize(r), p, parents)[1] - Q.fk(t_r, t_p, parents)[1], axis=-1).mean()
+        out.append([float(deg), float(cm)])
+    return out
 
 
 def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.ndarray]:
     """The ``decode`` request: each listed segment decoded on its own (a batch of one, so a
-    segment decodes to the same numbers whichever others are asked for with it)."""
+    segment decodes to the same numbers whichever others are asked for with it).  In-betweened
+    segments are decoded through the guard (``backend.guard``) unless ``"guard": false``: the add-on's
+    latent layer asks without it, so a slider's edit is the model's own, not scaled by the guard."""
     import torch
 
     from ..edits import edit_points
@@ -97,7 +128,11 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
                            keys=[int(keys[k]) - int(a) for k in inside],
                            key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
                            key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
-            out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+            guarded, engine.guard = engine.guard, bool(header.get("guard", True)) and engine.guard
+            try:
+                out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+            finally:
+                engine.guard = guarded
             r, p = out.rotations, out.positions
         if len(r) != m:
             raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")

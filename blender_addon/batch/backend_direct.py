@@ -89,7 +89,8 @@ def controls_json(controls) -> dict:
 
 def json_writer(job: dict, engine, found: dict):
     doc = {"format": "splinetween-controls", "version": 1, "source": job["source"], "checkpoint": str(engine.path),
-           "principal_names": engine.principal_names(), "clips": found}
+           "principal_names": engine.principal_names(), "principal_descriptions": engine.principal_descriptions(),
+           "clips": found}
 
     def write(tmp: Path) -> None:
         tmp.write_text(json.dumps(doc) + "\n", encoding="utf-8")

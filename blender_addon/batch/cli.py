@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-editable", dest="editable", action="store_false",
                    help=".blend: plain keys only; by default, as the button, a range filled on every frame of every "
                         "bone keeps the model's control points as Latent Controls")
+    b.add_argument("--replace-latent", action="store_true",
+                   help=".blend: an armature that has Latent Controls gets them baked (their motion kept as keys) "
+                        "and is in-betweened; by default it is left as it is and the report says why")
     for name, text in (("encode", "latent control points: .blend -> Latent Controls on each armature (as the "
                                   "Encode button); .bvh -> NAME.bvh.controls.json"),
                        ("edit", "encode, edit the control points, decode: amplify, re-time, principal directions")):
@@ -166,7 +169,8 @@ def _options(args) -> dict:
         src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
                else args.key_source or "selected")
         opts["keys"] = {"source": src, "every": args.every, "marker": args.marker, "frames": args.keys}
-        opts.update(all_bones=args.all_bones, write_every=args.write_every, blend=args.blend, editable=args.editable)
+        opts.update(all_bones=args.all_bones, write_every=args.write_every, blend=args.blend, editable=args.editable,
+                    replace_latent=args.replace_latent)
     if args.command in ("encode", "edit", "mesh-encode", "mesh-inbetween"):
         opts["range"] = args.range
     if args.command == "mesh-inbetween":

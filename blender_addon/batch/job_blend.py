@@ -13,7 +13,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core import rig_math
+from ..core import layer_math, rig_math
 from ..core.errors import Refusal
 from ..inbetween import fill
 from ..io import scene as scene_io
@@ -205,7 +205,8 @@ def inbetween(job: dict, state, entry: dict, progress):
                              key_mode="EVERY_N" if int(opts.get("write_every", 1)) > 1 else "EVERY_FRAME",
                              step=max(2, int(opts.get("write_every", 1))),
                              all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
-                             editable=bool(opts.get("editable", True)))
+                             editable=bool(opts.get("editable", True)),
+                             replace_latent=bool(opts.get("replace_latent")))
     skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
         got = _prepare(obj, info, entry)
@@ -258,9 +259,15 @@ def _latent_summary(obj) -> dict | None:
     st = getattr(obj, "splinetween_latent", None)
     if st is None or not st.active:
         return None
-    return {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
-            "amplify": [round(seg.amplify, 6) for seg in st.segments],
-            "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent.names(st)}
+    out = {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
+           "amplify": [round(seg.amplify, 6) for seg in st.segments],
+           "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent.names(st)}
+    fit = latent.fidelity(st)
+    if fit is not None:  # the panel's readout: how well the model reconstructs each segment
+        out["fidelity"] = {"rotation_deg": [round(float(r[0]), 3) for r in fit],
+                           "position_cm": [round(float(r[1]), 3) for r in fit],
+                           "warning": layer_math.fidelity_problem(fit)}
+    return out
 
 
 def _encode(obj, state, opts: dict) -> str:

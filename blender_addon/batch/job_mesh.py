@@ -13,9 +13,10 @@ from pathlib import Path
 
 import bpy
 
-from ..core import mesh_math
+from ..core import layer_math, mesh_math
 from ..core.errors import Refusal
 from ..io import cache as mesh_cache
+from ..latent import core as latent
 from ..latent import mesh as mesh_latent
 from .errors import JobError
 from .job_blend import blend_writer, objects_of_type, open_blend
@@ -83,6 +84,11 @@ def _run(job: dict, state, entry: dict, progress, what: str):
         if what == "inbetween":
             rec["keys"] = frames
             rec["gaps"] = len(frames) - 1
+        else:  # the panel's readout: how well the model reconstructs each segment
+            fit = latent.fidelity(st)
+            rec["fidelity"] = {"vertex_error": [round(float(r[0]), 6) for r in fit],
+                               "percent_of_size": [round(float(r[1]), 4) for r in fit],
+                               "warning": layer_math.fidelity_problem(fit, mesh=True)}
         entry["objects"].append(rec)
         progress(rec["frames_written"])
     if not any(o["status"] == "ok" for o in entry["objects"]) and not entry["errors"]:

@@ -48,6 +48,14 @@ class State:
         self.autoencoder = preferences.autoencoder_path()  # encode and edit
 
 
+def in_process(state: State) -> bool:
+    """Whether the model runs in this worker's Python (else in a backend process)."""
+    try:
+        return bridge.resolve_mode(state.backend) == "IN_PROCESS"
+    except bridge.BridgeError:
+        return False
+
+
 def preload(state: State, which: str | None) -> str:
     """Load the model the command needs now, so that every file finds it warm; -> a status line (an
     error here is only reported: each file then fails with its own message)."""

@@ -53,6 +53,7 @@ class Worker:
         env = dict(os.environ)
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "SPLINETWEEN_THREADS"):
             env.setdefault(var, str(threads))
+        self.started_at = time.perf_counter()
         try:
             self.proc = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self.log, env=env, cwd=str(ADDON_DIR.parent),
@@ -60,6 +61,7 @@ class Worker:
         except OSError as e:
             self.log.close()
             raise WorkerDied(f"cannot start {worker_command()[0]} ({e.strerror})") from None
+        self.model: dict = {}  # the worker's "model" event: status line and seconds, once loaded
         self.events: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name=f"batch-worker-{index}").start()
         self._send({"op": "init", "settings": settings, "preload": preload})
@@ -99,7 +101,9 @@ class Worker:
                 raise WorkerDied(f"stopped after {timeout:g} s without an answer (--timeout)") from None
             if msg is None:
                 raise WorkerDied(self._why())
-            if msg.get("event") == "progress" and on_progress is not None and msg.get("id") == job_id:
+            if msg.get("event") == "model":
+                self.model = msg
+            elif msg.get("event") == "progress" and on_progress is not None and msg.get("id") == job_id:
                 on_progress(msg.get("frames", 0))
             elif msg.get("event") == event and (job_id is None or msg.get("id") == job_id):
                 return msg
@@ -136,7 +140,20 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
                 self.proc.wait()
+        self._drain()
         release(self.proc, self.log, self.log_path, keep_log)
+
+    def _drain(self) -> None:
+        """Read what the worker said after its last result (its model event, when the load ended late)."""
+        while True:
+            try:
+                msg = self.events.get(timeout=2.0)
+            except queue.Empty:
+                return
+            if msg is None:
+                return
+            if msg.get("event") == "model":
+                self.model = msg
 
 
 class Pool:

@@ -41,6 +41,13 @@ def _info_lines(entry: dict) -> list[str]:
     return lines
 
 
+def _size(job: dict) -> int:
+    try:
+        return os.stat(job["source"]).st_size
+    except OSError:
+        return 0
+
+
 def _threads(workers: int) -> int:
     """Math threads per worker: OMP_NUM_THREADS when set, else the cores shared out.  The workers get
     the same number for MKL and the backend process too, as spinning BLAS threads on busy cores slow
@@ -70,6 +77,7 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
         jobs.append({"id": n, "command": args.command, "kind": item.kind, "source": str(item.source),
                      "output": str(item.output) if item.output else None, "in_place": in_place, "digest": digest,
                      "options": options})
+    jobs.sort(key=_size, reverse=True)  # largest first: a big file started last would keep one worker busy alone
     progress = report.Progress(len(items), enabled=not args.quiet)
     seen: dict = {}
 
@@ -103,8 +111,11 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
             print(f"interrupted; {rep.summary_line()}", file=sys.stderr)
             return 130
         rep.doc["worker_logs"] = pool.kept_logs
-        rep.doc["workers"] = [{"pid": w.hello.get("pid"), "ready_s": round(w.ready_at - rep.t0, 3),
-                               "blender": w.hello.get("blender"), "model": w.hello.get("model")}
+        rep.doc["workers"] = [{"pid": w.hello.get("pid"), "started_s": round(w.started_at - rep.t0, 3),
+                               "ready_s": round(w.ready_at - rep.t0, 3), "startup": w.hello.get("startup"),
+                               "blender": w.hello.get("blender"),
+                               "model": w.model.get("model", "not loaded before the worker finished"),
+                               "model_s": w.model.get("seconds")}
                               for w in pool.workers]
     progress.close()
     rep.doc["files"].sort(key=lambda e: e["input"])

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -28,10 +29,13 @@ TAG = "@@splinetween-batch@@ "
 class _Channel:
     def __init__(self, stream):
         self.stream = stream
+        self.lock = threading.Lock()  # the model loader's thread sends too
 
     def send(self, event: str, **fields) -> None:
-        self.stream.write(TAG + json.dumps(dict(fields, event=event)) + "\n")
-        self.stream.flush()
+        line = TAG + json.dumps(dict(fields, event=event)) + "\n"
+        with self.lock:
+            self.stream.write(line)
+            self.stream.flush()
 
 
 def _die_with_parent() -> None:
@@ -56,6 +60,28 @@ def secure(bpy) -> None:
     bpy.context.preferences.filepaths.use_scripts_auto_execute = False
 
 
+def _load_model(state, which: str | None, channel: _Channel) -> None:
+    """Load the model the command needs, once, and say so (a ``model`` event).  In-process it loads
+    on a thread while the first file is opened and read (Blender releases the GIL while it evaluates
+    a frame, and the engine cache makes the file's first request wait for this load rather than
+    repeat it): importing PyTorch and loading the checkpoint were most of a worker's start-up.
+    A backend process is started before the first file, as its pipe serves one request at a time."""
+    from . import jobs
+
+    def load() -> None:
+        t = time.perf_counter()
+        try:
+            status = jobs.preload(state, which)
+        except Exception as e:  # reported only: each file then fails with its own message
+            status = f"not loaded: {type(e).__name__}: {e}"
+        channel.send("model", model=status, seconds=round(time.perf_counter() - t, 3))
+
+    if which and jobs.in_process(state):
+        threading.Thread(target=load, daemon=True, name="splinetween-model").start()
+    else:
+        load()
+
+
 def main() -> int:
     # The protocol stream is a private copy of stdout; fd 1 (Blender's prints) becomes stderr.
     channel = _Channel(os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", buffering=1))
@@ -63,9 +89,11 @@ def main() -> int:
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when we stop
     _die_with_parent()
+    phases, t = {}, time.perf_counter()
     import bpy  # noqa: F401  (in `blender -b` it is already there)
     secure(bpy)
     from . import jobs
+    phases["bpy"], t = time.perf_counter() - t, time.perf_counter()
     state = None
     for line in sys.stdin:
         try:
@@ -78,11 +106,13 @@ def main() -> int:
             sys.stderr.flush()
             os._exit(0)  # skip Blender's teardown (about 0.4 s a worker)
         if op == "init":
+            t = time.perf_counter()
             state = jobs.State(msg["settings"])
-            model = jobs.preload(state, msg.get("preload"))  # the model, once, before the first file
+            phases["addon"] = time.perf_counter() - t
+            _load_model(state, msg.get("preload"), channel)
             import bpy as _bpy
             channel.send("ready", pid=os.getpid(), blender=_bpy.app.version_string,
-                         binary=bool(_bpy.app.binary_path), model=model)
+                         binary=bool(_bpy.app.binary_path), startup={k: round(v, 3) for k, v in phases.items()})
         elif op == "job" and state is not None:
             job = msg["job"]
 

@@ -1,4 +1,4 @@
-"""Latent editing without bpy: property names, frame maps, seams, signatures, Euler runs, key merges.
+"""Latent editing without bpy: property names, frame maps, seams, signatures, key merges.
 
 Pure Python + numpy (tested on its own in tests/test_latent_math.py).  Frames here are 0-based
 and relative to the start of the encoded range.
@@ -90,11 +90,17 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ease(rot, pos, idx, q, p, w) -> None:
-    """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``."""
-    ident = np.zeros_like(q)
-    ident[..., 0] = 1.0
-    delta = R.align_hemisphere(R.qmul(R.qconj(rot[idx[0]]), q), ident)
-    rot[idx] = R.qnormalize(R.qmul(rot[idx], R.slerp(ident[None], delta[None], w[:, None])))
+    """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
+    each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q`` (the slerp
+    from the identity to that turn, written out: ``(cos w*a, sin w*a * axis)``)."""
+    delta = R.qmul(R.qconj(rot[idx[0]]), q)
+    delta = np.where(delta[..., :1] < 0, -delta, delta)  # the shorter way round
+    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))  # [J]
+    s = np.sin(half)
+    axis = delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
+    wh = w[:, None] * half[None]  # [r, J]
+    step = np.concatenate([np.cos(wh)[..., None], np.sin(wh)[..., None] * axis[None]], -1)
+    rot[idx] = R.qnormalize(R.qmul(rot[idx], step))
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 
@@ -114,32 +120,6 @@ def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, Tr
     if s < count - 1 and sides[1]:
         _ease(rot, pos, len(rot) - 1 - np.arange(len(w)), *seam_pose(parts, s), w)
     return rot, pos
-
-
-# -- channel values -------------------------------------------------------------------------------
-def euler_runs(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
-    """``rig_math.euler_sequence`` for many bones at once: ``q [F, B, 4]``, ``start [B, 3]`` ->
-    ``[F, B, 3]``, each frame the equivalent Euler triple nearest the previous (same numbers)."""
-    order = mode[::-1]
-    cands = np.stack(R.both_solutions(q, order), 1)  # [F, 2, B, 3]: the two solutions per frame
-    idx = [R._AXIS[ch] for ch in order]
-    ref = np.asarray(start, dtype=np.float64)[..., idx]
-    two_pi = 2 * np.pi
-    out = np.empty_like(cands[:, 0])
-    for i in range(cands.shape[0]):
-        c = cands[i] + two_pi * np.round((ref - cands[i]) / two_pi)
-        d = np.abs(c - ref)
-        dist = d[..., 0] + d[..., 1] + d[..., 2]
-        ref = out[i] = np.where((dist[1] < dist[0])[..., None], c[1], c[0])
-    return R.to_axes(out, order)
-
-
-def to_channels(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
-    """Rotations ``[F, B, 4]`` of bones sharing a rotation mode -> channel values ``[F, B, 3|4]``,
-    continuous from ``start [B, 3|4]`` (the channels' values just before)."""
-    if mode in ("QUATERNION", "AXIS_ANGLE"):
-        return R.quat_to_channels(q, mode, start)
-    return euler_runs(q, mode, start)
 
 
 # -- key arrays (scene_io.read_keys dicts) --------------------------------------------------------

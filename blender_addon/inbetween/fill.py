@@ -28,6 +28,7 @@ class Options:
     all_bones: bool = False  # write every matched bone, not only those with selected keys
     name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (identity by default)
     editable: bool = False  # keep the control points as latent controls (when every frame of every bone is filled)
+    replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
 
 
 def prepare(obj, settings: bridge.BackendSettings, options: Options):
@@ -84,6 +85,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
         from ..latent import armature
+        if not options.replace_latent:
+            raise Refusal(armature.replace_refusal(obj))
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
         armature.bake(obj)
     if editable:

@@ -42,6 +42,10 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
         name="Editable", default=True,
         description="Keep the model's control points as Latent Controls (sliders per segment) when every frame "
                     "of every bone between the first and last key is filled (Every Frame, Blend 1)")
+    replace_latent: bpy.props.BoolProperty(
+        name="Replace Latent Controls", default=False, options={"SKIP_SAVE"},
+        description="Bake the armature's latent controls (their motion stays as keys) and in-between; without it "
+                    "an armature with latent controls is refused (in the UI, Inbetween asks first)")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -52,8 +56,19 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
         draw_options(self.layout, self)
         self.layout.prop(self, "editable")
 
+    def invoke(self, context: bpy.types.Context, event) -> set[str]:
+        st = context.active_object.splinetween_latent
+        if st.active and not self.replace_latent:  # ask before the latent controls are baked
+            self.replace_latent = True
+            return context.window_manager.invoke_confirm(
+                self, event, title="Bake the latent controls?", confirm_text="Bake and Inbetween", icon="WARNING",
+                message=f"Frames {st.frame_start}-{st.frame_end} have latent controls: Inbetween keeps their motion "
+                        "as keys and removes the sliders")
+        return self.execute(context)
+
     def execute(self, context: bpy.types.Context) -> set[str]:
-        options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable)
+        options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable,
+                               replace_latent=self.replace_latent)
         fps = context.scene.render.fps / context.scene.render.fps_base
         wm = context.window_manager
         started = []

@@ -1,9 +1,9 @@
-"""bpy <-> numpy for latent editing: fast channel reads, per-frame key writes, retiming, snapshots.
+"""bpy <-> numpy for latent editing: channel reads, whole-curve key writes, retiming, snapshots.
 
-Complements ``scene_io`` (same key-array format, ``scene_io.read_keys``).  A slider change writes
-the values of keys that already sit on every written frame (``foreach_set`` on ``co`` and the
-handles, no handle recalculation); anything else (the first write, a range whose keys were
-edited, a re-timed range) goes through a general merge that leaves other keys bit-identical.
+Complements ``scene_io`` (same key-array format, ``scene_io.read_keys``).  F-curves are looked up
+once per operation (``curve_map``).  A slider change whose frames already carry keys rewrites their
+values in place (``overwrite_values``: ``foreach_set`` of ``co`` and the handles, no handle
+recalculation); anything else sets a curve's whole key array at once (``set_curve``), handles exact.
 """
 from __future__ import annotations
 
@@ -25,41 +25,9 @@ def rig_for(obj, bones: list[str], cm_per_unit: float) -> rig_math.RigFrames:
     return rig_math.RigFrames.from_rest(mats, pmats, local, cm_per_unit)
 
 
-def _keys_xy(fc) -> tuple[np.ndarray, np.ndarray]:
-    kp = fc.keyframe_points
-    co = np.zeros(2 * len(kp), dtype=np.float32)
-    kp.foreach_get("co", co)
-    return co[0::2].astype(np.float64), co[1::2].astype(np.float64)
-
-
-def read_channel(obj, bag, bone: str, prop: str, size: int, frames: np.ndarray) -> np.ndarray:
-    """``scene_io.read_channel``, reading key values directly where every frame has a key."""
-    out = np.empty((len(frames), size))
-    static = getattr(obj.pose.bones[bone], prop)
-    for i in range(size):
-        fc = bag.fcurves.find(scene_io.bone_path(bone, prop), index=i)
-        if fc is None or not len(fc.keyframe_points):
-            out[:, i] = static[i]
-            continue
-        x, y = _keys_xy(fc)
-        at = np.minimum(np.searchsorted(x, frames - _EPS), len(x) - 1)
-        if np.all(np.abs(x[at] - frames) < 1e-6):
-            out[:, i] = y[at]
-        else:
-            out[:, i] = [fc.evaluate(f) for f in frames]
-    return out
-
-
-def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarray]:
-    """Rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` at ``frames``."""
-    frames = np.asarray(frames, dtype=np.float64)
-    basis, loc = np.zeros((len(frames), len(bones), 4)), np.zeros((len(frames), len(bones), 3))
-    for j, b in enumerate(bones):
-        mode = obj.pose.bones[b].rotation_mode
-        prop, size = scene_io.rotation_property(mode)
-        basis[:, j] = rig_math.channels_to_quat(read_channel(obj, bag, b, prop, size, frames), mode)
-        loc[:, j] = read_channel(obj, bag, b, "location", 3, frames)
-    return basis, loc
+def curve_map(bag) -> dict:
+    """``(data_path, index) -> F-curve`` of a channelbag, in one pass (looked up once per operation)."""
+    return {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
 
 
 def driven_channels(obj, bones, rotation_joints, position_joints) -> list[tuple[str, str, int, int]]:
@@ -74,19 +42,71 @@ def driven_channels(obj, bones, rotation_joints, position_joints) -> list[tuple[
     return out
 
 
-def _new_rows(frames: np.ndarray, values: np.ndarray) -> dict:
-    m = len(frames)
-    co = np.stack([frames, values], -1).astype(np.float32)
-    rows = {"co": co, "handle_left": co.copy(), "handle_right": co.copy()}
-    ev = scene_io.enum_value
-    rows["handle_left_type"] = rows["handle_right_type"] = np.full(m, ev("handle_left_type", "AUTO_CLAMPED"), np.int32)
-    rows["interpolation"] = np.full(m, ev("interpolation", "LINEAR"), np.int32)
-    rows["type"] = np.full(m, ev("type", "GENERATED"), np.int32)
-    rows["easing"] = np.full(m, ev("easing", "AUTO"), np.int32)
-    rows["back"], rows["amplitude"], rows["period"] = (np.full(m, v, np.float32) for v in (1.70158, 0.8, 4.1))
-    for a in ("select_control_point", "select_left_handle", "select_right_handle"):
-        rows[a] = np.zeros(m, dtype=bool)
-    return rows
+def channel_list(obj, bones, rotation_joints, position_joints) -> list[tuple[str, str, int, str]]:
+    """(bone, property, index, rotation mode) of every F-curve channel the model drives, in the order
+    of the columns of a range's original values (``driven_channels``, element by element)."""
+    return [(b, p, i, obj.pose.bones[b].rotation_mode) for b, p, size, _ in
+            driven_channels(obj, bones, rotation_joints, position_joints) for i in range(size)]
+
+
+def read_values(obj, bag, channels, frames, curves: dict | None = None) -> np.ndarray:
+    """Channel values ``[n, C]`` at scene ``frames``: a curve's keys directly where it has one on every
+    frame asked for, else ``fc.evaluate``; the pose value where the channel has no curve."""
+    curves = curve_map(bag) if curves is None else curves
+    frames = np.asarray(frames, dtype=np.float64)
+    out = np.empty((len(frames), len(channels)))
+    for c, (bone, prop, i, _) in enumerate(channels):
+        fc = curves.get((scene_io.bone_path(bone, prop), i))
+        if fc is None or not len(fc.keyframe_points):
+            out[:, c] = getattr(obj.pose.bones[bone], prop)[i]
+            continue
+        co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        x = co[0::2]
+        at = np.minimum(np.searchsorted(x, frames - _EPS), len(x) - 1)
+        if np.all(np.abs(x[at] - frames) < 1e-6):
+            out[:, c] = co[2 * at + 1]
+        else:
+            out[:, c] = [fc.evaluate(f) for f in frames]
+    return out
+
+
+def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int], np.ndarray]]:
+    """Channels grouped for bulk conversion: (location?, rotation mode, joints, columns ``[B, size]``)."""
+    index = {b: j for j, b in enumerate(bones)}
+    groups: dict = {}
+    for c, (bone, prop, i, mode) in enumerate(channels):
+        groups.setdefault((prop == "location", "" if prop == "location" else mode), {}).setdefault(bone, []).append(c)
+    return [(loc, mode, [index[b] for b in by_bone], np.array(list(by_bone.values())))
+            for (loc, mode), by_bone in groups.items()]
+
+
+def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
+    """Channel values ``[n, C]`` -> rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` (identity
+    and zero where a bone has no driven channel of that kind), each rotation mode converted at once."""
+    n = len(values)
+    basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
+    basis[..., 0] = 1.0
+    for is_loc, mode, joints, cols in groups or channel_groups(channels, bones):
+        if is_loc:
+            loc[:, joints] = values[:, cols]
+        else:
+            basis[:, joints] = rig_math.channels_to_quat(values[:, cols], mode)
+    return basis, loc
+
+
+_ENUMS: dict = {}
+
+
+def new_key_enums() -> dict:
+    """The integers Blender gives LINEAR, GENERATED, AUTO_CLAMPED and AUTO (``layer_math.new_rows``)."""
+    if not _ENUMS:
+        ev = scene_io.enum_value
+        _ENUMS.update({"handle_left_type": ev("handle_left_type", "AUTO_CLAMPED"),
+                       "handle_right_type": ev("handle_right_type", "AUTO_CLAMPED"),
+                       "interpolation": ev("interpolation", "LINEAR"), "type": ev("type", "GENERATED"),
+                       "easing": ev("easing", "AUTO")})
+    return _ENUMS
 
 
 def write_keys_exact(fc, keys: dict) -> None:
@@ -97,85 +117,85 @@ def write_keys_exact(fc, keys: dict) -> None:
             fc.keyframe_points.foreach_set(a, np.ascontiguousarray(keys[a], dtype=np.float32).ravel())
 
 
-def channel_keys(bag, path: str, index: int):
-    """(F-curve or None, its keys' ``co`` as a flat float32 array or None): read once per write."""
-    fc = bag.fcurves.find(path, index=index)
-    if fc is None or not len(fc.keyframe_points):
-        return fc, None
-    co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
-    fc.keyframe_points.foreach_get("co", co)
-    return fc, co
-
-
-def value_at(fc, co, frame: float, static: float) -> float:
-    """A channel's value at ``frame``: its key there, else the curve, else the static pose value."""
-    if co is None:
-        return static
-    x = co[0::2]
-    i = min(int(np.searchsorted(x, frame - _EPS)), len(x) - 1)
-    return float(co[2 * i + 1]) if abs(x[i] - frame) < 1e-6 else fc.evaluate(frame)
-
-
-def write_values(bag, path: str, index: int, group: str, frames: np.ndarray, values: np.ndarray,
-                 fresh: bool = False, protected: np.ndarray | None = None, fc=None, co=None) -> None:
-    """Key ``values`` on scene ``frames`` (sorted) of one channel.  Fast path: each frame already
-    has a key, whose value (and flat handles) are overwritten in place.  Otherwise (or ``fresh``)
-    keys on and between the written frames are replaced by LINEAR Generated keys, except keys on
-    ``protected`` frames; every other key keeps its attributes, handles included.  ``fc``, ``co``:
-    the curve and its ``co`` from :func:`channel_keys`, when already read."""
+def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict | None,
+              current: dict | None = None) -> None:
+    """A curve's whole key array (``None``: the curve goes), created when missing; handles exact.
+    ``current``: the curve's keys now (``scene_io.read_keys``); when the new keys sit on the same frames,
+    only the attributes that differ are set (no ``clear``, ``add`` or handle recalculation)."""
+    fc = curves.get((path, index))
+    if keys is None:
+        if fc is not None:
+            bag.fcurves.remove(fc)
+            del curves[path, index]
+        return
     if fc is None:
-        fc, co = channel_keys(bag, path, index)
-    if fc is None:
-        fc = new_fcurve(bag, path, index, group)
+        fc = curves[path, index] = new_fcurve(bag, path, index, group)
+    elif current is not None and len(current["co"]) == len(keys["co"]) and \
+            np.array_equal(current["co"][:, 0], keys["co"][:, 0]):
+        kp = fc.keyframe_points
+        for a, v in current.items():  # (only the attributes read: the others stay as they are)
+            if not np.array_equal(v, keys[a]):
+                kp.foreach_set(a, np.ascontiguousarray(keys[a]).ravel())
+        return
+    write_keys_exact(fc, keys)
+
+
+MOTION = ("co", "handle_left", "handle_right", "interpolation", "type")  # what a layer key changes
+
+
+def read_motion(fc) -> dict:
+    """The attributes of a curve's keys that the layer changes (``MOTION``), as ``scene_io.read_keys``."""
     kp = fc.keyframe_points
     n = len(kp)
-    if n and not fresh:
-        if co is None:
-            co = np.zeros(2 * n, dtype=np.float32)
-            kp.foreach_get("co", co)
-        x = co[0::2]
-        m, i0 = len(frames), int(np.searchsorted(x, frames[0] - _EPS))
-        if i0 + m <= n and x[i0 + m - 1] == frames[-1] and np.array_equal(x[i0:i0 + m], frames):
-            rows = slice(2 * i0, 2 * (i0 + m))  # one key per written frame, in one block: slices
-        else:
-            at = np.minimum(np.searchsorted(x, frames - _EPS), n - 1)
-            rows = np.stack([2 * at, 2 * at + 1], -1).ravel() if np.all(np.abs(x[at] - frames) < _EPS) else None
-        if rows is not None:
-            hl, hr = np.empty(2 * n, dtype=np.float32), np.empty(2 * n, dtype=np.float32)
-            kp.foreach_get("handle_left", hl)
-            kp.foreach_get("handle_right", hr)
-            if isinstance(rows, slice):
-                co[rows.start + 1:rows.stop:2] = values
-            else:
-                co[rows[1::2]] = values
-            hl[rows] = hr[rows] = co[rows]
-            kp.foreach_set("co", co)
-            kp.foreach_set("handle_left", hl)
-            kp.foreach_set("handle_right", hr)
-            return
-    old = scene_io.read_keys(fc)
-    x = old["co"][:, 0].astype(np.float64)
-    keep_mask = np.ones(len(x), dtype=bool)
-    prot = np.zeros(len(x), dtype=bool)
-    if protected is not None and len(protected):
-        prot = np.isin(np.round(x), protected) & (np.abs(x - np.round(x)) < _EPS)
-    starts = np.flatnonzero(np.diff(frames, prepend=frames[0] - 2) > 1.5)
-    ends = np.append(starts[1:] - 1, len(frames) - 1)
-    for a, b in zip(frames[starts], frames[ends]):  # each run of consecutive frames
-        keep_mask &= ~((x >= a - _EPS) & (x <= b + _EPS))
-    keep_mask |= prot
-    new = _new_rows(np.asarray(frames, np.float64), values)
-    merged = {a: np.concatenate([old[a][keep_mask], new[a]]) for a in old}
-    order = np.argsort(merged["co"][:, 0], kind="stable")
-    merged = {a: v[order] for a, v in merged.items()}
-    # fc.update() recomputes every automatic handle: put back the kept keys' handles exactly, and
-    # give the written keys flat handles on their points, as the fast path does (they are LINEAR)
-    restore = np.concatenate([keep_mask[keep_mask] & ~prot[keep_mask], np.ones(len(frames), bool)])[order]
-    scene_io.write_keys(fc, merged)
-    fixed = scene_io.read_keys(fc)
-    for a in ("handle_left", "handle_right"):
-        fixed[a][restore] = merged[a][restore]
-        kp.foreach_set(a, fixed[a].ravel())
+    out = {}
+    for a in MOTION:
+        out[a] = np.zeros((n, 2) if a in scene_io._VEC2 else n, dtype=np.float32 if a in scene_io._VEC2 else np.int32)
+        kp.foreach_get(a, out[a].ravel())
+    return out
+
+
+def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[int]:
+    """The slider's fast path: on each curve of ``fcs`` (None: no curve) the keys already on every one of
+    ``frames`` (scene frames, sorted) get the new values ``values[:, c]``, one ``foreach_get`` and one
+    ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once.
+    -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
+    belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
+    run of them starts on the frame after an original key)."""
+    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    co = np.empty(2 * int(start[-1]), dtype=np.float32)
+    for c, fc in enumerate(fcs):
+        if sizes[c]:
+            fc.keyframe_points.foreach_get("co", co[2 * start[c]:2 * start[c + 1]])
+    x = co[0::2]
+    rows = np.empty((len(fcs), len(frames)), dtype=np.int64)
+    ok = sizes > 0
+    same = ok.all() and (sizes == sizes[0]).all() and np.array_equal(x.reshape(len(fcs), -1), np.broadcast_to(
+        x[:sizes[0]], (len(fcs), sizes[0])))
+    if same:  # every curve keyed on the same frames (the common case): one search for all
+        rows[:] = np.minimum(np.searchsorted(x[:sizes[0]], frames - _EPS), sizes[0] - 1)[None]
+    else:
+        for c in np.flatnonzero(ok):
+            rows[c] = np.minimum(np.searchsorted(x[start[c]:start[c + 1]], frames - _EPS), sizes[c] - 1)
+    rows += start[:-1, None]
+    ok &= (np.abs(x[np.where(ok[:, None], rows, 0)] - frames[None]) < _EPS).all(1) if len(frames) else ok
+    co[2 * rows[ok] + 1] = values.T[ok]
+    for c in np.flatnonzero(ok):
+        fcs[c].keyframe_points.foreach_set("co", co[2 * start[c]:2 * start[c + 1]])
+    return np.flatnonzero(~ok).tolist()
+
+
+def evaluate_keys(bag, keys: dict | None, times, static: float) -> np.ndarray:
+    """What a curve with ``keys`` (e.g. a stored original) shows at ``times``, as Blender evaluates it:
+    written to a temporary curve of ``bag``, evaluated, removed; ``static`` where there are no keys."""
+    if keys is None or not len(keys["co"]):
+        return np.full(len(times), float(static))
+    fc = new_fcurve(bag, '["splinetween_evaluate"]', 0, "")
+    try:
+        write_keys_exact(fc, keys)
+        return np.array([fc.evaluate(float(t)) for t in times])
+    finally:
+        bag.fcurves.remove(fc)
 
 
 def retime_curve(fc, lo: float, old_hi: float, new_hi: float, keep_inside: bool, protected=()) -> None:
@@ -202,11 +222,13 @@ def retime_curve(fc, lo: float, old_hi: float, new_hi: float, keep_inside: bool,
     write_keys_exact(fc, out)
 
 
-def snapshot(bag, curves) -> list[tuple[str, int, dict | None]]:
-    """``[(data_path, index)]`` -> the curves' keys now (None where a curve does not exist)."""
+def snapshot(bag, curves, found: dict | None = None) -> list[tuple[str, int, dict | None]]:
+    """``[(data_path, index)]`` -> the curves' keys now (None where a curve does not exist); ``found``:
+    the channelbag's ``curve_map``, when already made."""
+    found = curve_map(bag) if found is None else found
     out = []
     for path, index in curves:
-        fc = bag.fcurves.find(path, index=index)
+        fc = found.get((path, index))
         out.append((path, index, None if fc is None else scene_io.read_keys(fc)))
     return out
 
@@ -223,8 +245,9 @@ def key_dtypes() -> dict:
 def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> None:
     """Remove: every snapshotted curve back to its original keys over the range (see
     ``latent_math.merge_restore``); curves the encoding created and left empty are deleted."""
+    found = curve_map(bag)
     for (path, index), orig in original.items():
-        fc = bag.fcurves.find(path, index=index)
+        fc = found.get((path, index))
         cur = None if fc is None else scene_io.read_keys(fc)
         merged = LM.merge_restore(cur, orig, lo, cur_hi, orig_hi)
         if merged is None:
@@ -248,38 +271,66 @@ def drop_raw_animation(obj, bag) -> None:
             ad.drivers.remove(fc)
 
 
-def write_motion(obj, bag, bones, rotation_joints, position_joints, cm_per_unit: float, frames: np.ndarray,
-                 rot: np.ndarray, pos: np.ndarray, protected: np.ndarray, fresh: bool = False) -> None:
-    """Decoded poses (checkpoint convention, ``[n, J, 4]``, ``[n, J, 3]``) at scene ``frames`` ->
-    the driven channels' keys, skipping ``protected`` frames.  Rotations continue, run by run of
-    consecutive frames, from the values the run's first frame holds now (no 360-degree flips)."""
-    basis, loc = rig_math.bvh_to_blender(rig_for(obj, bones, cm_per_unit), rot, pos)
-    keep = ~np.isin(frames, protected)
-    frames, basis, loc = frames[keep], basis[keep], loc[keep]
-    if not len(frames):
-        return
-    runs = np.split(np.arange(len(frames)), np.flatnonzero(np.diff(frames) > 1.5) + 1)
-    channels = driven_channels(obj, bones, rotation_joints, position_joints)
-    keys = {(b, p, i): channel_keys(bag, scene_io.bone_path(b, p), i) for b, p, size, _ in channels
-            for i in range(size)}
-    values, by_mode = {}, {}
-    for bone, prop, size, j in channels:
-        if prop == "location":
-            values[bone, prop] = loc[:, j]
-        else:
-            by_mode.setdefault(obj.pose.bones[bone].rotation_mode, []).append((bone, prop, size, j))
-    for mode, group in by_mode.items():
-        js = [j for _, _, _, j in group]
-        out = np.empty((len(frames), len(group), group[0][2]))
-        for run in runs:
-            f0 = frames[run[0]]
-            start = np.array([[value_at(*keys[b, p, i], f0, getattr(obj.pose.bones[b], p)[i]) for i in range(n)]
-                              for b, p, n, _ in group])
-            out[run] = LM.to_channels(basis[run][:, js], mode, start)
-        for k, (bone, prop, _, _) in enumerate(group):
-            values[bone, prop] = out[:, k]
-    for bone, prop, size, _ in channels:
-        for i in range(size):
-            fc, co = keys[bone, prop, i]
-            write_values(bag, scene_io.bone_path(bone, prop), i, bone, frames, values[bone, prop][:, i], fresh,
-                         protected, fc=fc, co=co)
+def every_frame_blocks(originals: list, lo: int, hi: int) -> dict | None:
+    """The originals of curves keyed on every frame ``lo..hi`` (a BVH import, an in-betweened fill, a
+    resampled range), as stacked in-range ``MOTION`` arrays ``{attr: [C, F, ...]}`` plus ``ok [C]`` (which
+    curves qualify), for :func:`set_every_frame`; None when none does."""
+    frames = np.arange(lo, hi + 1, dtype=np.float32)
+    n = len(frames)
+    ok = np.zeros(len(originals), bool)
+    out = {a: np.zeros((len(originals), n, 2) if a in scene_io._VEC2 else (len(originals), n),
+                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    for c, keys in enumerate(originals):
+        if keys is None or not len(keys["co"]):
+            continue
+        x = keys["co"][:, 0]
+        i0 = int(np.searchsorted(x, lo - _EPS))
+        if i0 + n <= len(x) and np.array_equal(x[i0:i0 + n], frames):
+            ok[c] = True
+            for a in MOTION:
+                out[a][c] = keys[a][i0:i0 + n]
+    return dict(out, ok=ok) if ok.any() else None
+
+
+def set_every_frame(fcs: list, blocks: dict, lo: int, hi: int, frames: np.ndarray, values: np.ndarray,
+                    enums: dict) -> list[int]:
+    """A layout change on curves whose original is keyed on every frame of the range and that still have
+    exactly those keys: inside the range the original's ``MOTION`` attributes, the layer's (``values[:, c]``
+    on scene ``frames``: LINEAR, Generated, flat handles) where it reaches, for every curve in one numpy
+    pass; then per curve one ``foreach_set`` per attribute that changed.  Keys outside the range and the
+    attributes a layer key keeps are not touched.  -> the curves this cannot do (the caller sets them whole)."""
+    n = hi - lo + 1
+    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    buf = {a: np.empty((int(start[-1]), 2) if a in scene_io._VEC2 else int(start[-1]),
+                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    ok = blocks["ok"] & (sizes >= n)
+    for c in np.flatnonzero(ok):
+        fcs[c].keyframe_points.foreach_get("co", buf["co"][start[c]:start[c + 1]].ravel())
+    at = np.zeros(len(fcs), dtype=np.int64)
+    want = np.arange(lo, hi + 1, dtype=np.float32)
+    for c in np.flatnonzero(ok):  # where each curve's keys of the range begin, and that they are all there
+        x = buf["co"][start[c]:start[c + 1], 0]
+        i0 = int(np.searchsorted(x, lo - _EPS))
+        ok[c] = i0 + n <= len(x) and np.array_equal(x[i0:i0 + n], want)
+        at[c] = start[c] + i0
+    cs = np.flatnonzero(ok)
+    for c in cs:
+        for a in MOTION[1:]:
+            fcs[c].keyframe_points.foreach_get(a, buf[a][start[c]:start[c + 1]].ravel())
+    rows = at[cs, None] + np.arange(n)[None]  # [C', F]: each curve's keys of the range in the buffers
+    rel = np.asarray(frames, np.int64) - lo
+    target = {a: blocks[a][cs].copy() for a in MOTION}
+    target["co"][:, rel, 1] = values.T[cs]
+    for a in ("handle_left", "handle_right"):
+        target[a][:, rel] = target["co"][:, rel]
+    target["interpolation"][:, rel] = enums["interpolation"]
+    target["type"][:, rel] = enums["type"]
+    changed = {a: (buf[a][rows] != target[a]).reshape(len(cs), -1).any(1) for a in MOTION}
+    for a in MOTION:
+        buf[a][rows] = target[a]
+    for k, c in enumerate(cs):
+        for a in MOTION:
+            if changed[a][k]:
+                fcs[c].keyframe_points.foreach_set(a, buf[a][start[c]:start[c + 1]].ravel())
+    return np.flatnonzero(~ok).tolist()

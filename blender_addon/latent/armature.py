@@ -1,114 +1,126 @@
-"""The armature adapter of latent controls: decode into F-curves, Bake, Remove, Resample.
+"""The armature adapter of latent controls: the edit layer on F-curves, Bake, Remove (the layer's
+frames are computed in ``armature_layer``, Resample is ``armature_resample``).
 
-``sync`` is the one place that writes decoded motion: it decodes the segments whose signature
-differs from what their keys show and writes only those frames.  Decoded segments are cached by
-fingerprint, so a slider moved back decodes to the very same keys.  Every check and the backend
-call come before the first write: a refusal leaves the scene exactly as it was.
+Latent edits are a layer over the range's original motion (``core.layer_math``): Encode writes no
+key; a segment whose raw points and sliders are the encoded ones shows the original keys themselves
+(``base``: the user's keys, or the fill an in-betweened range was made with), and an edited one shows
+original + (decode(edited) - decode(encoded)) on every frame it reaches.  ``sync`` is the one place
+that writes: it compares each segment's signature (what its frames show) with its inputs, decodes
+what it needs (cached by fingerprint, so a slider moved back decodes to the very same numbers) and
+writes only changed frames when the layout of written frames stays, whole curves when it changes.
+Every check and the backend call come before the first write: a refusal leaves the scene as it was.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from .. import bridge, preferences
+from .. import preferences
 from ..core import latent_math as LM
+from ..core import layer_math as L
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from . import armature_layer as layer
 from . import core as latent
 
-decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
-DECODED_MAX = 512
+_bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
 
 
 def forget(token: str) -> None:
-    """Drop the decoded segments of a range that is going away."""
-    for k in [k for k in decoded if k[0] == token]:
-        del decoded[k]
+    """Drop the decoded segments and unpacked originals of a range that is going away."""
+    layer.forget(token)
+    for cache in (_bases, _blocks):
+        for k in [k for k in cache if k[0] == token]:
+            del cache[k]
 
 
 def protected(st) -> np.ndarray:
-    """Scene frames never written: the keys of an in-betweened range."""
+    """Frames (relative to the range start) never written: the keys of an in-betweened range."""
     if st.kind != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
     keys = latent.array(st, "keys", dtype=np.int64)
-    return np.array([st.frame_start + LM.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
+    return np.array([LM.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
 
 
-def decode(obj, st, path: Path, settings, raw, need, bounds, sigs) -> dict:
-    """Decoded ``(rot, pos)`` of the segments in ``need``, from the cache or one backend request."""
-    todo = [s for s in need if (st.token, s, sigs[s]) not in decoded]
-    if todo:
-        m = len(latent.names(st))
-        segs = [st.segments[s] for s in todo]
-        keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
-        header = {"op": "decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
-                  "segments": [[seg.start, seg.end] for seg in segs],
-                  "lengths": [bounds[s][1] - bounds[s][0] + 1 for s in todo],
-                  "amplify": [seg.amplify for seg in segs], "timing": [seg.timing for seg in segs],
-                  "principal": [list(seg.principal[:m]) for seg in segs], "keys": keys}
-        j = len(st["bones"])
-        arrays = {"points": raw[todo], "origins": latent.array(st, "origins", (-1, 3))[todo],
-                  "template": latent.array(st, "template", (j, 3))}
-        if keys:
-            arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), j, 4))
-            arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), j, 3))
-        try:
-            _, out = bridge.request(settings, header, arrays)
-        except bridge.BridgeError as e:
-            raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-        rot, pos = out["rotations"], out["positions"]
-        if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(header["lengths"]):
-            raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
-        at = np.cumsum([0] + header["lengths"])
-        for k, s in enumerate(todo):
-            decoded[st.token, s, sigs[s]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
-    parts = {}
-    for s in need:
-        decoded.move_to_end((st.token, s, sigs[s]))
-        parts[s] = decoded[st.token, s, sigs[s]]
-    while len(decoded) > DECODED_MAX:
-        decoded.popitem(last=False)
-    return parts
+def bones_of(st) -> tuple[list[str], set, set]:
+    return (list(st["bones"]), set(latent.array(st, "rotation_joints", dtype=int).tolist()),
+            set(latent.array(st, "position_joints", dtype=int).tolist()))
 
 
-def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
-    """Re-decode and write the segments whose keys do not show their inputs; True if any was.
-    Decoded segments join their neighbours at the shared end frames (mean of both sides, as
-    ``Engine.decode``) and only those frames are written."""
+def channels_of(obj, st) -> list:
+    bones, rj, pj = bones_of(st)
+    missing = [b for b in bones if b not in obj.pose.bones]
+    if missing:
+        raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
+                      "latent controls")
+    return latent_io.channel_list(obj, bones, rj, pj)
+
+
+def base_values(st, channels) -> np.ndarray:
+    """The original's channel values on every frame of the range ``[frames, C]``."""
+    return latent.array(st, "base_values", (st.frames, len(channels)))
+
+
+def base_keys(st) -> dict:
+    """The original's keys per curve (the user's curves, or the in-betweened fill), unpacked once per version."""
+    key = (st.token, st.base_version)
+    if key not in _bases:
+        g = st["base"] if "base" in st else st["original"]
+        _bases[key] = LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+    return _bases[key]
+
+
+_blocks: dict = {}  # (token, base_version, frames, modes) -> latent_io.every_frame_blocks of the original
+
+
+def every_frame(st, channels, originals) -> dict | None:
+    """The original's keys of the range, stacked for a layout change in one pass (``latent_io.set_every_frame``)."""
+    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
+    if key not in _blocks:
+        for k in [k for k in _blocks if k[0] == st.token]:
+            del _blocks[k]
+        _blocks[key] = latent_io.every_frame_blocks(
+            [originals.get((scene_io.bone_path(b, p), i)) for b, p, i, _ in channels], st.frame_start, st.frame_end)
+    return _blocks[key]
+
+
+def original_keys(st) -> dict:
+    g = st["original"]
+    return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+
+
+def sync(obj, context=None, force: bool = False) -> bool:
+    """Write the frames whose keys do not show their segment's inputs; True if any was.  A segment at
+    its encoded inputs shows the original keys, bit for bit."""
     st = obj.splinetween_latent
     if not st.active:
         return False
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw)
-    count = len(st.segments)
-    changed = [s for s in range(count) if force or sigs[s] != st.segments[s].signature]
+    nsigs = latent.neutral_signatures(st, bounds)
+    shown = [seg.signature for seg in st.segments]
+    changed = [s for s in range(len(bounds)) if force or sigs[s] != shown[s]]
     if not changed:
         return False
-    path, why = latent.checkpoint_for(st, context)
-    if path is None:
-        raise Refusal(why)
-    seams = st.kind == "AUTOENCODER"
-    need = sorted(set(changed) | ({n for s in changed for n in (s - 1, s + 1) if 0 <= n < count} if seams else set()))
-    parts = decode(obj, st, path, preferences.settings(context), raw, need, bounds, sigs)
-    frames = {}
-    for s in changed:
-        rot, pos = LM.segment_values(parts, s, count, seams)
-        for k, f in enumerate(range(bounds[s][0], bounds[s][1] + 1)):
-            frames[f] = (rot[k], pos[k])
-    for s in (need if seams else ()):  # an unchanged neighbour eases into the seams it shares with changed ones
-        if s in changed:
-            continue
-        sides = (s - 1 in changed, s + 1 in changed)
-        rot, pos = LM.segment_values(parts, s, count, seams, sides)
-        r = len(LM.ramp(len(rot)))
-        for k in [*(range(r) if sides[0] else ()), *(range(len(rot) - r, len(rot)) if sides[1] else ())]:
-            frames[bounds[s][0] + k] = (rot[k], pos[k])
-    order = sorted(frames)
-    write(obj, st, np.array(order), np.stack([frames[f][0] for f in order]),
-          np.stack([frames[f][1] for f in order]), fresh)
+    bag = scene_io.channelbag(obj)
+    if bag is None:
+        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
+    channels = channels_of(obj, st)
+    seams, prot = st.kind == "AUTOENCODER", protected(st)
+    edited = L.edited_segments(sigs, nsigs)
+    whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
+    frames = L.reach(bounds, edited if whole else changed, seams, protected=prot)
+    base = base_values(st, channels)
+    values = np.zeros((0, len(channels)))
+    if len(frames):
+        path, why = latent.checkpoint_for(st, context)
+        if path is None:
+            raise Refusal(why)
+        frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
+                                      frames, channels, base)
+    write(obj, st, bag, channels, frames, values, base, whole)
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -118,44 +130,78 @@ def sync(obj, context=None, force: bool = False, fresh: bool = False) -> bool:
     return True
 
 
-def write(obj, st, rel: np.ndarray, rot: np.ndarray, pos: np.ndarray, fresh: bool = False) -> None:
-    """Decoded frames (relative to the range start) -> the driven channels' keys."""
-    bag = scene_io.channelbag(obj)
-    if bag is None:
-        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    missing = [b for b in st["bones"] if b not in obj.pose.bones]
-    if missing:
-        raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
-                      "latent controls")
-    latent_io.write_motion(obj, bag, list(st["bones"]), set(latent.array(st, "rotation_joints", dtype=int).tolist()),
-                           set(latent.array(st, "position_joints", dtype=int).tolist()), st.cm_per_unit,
-                           (st.frame_start + rel).astype(np.float64), rot, pos, protected(st), fresh)
+def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool) -> None:
+    """Layered values at ``frames`` (relative) -> the curves.  Not ``whole``: only those frames' values
+    change (each already has a key); ``whole``: every driven curve is set to the original keys of the
+    range with the layer keyed on its frames (and the frames between them and the original's nearest
+    keys, keyed with the original's own values)."""
+    curves = latent_io.curve_map(bag)
+    lo, hi = st.frame_start, st.frame_end
+    absolute = frames + lo
+    fcs = [curves.get((scene_io.bone_path(bone, prop), i)) for bone, prop, i, _ in channels]
+    originals, enums = base_keys(st), latent_io.new_key_enums()
+    if not whole:
+        redo = latent_io.overwrite_values(fcs, absolute, values)
+    else:
+        blocks = every_frame(st, channels, originals)
+        redo = latent_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
+            list(range(len(channels)))
+    if not redo:
+        return
+    for c in redo:
+        bone, prop, i, _ = channels[c]
+        path = scene_io.bone_path(bone, prop)
+        fc = curves.get((path, i))
+        orig = originals.get((path, i))
+        base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
+        keyed = L.written_frames(base_x, absolute, lo, hi)
+        vals = base[keyed - lo, c].copy()
+        vals[np.searchsorted(keyed, absolute)] = values[:, c]
+        now = latent_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
+        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, latent_io.MOTION) if now is not None else None
+        if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
+            now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
+            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
+        latent_io.set_curve(bag, curves, path, i, bone, keys, now)
 
 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
-            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot,
-            keys=None, key_rotations=None, key_positions=None) -> None:
-    """Store a latent range on the object: bookkeeping, raw control points, original keys."""
+            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
+            principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
+            key_positions=None) -> None:
+    """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
+    and its original (``base`` keys when they differ from those before, ``values`` on every frame)."""
     st = obj.splinetween_latent
     latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
-                     principal_names=principal_names)
+                            principal_names=principal_names, principal_descriptions=principal_descriptions,
+                            fidelity=fidelity)
     with latent.suspended():
         st.cm_per_unit = float(cm_per_unit)
-        st["bones"] = list(bones)
-        st["rotation_joints"] = np.asarray(rotation_joints, dtype=np.int32)
-        st["position_joints"] = np.asarray(position_joints, dtype=np.int32)
-        st["origins"] = np.asarray(origins, dtype=np.float64).ravel()
-        st["template"] = np.asarray(template, dtype=np.float64).ravel()
+        latent.store(st, "bones", list(bones))
+        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
+        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
+        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
+        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
         if keys is not None:
-            st["keys"] = np.asarray(keys, dtype=np.int32)
-            st["key_rotations"] = np.asarray(key_rotations, dtype=np.float64).ravel()
-            st["key_positions"] = np.asarray(key_positions, dtype=np.float64).ravel()
-        st["original"] = LM.pack_curves(snapshot)
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
+            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+        latent.store(st, "original", LM.pack_curves(snapshot))
+        if base is not None:
+            latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
+        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
+        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
+            seg.signature = sig  # the keys show the original: every segment at neutral
 
 
-def original_keys(st) -> dict:
-    g = st["original"]
-    return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+def replace_refusal(obj) -> str:
+    """Why Inbetween stops on an armature with latent controls, and the option that lets it go on."""
+    st = obj.splinetween_latent
+    made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+    return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} (from {made}); Inbetween "
+            "would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, or run "
+            "Inbetween with replace_latent=True (the batch: --replace-latent); nothing was changed")
 
 
 def bake(obj) -> str:
@@ -181,41 +227,5 @@ def remove(obj) -> str:
 
 
 def resample(obj, settings, frames: int) -> str:
-    """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
-    compresses from its start, later keys move with its end, and the sliders keep working."""
-    st = obj.splinetween_latent
-    path, nothing = latent.resample_checkpoint(obj, st, frames)
-    if path is None:
-        return nothing
-    bag = scene_io.channelbag(obj)
-    if bag is None:
-        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    src = [(seg.start, seg.end) for seg in st.segments]
-    raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw, frames)
-    decode(obj, st, path, settings, raw, range(len(src)), bounds, sigs)  # may refuse: nothing written yet
-    if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all
-        have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
-        extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
-                 if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
-        orig = original_keys(st)
-        merged = [(p, i, k) for (p, i), k in orig.items()] + latent_io.snapshot(bag, extra)
-        with latent.suspended():
-            st["original"] = LM.pack_curves(merged)
-            st.snapshot_all = True
-    channels = set()
-    bones = list(st["bones"])
-    rj = set(np.array(st["rotation_joints"]).tolist())
-    pj = set(np.array(st["position_joints"]).tolist())
-    for b, p, size, _ in latent_io.driven_channels(obj, bones, rj, pj):
-        channels |= {(scene_io.bone_path(b, p), i) for i in range(size)}
-    keep = protected(st)
-    lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
-    for fc in list(bag.fcurves):
-        written = (fc.data_path, fc.array_index) in channels
-        latent_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
-    old = st.frames
-    with latent.suspended():
-        st.frames = frames
-    sync(obj, force=True, fresh=True)
-    return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"
+    from . import armature_resample
+    return armature_resample.resample(obj, settings, frames)

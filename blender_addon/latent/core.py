@@ -48,13 +48,20 @@ def names(st) -> list[str]:
     return [n for n in st.principal_names.split("\n") if n]
 
 
+def descriptions(st) -> list[str]:
+    """One sentence per principal direction (from the checkpoint), or "" where it has none."""
+    out = st.principal_descriptions.split("\n") if st.principal_descriptions else []
+    return (out + [""] * len(names(st)))[:len(names(st))]
+
+
 def checkpoint_meta(path) -> dict:
-    """Task, minimum frames, latent size and principal-direction names, from a checkpoint's JSON."""
+    """Task, minimum frames, latent size and principal-direction names and descriptions, from a checkpoint's JSON."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         info = doc.get("info", {})
         return {"task": info.get("task", "autoencoder"), "min_frames": int(info.get("config", {}).get("min_window", 2)),
-                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", []))}
+                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", [])),
+                "principal_descriptions": list(info.get("principal_descriptions", []))}
     except OSError as e:
         raise Refusal(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > Add-ons > "
                       "Splinetween") from None
@@ -76,13 +83,14 @@ def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not."""
     stored = Path(st.checkpoint)
+    if LM.checkpoint_hash(stored) == st.checkpoint_hash:
+        return stored, ""
     try:
-        candidates = [stored, configured_checkpoint(st.kind, context, is_mesh(st))]
+        configured = configured_checkpoint(st.kind, context, is_mesh(st))
     except bridge.BridgeError:
-        candidates = [stored]
-    for c in candidates:
-        if LM.checkpoint_hash(c) == st.checkpoint_hash:
-            return c, ""
+        configured = None
+    if configured is not None and LM.checkpoint_hash(configured) == st.checkpoint_hash:
+        return configured, ""
     what = "is missing" if LM.checkpoint_hash(stored) is None else "has changed since encoding"
     return None, (f"the checkpoint that encoded this range ({stored.name}) {what}: sliders are off; "
                   "Bake keeps the motion, Remove restores the original keys")
@@ -134,6 +142,14 @@ def read_raw(obj, st) -> np.ndarray:
     return out
 
 
+def store(group, key: str, value) -> None:
+    """``group[key] = value`` for an ID property, an existing one deleted first: bpy 5.0.1 copies a longer
+    numpy array into the old, shorter buffer in place (a heap overflow that aborts Blender later on)."""
+    if key in group:
+        del group[key]
+    group[key] = value
+
+
 def array(st, key, shape=None, dtype=np.float64):
     a = np.array(st[key], dtype=dtype)
     return a.reshape(shape) if shape is not None else a
@@ -145,18 +161,55 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     src = [(seg.start, seg.end) for seg in st.segments]
     bounds = LM.output_bounds(src, st.source_frames, frames)
     m = len(names(st))
-    sigs = [LM.signature(raw[s], seg.amplify, seg.timing, tuple(seg.principal[:m]), bounds[s][1] - bounds[s][0] + 1)
+    sigs = [LM.signature(raw[s], seg.amplify, seg.timing, tuple(x + 0.0 for x in seg.principal[:m]),
+                         bounds[s][1] - bounds[s][0] + 1)
             for s, seg in enumerate(st.segments)]
     return bounds, sigs
 
 
+def encoded_points(st) -> np.ndarray:
+    """The control points Encode (or Inbetween) made ``[S, 4, d]``: the layer's neutral."""
+    if "encoded_points" not in st:
+        raise Refusal("this range was encoded by an earlier Splinetween, before latent edits became a layer; "
+                      "Bake keeps its motion as keys, Remove restores the original keys (then Encode again)")
+    return array(st, "encoded_points", (len(st.segments), LM.POINTS, st.latent_size))
+
+
+def neutral_signatures(st, bounds) -> list[str]:
+    """What each segment's signature is when its inputs are the encoded ones (the layer adds nothing)."""
+    pts, zeros = encoded_points(st), (0.0,) * len(names(st))
+    return [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+
+
+def neutral_edits(st) -> list[tuple[float, float, list]]:
+    """(amplify, timing, principal) of every segment at neutral."""
+    return [(1.0, 0.0, [0.0] * len(names(st)))] * len(st.segments)
+
+
+def fidelity(st) -> np.ndarray | None:
+    """Per segment ``[deg, cm]`` (a mesh: ``[error, percent]``) of the model's neutral decode against the
+    encoded motion, or None (an in-betweened range: its original is the model's own fill)."""
+    return array(st, "fidelity", (-1, 2)) if "fidelity" in st else None
+
+
+def new_base_version(st) -> None:
+    """The original (base) of the layer changed: decoded and unpacked copies keyed by the old one go stale."""
+    st.base_version = uuid.uuid4().hex[:16]
+
+
 def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, segments, points,
-                     principal_names) -> None:
-    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points."""
+                     principal_names, principal_descriptions=(), fidelity=None) -> None:
+    """What every latent range has (armature or mesh): bookkeeping, segments, raw control points and
+    the encoded ones (the layer's neutral), and the fidelity readout when there is one."""
     st = obj.splinetween_latent
     points = np.asarray(points, dtype=np.float64)
     with suspended():
         st.active, st.kind = True, kind
+        store(st, "encoded_points", points.ravel())
+        if fidelity is not None:
+            store(st, "fidelity", np.asarray(fidelity, dtype=np.float64).ravel())
+        st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
+        new_base_version(st)
         st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
         st.token = uuid.uuid4().hex[:16]
         st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
@@ -170,20 +223,31 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
         for s, (a, b) in enumerate(segments):
             for c in range(LM.POINTS):
                 name = LM.raw_name(s, c)
-                obj[name] = points[s, c]
+                store(obj, name, points[s, c])
                 obj.id_properties_ui(name).update(
                     min=-hard, max=hard, soft_min=-soft, soft_max=soft, precision=4,
                     description=f"Segment {s + 1} (frames {start + a}-{start + b}), control point {c + 1} of "
                                 f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
                                 f"{NOUN.get(obj.type, 'motion')}")
+    obj.update_tag(refresh={"TIME"})  # new animatable properties: evaluated (keys, drivers) from the next update
 
 
 def clear(obj) -> None:
     """Drop every trace of the latent range (raw properties, their keys and drivers, bookkeeping);
-    the adapter forgets its decoded parts first."""
+    the adapter forgets its decoded parts first.  The property group itself stays, emptied and
+    inactive: scripts and add-ons hold Python references to it, and freeing it under them
+    (``property_unset``) crashed Blender on their next read."""
     with suspended():
         for key in [k for k in obj.keys() if k.startswith(LM.RAW_PREFIX)]:
             del obj[key]
         latent_io.drop_raw_animation(obj, scene_io.channelbag(obj))
-        obj.property_unset("splinetween_latent")
+        st = obj.splinetween_latent
+        rna = {p.identifier: p for p in st.bl_rna.properties if p.identifier != "rna_type"}
+        for key in [k for k in st.keys() if k not in rna]:  # the bookkeeping arrays
+            del st[key]
+        for name, prop in rna.items():
+            if prop.type == "COLLECTION":
+                getattr(st, name).clear()
+            elif not prop.is_readonly:
+                st.property_unset(name)
     obj.update_tag(refresh={"TIME"})

@@ -12,11 +12,12 @@ import numpy as np
 
 from .. import bridge
 from ..core import latent_math as LM
+from ..core import layer_math as L
 from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
-from . import armature
+from . import armature, armature_layer
 from . import core as latent
 
 
@@ -39,7 +40,8 @@ def action_range(obj) -> tuple[int, int]:
 
 
 def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fps: float = 30.0) -> str:
-    """Encode scene frames ``start..end`` of the armature's driven channels and write the decode."""
+    """Encode scene frames ``start..end`` of the armature's driven channels.  Nothing is written: the
+    keys stay the user's, and the sliders edit them as a layer (``armature``)."""
     t0 = time.perf_counter()
     if obj is not None and obj.type == "ARMATURE" and obj.splinetween_latent.active:
         raise Refusal(f"{obj.name} already has latent controls (frames {obj.splinetween_latent.frame_start}-"
@@ -66,48 +68,49 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"{obj.name} does not match the model's skeleton ({path.name}): {e}") from None
     rig = scene_io.rig_frames(obj, bones, info.offsets)
     frames = np.arange(start, end + 1, dtype=np.float64)
-    rot, pos = rig_math.blender_to_bvh(rig, *latent_io.read_pose(obj, bag, bones, frames))
+    curves = latent_io.curve_map(bag)
+    channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
+    values = latent_io.read_values(obj, bag, channels, frames, curves)
+    rot, pos = rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, values))
     bad = ~(np.isfinite(rot).all((1, 2)) & np.isfinite(pos).all((1, 2)))
     if bad.any():
         raise Refusal(f"the curves hold NaN or infinite values at frame(s) {frames[bad][:5].astype(int).tolist()}")
-    header = {"op": "encode", "checkpoint": str(path), "frame_time": 1.0 / fps}
+    header = {"op": "encode", "checkpoint": str(path), "frame_time": 1.0 / fps, "decode": True}
     try:
         reply, out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "rotations": rot,
                                                        "positions": pos})
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-    channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
-    snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, size, _ in channels
-                                    for i in range(size)])
+    snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
+                              curves)
     armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
-                   rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                   cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
-                   origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
-                   snapshot=snap)
-    try:
-        armature.sync(obj, force=True, fresh=True)
-    except Refusal:
-        armature.forget(obj.splinetween_latent.token)
-        latent.clear(obj)
-        raise
+                     rotation_joints=info.rotation_joints, position_joints=info.position_joints,
+                     cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
+                     origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
+                     principal_descriptions=reply.get("principal_descriptions", ()),
+                     fidelity=reply.get("fidelity"), snapshot=snap, values=values)
+    armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
+    poor = L.fidelity_problem(reply["fidelity"])
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
-            f"in {1e3 * (time.perf_counter() - t0):.0f} ms")
+            f"in {1e3 * (time.perf_counter() - t0):.0f} ms; the keys are unchanged"
+            + (f". {poor}" if poor else ""))
 
 
 def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_rot, key_pos, reply, out,
                       snap, out_rot, out_pos) -> None:
-    """After Inbetween wrote every frame between its keys: keep its control points editable."""
+    """After Inbetween wrote every frame between its keys: keep its control points editable.  The fill
+    it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores."""
     points = np.asarray(out["points"], dtype=np.float64)
     n = keys[-1] + 1
+    bag = scene_io.channelbag(obj)
+    curves = latent_io.curve_map(bag)
+    channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
+    values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
+    base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
+                              curves)
     armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
-                   rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                   cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
-                   template=out["template"], principal_names=[], snapshot=snap, keys=keys,
-                   key_rotations=key_rot, key_positions=key_pos)
-    st = obj.splinetween_latent
-    bounds, sigs = latent.plan(st, points)
-    with latent.suspended():
-        for s, (a, b) in enumerate(bounds):  # the keys show the neutral decode: prime the cache with it
-            armature.decoded[st.token, s, sigs[s]] = (out_rot[a:b + 1], out_pos[a:b + 1])
-            st.segments[s].signature = sigs[s]
+                     rotation_joints=info.rotation_joints, position_joints=info.position_joints,
+                     cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
+                     template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
+                     keys=keys, key_rotations=key_rot, key_positions=key_pos)

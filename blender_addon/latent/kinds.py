@@ -6,6 +6,7 @@ the handlers and the batch call these functions, which pick the adapter by the o
 """
 from __future__ import annotations
 
+from ..core import latent_math as LM
 from ..core.errors import Refusal
 from . import armature, mesh
 from . import core as latent
@@ -43,15 +44,19 @@ def resample(obj, settings, frames: int) -> str:
 
 
 def reset(obj, segment: int | None = None) -> str:
-    """Sliders back to neutral (one segment, or all) and the raw points back to the encoded ones."""
+    """Sliders back to neutral (one segment, or all) and the raw points back to the encoded ones: the
+    segment shows its original again, bit for bit."""
     st = latent.controls_of(obj)
     which = range(len(st.segments)) if segment is None else [segment]
     if segment is not None and not 0 <= segment < len(st.segments):
         raise Refusal(f"there is no segment {segment + 1}")
+    points = latent.encoded_points(st)
     with latent.suspended():
         for s in which:
             seg = st.segments[s]
             seg.amplify, seg.timing, seg.principal = 1.0, 0.0, (0.0,) * len(seg.principal)
+            for c in range(LM.POINTS):
+                obj[LM.raw_name(s, c)][:] = points[s, c]
     sync(obj)
     return f"Reset {'all segments' if segment is None else f'segment {segment + 1}'}"
 

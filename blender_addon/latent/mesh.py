@@ -3,7 +3,10 @@
 The same bookkeeping as armatures (``Object.splinetween_latent``: segments, sliders, raw control
 points ``splinetween_sNN_cK`` as ID properties, see ``latent``), but the decode is written to a PC2
 file read by a MeshCache modifier (``mesh_cache``) instead of F-curves.  The mesh data and the
-other modifiers are never changed.  ``cache_fingerprint`` names what the file holds; when the
+other modifiers are never changed.  Edits are a layer, as for armatures: the file holds the
+range's original (the evaluated vertices Encode Mesh read, to float32, or the fill Inbetween Mesh made)
+wherever the sliders and raw points are the encoded ones, and original + (decode(edited) -
+decode(encoded)) where they are not.  ``cache_fingerprint`` names what the file holds; when the
 file no longer holds it (an undo restored older sliders, the file was deleted, another session)
 every segment is decoded and written again.  Every check and the backend call come before the
 first change: a refusal leaves the object, its modifiers and the files as they were.
@@ -12,21 +15,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from .. import bridge
 from ..core import latent_math as LM
+from ..core import layer_math as L
 from ..core import mesh_math
 from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..io import mesh as mesh_io
 from . import core as latent
+from .mesh_layer import forget, layered, prime, request
 
-_parts: OrderedDict = OrderedDict()  # (token, segment, signature) -> vertices float32 [m, V, 3]
-_PARTS_BYTES = 512 << 20
 
 
 def meta(path: Path, task: str) -> dict:
@@ -88,71 +89,6 @@ def _cache_path(context, obj, what: str) -> Path:
     return path
 
 
-def _request(settings, header: dict, arrays: dict) -> tuple[dict, dict]:
-    try:
-        return bridge.request(settings, header, arrays)
-    except bridge.BridgeError as e:
-        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-
-
-def _keep(st, s: int, sig: str, vertices: np.ndarray) -> None:
-    _parts[st.token, s, sig] = vertices
-    _parts.move_to_end((st.token, s, sig))
-    total = sum(v.nbytes for v in _parts.values())
-    while total > _PARTS_BYTES and len(_parts) > 1:
-        _, old = _parts.popitem(last=False)
-        total -= old.nbytes
-
-
-def forget(token: str) -> None:
-    for k in [k for k in _parts if k[0] == token]:
-        del _parts[k]
-
-
-def _prime(st, points: np.ndarray, vertices: np.ndarray) -> None:
-    """The backend's neutral decode is what the sliders at neutral decode to: cache it per segment.
-    ``vertices``: an in-betweened range's frames (segments share their key frames), or an encoded
-    range's segments laid one after the other (as ``mesh_decode`` answers)."""
-    bounds, sigs = latent.plan(st, points)
-    at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
-    for s, (a, b) in enumerate(bounds):
-        part = vertices[a:b + 1] if st.kind == "INBETWEEN" else vertices[at[s]:at[s + 1]]
-        _keep(st, s, sigs[s], np.ascontiguousarray(part))
-
-
-def _key_frames(st) -> np.ndarray:
-    return np.asarray(st["key_frames"], dtype=np.float32).reshape(-1, st.num_vertices, 3)
-
-
-def decode(st, path: Path, settings, raw: np.ndarray, bounds, sigs) -> list[np.ndarray]:
-    """Every segment's vertices, from the cache or one backend request for the missing ones."""
-    todo = [s for s in range(len(st.segments)) if (st.token, s, sigs[s]) not in _parts]
-    if todo:
-        m = len(latent.names(st))
-        segs = [st.segments[s] for s in todo]
-        keys = np.asarray(st["keys"], dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
-        header = {"op": "mesh_decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
-                  "segments": [[seg.start, seg.end] for seg in segs],
-                  "lengths": [bounds[s][1] - bounds[s][0] + 1 for s in todo],
-                  "amplify": [seg.amplify for seg in segs], "timing": [seg.timing for seg in segs],
-                  "principal": [list(seg.principal[:m]) for seg in segs], "keys": keys}
-        arrays = {"points": raw[todo]}
-        if keys:
-            arrays["key_frames"] = _key_frames(st)
-        _, out = _request(settings, header, arrays)
-        v = out["vertices"]
-        if v.shape[1:] != (st.num_vertices, 3) or len(v) != sum(header["lengths"]) or not np.isfinite(v).all():
-            raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
-        at = np.cumsum([0] + header["lengths"])
-        for k, s in enumerate(todo):
-            _keep(st, s, sigs[s], v[at[k]:at[k + 1]])
-    parts = []
-    for s in range(len(st.segments)):
-        _parts.move_to_end((st.token, s, sigs[s]))
-        parts.append(_parts[st.token, s, sigs[s]])
-    return parts
-
-
 def modifier(obj, st):
     mod = mesh_cache.find(obj, st.cache_uid)
     if mod is None:
@@ -174,7 +110,8 @@ def _sharing(obj, path: Path) -> str | None:
 
 
 def sync(obj, context=None, force: bool = False) -> bool:
-    """Decode and write the cache file when it does not show the raw points and sliders; True if written."""
+    """Write the cache file when it does not show the raw points and sliders (the original where they
+    are the encoded ones, the layer elsewhere); True if written."""
     from .. import preferences
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
@@ -188,11 +125,13 @@ def sync(obj, context=None, force: bool = False) -> bool:
     if other:
         raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
                       f"Remove or Bake the latent controls of one of them (and Encode it again)")
-    ckpt, why = latent.checkpoint_for(st, context)
-    if ckpt is None:
-        raise Refusal(why)
-    parts = decode(st, ckpt, preferences.settings(context), raw, bounds, sigs)
-    frames = bridge.numpy_module("mesh").join_frames(parts, seams=st.kind == "AUTOENCODER")
+    nsigs = latent.neutral_signatures(st, bounds)
+    ckpt = None
+    if L.edited_segments(sigs, nsigs):
+        ckpt, why = latent.checkpoint_for(st, context)
+        if ckpt is None:
+            raise Refusal(why)
+    frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, nsigs)
     try:
         fp = mesh_cache.write(path, frames, st.frame_start)
     except mesh_cache.CacheRefusal as e:
@@ -208,21 +147,25 @@ def sync(obj, context=None, force: bool = False) -> bool:
     return True
 
 
-def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, vertices, cache,
-             num_vertices, keys=None, key_frames=None) -> None:
-    """Bookkeeping, raw points, the modifier, then the file; undone when the file cannot be written
-    (a file that was there before, unused, stays as it was)."""
+def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, cache,
+             num_vertices, neutral=None, keys=None, key_frames=None, principal_descriptions=(),
+             fidelity=None) -> None:
+    """Bookkeeping, raw points, the original (``base``: the frames read, or the fill), the modifier, then
+    the file; undone when the file cannot be written (a file that was there before, unused, stays)."""
     existed = cache.exists()
     latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
-                            points=points, principal_names=principal_names)
+                            points=points, principal_names=principal_names,
+                            principal_descriptions=principal_descriptions, fidelity=fidelity)
     st = obj.splinetween_latent
     with latent.suspended():
         st.num_vertices = int(num_vertices)
+        latent.store(st, "base_frames", np.ascontiguousarray(base, dtype=np.float32).ravel())
         if keys is not None:
-            st["keys"] = np.asarray(keys, dtype=np.int32)
-            st["key_frames"] = np.ascontiguousarray(key_frames, dtype=np.float32).ravel()
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
         st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
-    _prime(st, np.asarray(points, dtype=np.float64), vertices)
+    if neutral is not None:
+        prime(st, neutral)
     try:
         sync(obj, context, force=True)
     except Refusal:
@@ -246,16 +189,19 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     cache = _cache_path(context, obj, "encoded")
     frames = _read(context, obj, start, end)
     _check_vertices(obj, frames.shape[1], m, ckpt)
-    reply, out = _request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
+    reply, out = request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
                           {"frames": frames})
     t1 = time.perf_counter()
     _install(context, obj, kind="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
-             points=out["points"], principal_names=reply["principal_names"], vertices=out["vertices"], cache=cache,
-             num_vertices=frames.shape[1])
+             points=out["points"], principal_names=reply["principal_names"], base=frames, neutral=out["vertices"],
+             cache=cache, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
+             principal_descriptions=reply.get("principal_descriptions", ()))
     s = len(reply["segments"])
+    poor = L.fidelity_problem(reply["fidelity"], mesh=True)
     return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control "
             f"points in {1e3 * (time.perf_counter() - t0):.0f} ms (model {1e3 * reply.get('seconds', 0):.0f} ms, "
-            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows the decode from {cache.name}")
+            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {cache.name} "
+            "until a slider moves" + (f". {poor}" if poor else ""))
 
 
 def key_frames(mode: str, start: int, end: int, step: int, text: str) -> list[int]:
@@ -285,10 +231,10 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
     frames = _read(context, obj, start, end, frames=keys)
     _check_vertices(obj, frames.shape[1], m, ckpt)
     rel = [k - start for k in keys]
-    reply, out = _request(settings, {"op": "mesh_inbetween", "checkpoint": str(ckpt), "keys": rel, "name": obj.name},
+    reply, out = request(settings, {"op": "mesh_inbetween", "checkpoint": str(ckpt), "keys": rel, "name": obj.name},
                           {"key_frames": frames})
     _install(context, obj, kind="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
-             segments=reply["segments"], points=out["points"], principal_names=[], vertices=out["vertices"],
+             segments=reply["segments"], points=out["points"], principal_names=[], base=out["vertices"],
              cache=cache, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
     return (f"Filled frames {start}-{end} of {obj.name} between {len(keys)} key frames in "
             f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {cache.name}")
@@ -326,16 +272,23 @@ def remove(obj) -> str:
 
 def resample(obj, settings, frames: int) -> str:
     """Decode into ``frames`` frames (2x, 4x: slow motion with a sample on every frame); the range grows
-    or shrinks from its start, and frames after it show the original animation again."""
+    or shrinks from its start, and frames after it show the original animation again.  The layer's
+    original is resampled linearly (the frames read, or the fill, at the new frames' times)."""
     st = obj.splinetween_latent
     ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
     if ckpt is None:
         return nothing
     modifier(obj, st)
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw, frames)
-    decode(st, ckpt, settings, raw, bounds, sigs)  # may refuse: nothing changed yet
     old = st.frames
+    with latent.suspended():
+        st.frames = frames
+    try:  # the layer at the new length, decoded before anything changes (the backend may refuse)
+        bounds, sigs = latent.plan(st, raw)
+        layered(st, ckpt, settings, raw, bounds, sigs, latent.neutral_signatures(st, bounds))
+    finally:
+        with latent.suspended():
+            st.frames = old
     with latent.suspended():
         st.frames = frames
     try:

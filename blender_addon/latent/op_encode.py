@@ -38,7 +38,7 @@ def frame_range(context: bpy.types.Context, obj, which: str, start: int, end: in
 
 
 class ANIM_OT_splinetween_encode(bpy.types.Operator):
-    """Encode a frame range of the active armature into latent control points you can edit with sliders"""
+    """Encode a frame range of the active armature into latent controls edited with sliders; its keys stay as they are"""
 
     bl_idname = "anim.splinetween_encode"
     bl_label = "Encode"
@@ -52,9 +52,11 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         if not poll_animated_armature(cls, context, "import or key some motion first"):
             return False
-        obj = context.active_object
-        if obj.splinetween_latent.active:
-            cls.poll_message_set("The armature already has latent controls: Bake or Remove them first")
+        st = context.active_object.splinetween_latent
+        if st.active:
+            made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+            cls.poll_message_set(f"Frames {st.frame_start}-{st.frame_end} already have latent controls from {made}: "
+                                 "Bake keeps the motion as keys, Remove puts back the keys from before; then Encode")
             return False
         return True
 

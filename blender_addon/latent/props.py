@@ -57,6 +57,9 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
     frames: bpy.props.IntProperty(name="Frames", description="Frames the range has now (after Resample)")
     latent_size: bpy.props.IntProperty(name="Latent Size", description="Values per control point")
     principal_names: bpy.props.StringProperty(options={"HIDDEN"})
+    principal_descriptions: bpy.props.StringProperty(options={"HIDDEN"},
+                                                     description="One sentence per principal direction")
+    base_version: bpy.props.StringProperty(options={"HIDDEN"}, description="Names the layer's original now")
     cm_per_unit: bpy.props.FloatProperty(default=1.0, options={"HIDDEN"})
     snapshot_all: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     status: bpy.props.StringProperty(name="Status", description="Why the last change was not applied")

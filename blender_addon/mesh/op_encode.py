@@ -26,7 +26,9 @@ def poll_mesh(cls, context: bpy.types.Context, free: bool = True) -> bool:
         cls.poll_message_set("Make a mesh object the active object")
         return False
     if free and obj.splinetween_latent.active:
-        cls.poll_message_set("The mesh already has latent controls: Bake or Remove them first")
+        st = obj.splinetween_latent
+        cls.poll_message_set(f"Frames {st.frame_start}-{st.frame_end} already have latent controls: Bake keeps what "
+                             "the mesh shows, Remove puts it back as it was; then Encode again")
         return False
     return True
 

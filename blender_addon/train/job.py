@@ -67,10 +67,29 @@ def _options_dict(args: list[str]) -> dict:
 # --- progress ---------------------------------------------------------------------------------
 
 def saved_step(run: Path) -> int | None:
-    """The step of ``run/last`` (what a restart resumes from), or None."""
+    """The step of ``run/last`` (what a restart resumes from), or None.
+
+    Read from the state document inside ``last.safetensors`` (in its header's metadata), which
+    is what a restart loads: ``last.json`` is written after it, so a cancel between the two
+    writes would name an older step."""
+    doc = _safetensors_state(run / "last.safetensors")
     try:
-        doc = json.loads((run / "last.json").read_text(encoding="utf-8"))
+        if doc is None:
+            doc = json.loads((run / "last.json").read_text(encoding="utf-8"))
         return int(dict((k, v) for k, v in doc["$d"] if isinstance(k, str))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _safetensors_state(path: Path) -> dict | None:
+    """The ``state`` JSON document in a safetensors file's header (8-byte length, then JSON), or None."""
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            if not 0 < size < 1 << 26:
+                return None
+            header = json.loads(f.read(size).decode("utf-8"))
+        return json.loads(header["__metadata__"]["state"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -1,7 +1,9 @@
-"""Latent Controls: Encode, the per-segment sliders, Reset, Resample, Bake and Remove.
+"""Latent Controls: Encode, the per-segment sliders, the model's fit, Reset, Resample, Bake and Remove.
 
 A sub-panel of the Inbetween panel in the *Splinetween* sidebar tab of the 3D Viewport, the Dope
-Sheet and the Graph Editor (``VIEW3D_PT_splinetween_latent`` and its twins).
+Sheet and the Graph Editor (``VIEW3D_PT_splinetween_latent`` and its twins).  A principal direction's
+description (from the checkpoint) is the tooltip of the info button beside its slider: Blender gives a
+vector property one tooltip for all its elements, an operator's ``description`` can differ per button.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import textwrap
 import bpy
 
 from ..core import latent_math as LM
+from ..core import layer_math as L
 from ..latent import core as latent
 from .panel import poll_armature, sidebar_panels
 
@@ -29,7 +32,8 @@ class LatentPanel:
         obj = context.active_object
         st = obj.splinetween_latent
         if not st.active:
-            wrapped(layout, "Encode the armature's motion to edit it with sliders per segment.")
+            wrapped(layout, "Encode the armature's motion to edit it with sliders per segment (your keys stay as "
+                            "they are until a slider moves).")
             layout.operator("anim.splinetween_encode", icon="IPO_BEZIER")
             return
         draw_controls(layout, context, obj, st)
@@ -39,21 +43,37 @@ class LatentPanel:
         draw_segments(layout, obj, st)
 
 
-def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
-    """An active latent range: its state, Reset All / Bake / Remove, Resample and the segments' sliders
-    (armatures and meshes alike)."""
-    kind = "in-betweened" if st.kind == "INBETWEEN" else "encoded"
-    layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
-    path, why = latent.checkpoint_for(st, context)
-    for problem in (why, st.status):
-        if problem:
-            box = layout.box()
-            box.alert = True
-            wrapped(box, problem, icon="ERROR")
-    row = layout.row(align=True)
-    row.operator("anim.splinetween_latent_reset", text="Reset All", icon="LOOP_BACK").segment = -1
+def draw_unavailable(layout: bpy.types.UILayout, obj, st) -> None:
+    """Encode, greyed out, with why and the next step right there (Bake / Remove)."""
+    col = layout.column(align=True)
+    row = col.row()
+    row.enabled = False
+    row.operator("anim.splinetween_mesh_encode" if obj.type == "MESH" else "anim.splinetween_encode",
+                 icon="IPO_BEZIER")
+    made = "Inbetween made" if st.kind == "INBETWEEN" else "Encode made"
+    wrapped(col, f"Encode is off: {made} latent controls on frames {st.frame_start}-{st.frame_end}. Bake "
+                 "keeps the motion as keys, Remove puts back the keys from before; then Encode again.", icon="INFO")
+    row = col.row(align=True)
     row.operator("anim.splinetween_bake", icon="CHECKMARK")
     row.operator("anim.splinetween_remove", icon="X")
+
+
+def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
+    """An active latent range: its state, Encode's next step (Bake / Remove), the model's fit, Reset All,
+    Resample and the segments' sliders (armatures and meshes alike)."""
+    kind = "in-betweened" if st.kind == "INBETWEEN" else "encoded"
+    layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
+    draw_unavailable(layout, obj, st)
+    path, why = latent.checkpoint_for(st, context)
+    fit = latent.fidelity(st)
+    poor = L.fidelity_problem(fit, mesh=obj.type == "MESH") if fit is not None else None
+    for problem, icon in ((why, "ERROR"), (st.status, "ERROR"), (poor, "INFO")):
+        if problem:
+            box = layout.box()
+            box.alert = icon == "ERROR"
+            wrapped(box, problem, icon=icon)
+    row = layout.row(align=True)
+    row.operator("anim.splinetween_latent_reset", text="Reset All", icon="LOOP_BACK").segment = -1
     row = layout.row(align=True)
     row.enabled = path is not None
     row.label(text="Resample")
@@ -65,21 +85,35 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     draw_segments(body, obj, st)
 
 
+def label_of(name: str) -> str:
+    """A principal direction's name as a slider label: as the checkpoint gives it, first letter up."""
+    return name[:1].upper() + name[1:]
+
+
 def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
-    names = latent.names(st)
+    names, notes = latent.names(st), latent.descriptions(st)
+    fit = latent.fidelity(st)
+    mesh = obj.type == "MESH"
     bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
     for s, seg in enumerate(st.segments):
         a, b = (st.frame_start + f for f in bounds[s])
         header, panel = layout.panel(f"splinetween_latent_segment_{s}", default_closed=s > 0)
-        header.label(text=f"Segment {s + 1}: frames {a}-{b}")
+        poor = fit is not None and L.fidelity_problem(fit[s:s + 1], mesh) is not None
+        header.label(text=f"Segment {s + 1}: frames {a}-{b}", icon="ERROR" if poor else "NONE")
         header.operator("anim.splinetween_latent_reset", text="", icon="LOOP_BACK").segment = s
         if panel is None:
             continue
+        if fit is not None:
+            panel.label(text=L.fidelity_text(fit[s], mesh).capitalize() + (f": {L.POOR}" if poor else ""),
+                        icon="ERROR" if poor else "CHECKMARK")
         panel.use_property_split = True
         panel.prop(seg, "amplify")
         panel.prop(seg, "timing")
         for k, name in enumerate(names[:len(seg.principal)]):
-            panel.prop(seg, "principal", index=k, text=name.capitalize())
+            row = panel.row(align=True)
+            row.prop(seg, "principal", index=k, text=label_of(name))
+            if notes[k]:
+                row.operator("anim.splinetween_principal_info", text="", icon="INFO", emboss=False).index = k
         raw_header, raw = panel.panel(f"splinetween_latent_raw_{s}", default_closed=True)
         raw_header.label(text="Control Points")
         if raw is not None:
@@ -87,5 +121,36 @@ def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
                 raw.prop(obj, f'["{LM.raw_name(s, c)}"]', text=f"P{c + 1}")
 
 
-classes = sidebar_panels(LatentPanel, "latent", parent="inbetween")
-VIEW3D_PT_splinetween_latent = classes[0]
+class ANIM_OT_splinetween_principal_info(bpy.types.Operator):
+    """What a principal direction does, measured on the training motion"""
+
+    bl_idname = "anim.splinetween_principal_info"
+    bl_label = "Principal Direction"
+    bl_options = {"INTERNAL"}
+
+    index: bpy.props.IntProperty(name="Direction", default=0, min=0, options={"SKIP_SAVE"})
+
+    @staticmethod
+    def text(context, index: int) -> str:
+        obj = context.active_object
+        st = obj.splinetween_latent if obj is not None and hasattr(obj, "splinetween_latent") else None
+        if st is None or not st.active or index >= len(latent.names(st)):
+            return ""
+        name, note = latent.names(st)[index], latent.descriptions(st)[index]
+        return f"{label_of(name)}: {note}" if note else label_of(name)
+
+    @classmethod
+    def description(cls, context, properties) -> str:
+        return cls.text(context, properties.index) or cls.__doc__
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        text = self.text(context, self.index)
+        if not text:
+            return {"CANCELLED"}
+        self.report({"INFO"}, text)
+        return {"FINISHED"}
+
+
+panels = sidebar_panels(LatentPanel, "latent", parent="inbetween")
+VIEW3D_PT_splinetween_latent = panels[0]
+classes = (ANIM_OT_splinetween_principal_info,) + panels

@@ -1,0 +1,129 @@
+"""The armature layer's numbers: decoded segments (cached by fingerprint), their seam joins, and the
+original moved by decode(edited) - decode(encoded) on the frames an edit reaches (``armature`` writes them).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from .. import bridge
+from ..core import latent_math as LM
+from ..core import layer_math as L
+from ..core import rig_math
+from ..core.errors import Refusal
+from ..io import latent as latent_io
+from . import core as latent
+
+decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
+DECODED_MAX = 512
+_views: dict = {}  # (token, base_version, frames, modes) -> the original in the model's convention
+_joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
+
+
+def forget(token: str) -> None:
+    for cache in (decoded, _views, _joins):
+        for k in [k for k in cache if k[0] == token]:
+            del cache[k]
+
+
+def decode(st, path: Path, settings, jobs) -> dict:
+    """``jobs``: (segment, signature, points [4, d], amplify, timing, principal, frames) -> decoded
+    ``{(segment, signature): (rot, pos)}``, from the cache or one backend request for the rest."""
+    todo = [j for j in jobs if (st.token, j[0], j[1]) not in decoded]
+    todo = list({(j[0], j[1]): j for j in todo}.values())
+    if todo:
+        keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+        segs = [st.segments[j[0]] for j in todo]
+        header = {"op": "decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
+                  "segments": [[seg.start, seg.end] for seg in segs], "lengths": [j[6] for j in todo],
+                  "amplify": [j[3] for j in todo], "timing": [j[4] for j in todo],
+                  "principal": [list(j[5]) for j in todo], "keys": keys, "guard": False}
+        n = len(st["bones"])
+        arrays = {"points": np.stack([j[2] for j in todo]),
+                  "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],
+                  "template": latent.array(st, "template", (n, 3))}
+        if keys:
+            arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
+            arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
+        try:
+            _, out = bridge.request(settings, header, arrays)
+        except bridge.BridgeError as e:
+            raise Refusal(f"the backend failed, nothing was changed: {e}") from None
+        rot, pos = out["rotations"], out["positions"]
+        if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(header["lengths"]):
+            raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
+        at = np.cumsum([0] + header["lengths"])
+        for k, j in enumerate(todo):
+            decoded[st.token, j[0], j[1]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
+    out = {}
+    for j in jobs:
+        decoded.move_to_end((st.token, j[0], j[1]))
+        out[j[0], j[1]] = decoded[st.token, j[0], j[1]]
+    while len(decoded) > DECODED_MAX:
+        decoded.popitem(last=False)
+    return out
+
+
+def prime(st, rot, pos) -> None:
+    """The neutral decode of every segment laid one after the other (as ``decode`` answers): cached."""
+    bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
+    at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
+    for s, sig in enumerate(latent.neutral_signatures(st, bounds)):
+        decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
+
+
+def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
+    neutral ones are the same for every slider change)."""
+    rots, poss = [], []
+    for s, (sides, mine) in plan.items():
+        key = (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+        if key not in _joins:
+            _joins[key] = LM.segment_values(parts, s, len(bounds), seams, sides)
+            while len(_joins) > DECODED_MAX:
+                _joins.pop(next(iter(_joins)))
+        rot, pos = _joins[key]
+        rots.append(rot[mine - bounds[s][0]])
+        poss.append(pos[mine - bounds[s][0]])
+    return np.concatenate(rots), np.concatenate(poss)
+
+
+def _original(obj, st, channels, base):
+    """The original in the model's convention on every frame ``(rig, groups, rot [F, J, 4], pos [F, J, 3])``,
+    converted once per version of the original."""
+    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
+    if key not in _views:
+        for k in [k for k in _views if k[0] == st.token]:
+            del _views[k]
+        bones = list(st["bones"])
+        rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
+        groups = latent_io.channel_groups(channels, bones)
+        _views[key] = (rig, groups, *rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, base,
+                                                                                            groups)))
+    return _views[key]
+
+
+def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
+    """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
+    original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
+    seams = st.kind == "AUTOENCODER"
+    plan, need = L.needed_parts(bounds, frames, seams)
+    order = np.concatenate([mine for _, mine in plan.values()])
+    pts, m = latent.encoded_points(st), len(latent.names(st))
+    jobs = []
+    for s in need:
+        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
+        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
+        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
+    got = decode(st, path, settings, jobs)
+    e_rot, e_pos = _joined(st, {s: got[s, sigs[s]] for s in need}, lambda s: sigs[s], bounds, plan, seams)
+    n_rot, n_pos = _joined(st, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
+    rig, groups, o_rot, o_pos = _original(obj, st, channels, base)
+    basis, loc = rig_math.bvh_to_blender(rig, *L.compose(o_rot[order], o_pos[order], n_rot, n_pos, e_rot, e_pos))
+    ref = base[order]
+    out = np.empty_like(ref)
+    for is_loc, mode, joints, cols in groups:
+        out[:, cols] = loc[:, joints] if is_loc else L.channels_near(basis[:, joints], mode, ref[:, cols])
+    return order, out  # (the plan lists each segment's frames in turn: sorted, as ``frames``)

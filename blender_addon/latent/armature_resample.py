@@ -1,0 +1,107 @@
+"""Resample an armature's latent range (2x, 4x, or any length), carrying the edit layer along.
+
+The layer's original becomes the original curves evaluated at the new times, keyed on every frame of
+the new range: for an encoded range the user's F-curves as they were before Encode (2x: their values
+at half frames), for an in-betweened range the fill (its keys move to whole multiples of their
+offset, bit for bit).  The edits are decoded at the new length and layered on that, as before.
+Other channels' keys inside the range are re-timed in proportion and keys after it move with its end.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import latent_math as LM
+from ..core import layer_math as L
+from ..core.errors import Refusal
+from ..io import latent as latent_io
+from ..io import scene as scene_io
+from . import armature
+from . import armature_layer as layer
+from . import core as latent
+
+
+def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
+    """Decode the edited segments at the new length before anything changes (the backend may refuse)."""
+    edited = L.edited_segments(sigs, nsigs)
+    if not edited:
+        return
+    prot = [LM.map_frame(k, st.source_frames, bounds[-1][1] + 1) for k in latent.array(st, "keys", dtype=int)] \
+        if st.kind == "INBETWEEN" else ()
+    frames = L.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
+    _, need = L.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
+    pts, m = latent.encoded_points(st), len(latent.names(st))
+    jobs = []
+    for s in need:
+        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
+        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
+        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
+    layer.decode(st, path, settings, jobs)
+
+
+def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
+    """The layer's original at the new frames ``[frames, C]``: an encoded range's curves as they were
+    before Encode, an in-betweened range's fill, evaluated at the new frames' times."""
+    lo = st.frame_start
+    k = np.arange(frames, dtype=np.float64)
+    if st.kind == "INBETWEEN":
+        curves, times = armature.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
+    else:
+        curves, times = armature.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
+    out = np.empty((frames, len(channels)))
+    for c, (bone, prop, i, _) in enumerate(channels):
+        static = getattr(obj.pose.bones[bone], prop)[i]
+        out[:, c] = latent_io.evaluate_keys(bag, curves.get((scene_io.bone_path(bone, prop), i)), times, static)
+    return out
+
+
+def resample(obj, settings, frames: int) -> str:
+    """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
+    compresses from its start, later keys move with its end, and the sliders keep working."""
+    st = obj.splinetween_latent
+    path, nothing = latent.resample_checkpoint(obj, st, frames)
+    if path is None:
+        return nothing
+    bag = scene_io.channelbag(obj)
+    if bag is None:
+        raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
+    channels = armature.channels_of(obj, st)
+    raw = latent.read_raw(obj, st)
+    bounds, sigs = latent.plan(st, raw, frames)
+    nsigs = latent.neutral_signatures(st, bounds)
+    _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs)  # may refuse: nothing written yet
+    values = original_at(obj, st, bag, channels, frames)
+    if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all (Remove)
+        have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
+        extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
+                 if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
+        merged = [(p, i, k) for (p, i), k in armature.original_keys(st).items()] + latent_io.snapshot(bag, extra)
+        with latent.suspended():
+            latent.store(st, "original", LM.pack_curves(merged))
+            st.snapshot_all = True
+    driven = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
+    keep = armature.protected(st) + st.frame_start
+    lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
+    for fc in list(bag.fcurves):
+        written = (fc.data_path, fc.array_index) in driven
+        latent_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
+    old = st.frames
+    with latent.suspended():
+        st.frames = frames
+    keys_at = armature.protected(st) + lo
+    keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
+    curves, enums, base = latent_io.curve_map(bag), latent_io.new_key_enums(), []
+    for c, (bone, prop, i, _) in enumerate(channels):
+        p = scene_io.bone_path(bone, prop)
+        fc = curves.get((p, i))
+        now = scene_io.read_keys(fc) if fc is not None else None
+        keys = L.layered_curve(now, now, lo, new_hi, keyed, values[keyed - lo, c], enums)
+        latent_io.set_curve(bag, curves, p, i, bone, keys)
+        base.append((p, i, keys))
+    with latent.suspended():
+        latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", values.ravel())
+        latent.new_base_version(st)
+        for seg, sig in zip(st.segments, nsigs):
+            seg.signature = sig  # the curves show the new original: every segment at neutral
+    armature.sync(obj)
+    return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"
