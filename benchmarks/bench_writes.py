@@ -1,15 +1,15 @@
 """Issue 19's benchmark, interactive writes in headless Blender (the bpy module): medians in ms, each
 beside the floor measured in the same run and the issue's target.
 
-    python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile]
+    python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--tree DIR]
 
 The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
 the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.
 
-* Slider: on the walk of examples/bvh (familiar motion) and on the same clip time-reversed (written
-  with backend.bvh), after Encode of the whole clip: set the middle segment's Amplify to 1.5 (a new
-  value each time, 1.5 + 0.001 i, so it is decoded, never taken from the cache) and let its update
-  callback run.  Model in-process.
+* Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
+  the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
+  fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
+  taken from the cache) and let its update callback run.  Model in-process.
 * Inbetween: the operator on 121 frames with keys every 15 (benchmarks/bench_addon.py's case), with
   the model in-process and through the warm backend process.
 * Encode: the operator on 300 frames (benchmarks/bench_latent.py's clip), in-process.
@@ -18,7 +18,8 @@ the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``
 
 ``--profile`` also prints where the Inbetween operator's time goes (in-process), stage by stage.
 Everything goes through operators, properties and public functions, so the script measures
-whatever writer the add-on has.
+whatever writer the add-on has: ``--tree DIR`` measures the add-on of another source tree (e.g.
+``git archive main | tar -x -C DIR``), to set a change beside what it replaces.
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="splinetween-bench-"))
@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_addon import inbetween_scene, median_ms  # noqa: E402
-from bench_latent import CLIPS, Timers, clip_300  # noqa: E402
+from bench_latent import Timers, clip_300, floor  # noqa: E402
 
-# (label, ms target, most floors) of each case; None: no such target
+# (ms target, most multiples of the floor) of each case; None: no such target
 TARGETS = {"slider": (16.0, 1.5), "inbetween in-process": (60.0, None), "inbetween warm process": (80.0, None),
            "encode": (100.0, None), "mesh slider": (25.0, None)}
 
@@ -63,32 +63,11 @@ class Stopwatch(Timers):
 
 
 def floor_ms(obj, repeats: int) -> float:
-    """Every key of every F-curve of ``obj`` rewritten: ``foreach_set('co', ...)`` + ``update()``."""
-    import numpy as np
-    from blender_addon.io import scene as scene_io
-    curves = []
-    for fc in scene_io.channelbag(obj).fcurves:
-        co = np.empty(2 * len(fc.keyframe_points), np.float32)
-        fc.keyframe_points.foreach_get("co", co)
-        curves.append((fc, co))
-
-    def rewrite():
-        for fc, co in curves:
-            fc.keyframe_points.foreach_set("co", co)
-            fc.update()
-    return median_ms(rewrite, repeats)
+    """Every key of every F-curve of ``obj`` rewritten (``foreach_set('co', ...)`` + ``update()``)."""
+    return 1e3 * floor(obj, repeats)
 
 
-def reversed_clip(folder: Path) -> Path:
-    from backend.bvh import read_bvh, write_bvh
-    clip = read_bvh(CLIPS[0])
-    out = folder / (CLIPS[0].stem + "_reversed.bvh")
-    meta = {"source_channels": clip.meta["source_channels"][::-1]}
-    write_bvh(out, replace(clip, rotations=clip.rotations[::-1], positions=clip.positions[::-1], meta=meta))
-    return out
-
-
-def slider_case(path: Path, repeats: int):
+def slider_case(path: Path, repeats: int, segment: int = 4):
     """-> (label, median ms, floor ms, median ms of the model inside)."""
     import bpy
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
@@ -96,10 +75,10 @@ def slider_case(path: Path, repeats: int):
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
     obj = import_bvh(path)
+    base = floor_ms(obj, repeats)
     assert bpy.ops.anim.splinetween_encode(frame_range="ACTION") == {"FINISHED"}
     st = obj.splinetween_latent
-    s = len(st.segments) // 2
-    seg = st.segments[s]
+    seg = st.segments[segment]
     timers = Stopwatch()
     timers.wrap(bridge, "request", "model")
     times, model = [], []
@@ -113,8 +92,8 @@ def slider_case(path: Path, repeats: int):
             times.append(took)
             model.append(timers.now.get("model", 0.0))
     timers.restore()
-    label = f"{path.stem}: segment {s + 1} of {len(st.segments)} ({seg.end - seg.start + 1} frames)"
-    return label, 1e3 * statistics.median(times), floor_ms(obj, repeats), 1e3 * statistics.median(model)
+    label = f"{path.stem}: segment {segment + 1} of {len(st.segments)} ({seg.end - seg.start + 1} frames)"
+    return label, 1e3 * statistics.median(times), base, 1e3 * statistics.median(model)
 
 
 def inbetween_cases(repeats: int, profile: bool):
@@ -133,15 +112,15 @@ def inbetween_cases(repeats: int, profile: bool):
     prefs().backend_mode = "IN_PROCESS"
     obj = fresh()
     assert op() == {"FINISHED"}  # warm-up (model load); the filled armature gives the floor
-    floor = floor_ms(obj, repeats)
+    base = floor_ms(obj, repeats)
     drop(obj)
     rows.append(("inbetween in-process", "Inbetween, 121 frames, model in-process", median_ms(op, repeats, fresh, drop),
-                 floor))
+                 base))
     stages = profile_inbetween(op, fresh, drop, repeats) if profile else None
     prefs().backend_mode = "SUBPROCESS"
     bridge.check(preferences.settings())  # a warm process
     rows.append(("inbetween warm process", "Inbetween, 121 frames, warm backend process",
-                 median_ms(op, repeats, fresh, drop), floor))
+                 median_ms(op, repeats, fresh, drop), base))
     bridge.shutdown()
     prefs().backend_mode = "IN_PROCESS"
     return rows, stages
@@ -159,6 +138,7 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.core.rig_math", "bvh_to_blender", "convert back"),
               ("blender_addon.io.latent", "snapshot", "snapshot of the driven curves (editable)"),
               ("blender_addon.inbetween.fill", "write", "write the gaps (all of it)"),
+              ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (before issue 19)
               ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
               ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
@@ -189,7 +169,7 @@ def encode_case(repeats: int):
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
-    src = import_bvh(clip_300(Path(tempfile.mkdtemp(prefix="splinetween-bench-"))))
+    src = import_bvh(clip_300(ROOT, Path(tempfile.mkdtemp(prefix="splinetween-bench-"))))
     encode = bpy.ops.anim.splinetween_encode
 
     def run():
@@ -226,14 +206,14 @@ def mesh_case(repeats: int):
         assert st.status == "", st.status
     for _ in range(2):
         slider()
-    floor = median_ms(lambda: (obj.update_tag(refresh={"DATA"}), evaluate()), repeats)
-    return median_ms(slider, repeats), floor
+    base = median_ms(lambda: (obj.update_tag(refresh={"DATA"}), evaluate()), repeats)
+    return median_ms(slider, repeats), base
 
 
-def verdict(kind: str, ms: float, floor: float | None) -> str:
+def verdict(kind: str, ms: float, base: float) -> str:
     target, ratio = TARGETS[kind]
     parts = [f"<= {target:g} ms"] + ([f"<= {ratio:g}x floor"] if ratio else [])
-    ok = ms <= target and (ratio is None or floor is None or ms <= ratio * floor)
+    ok = ms <= target and (ratio is None or ms <= ratio * base)
     return f"{' and '.join(parts):<26} {'ok' if ok else 'OVER'}"
 
 
@@ -242,28 +222,31 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true", help="also the Inbetween operator stage by stage")
+    ap.add_argument("--tree", type=Path, help="the source tree whose add-on is measured (default: this one)")
     args = ap.parse_args(argv)
+    if args.tree:  # (before anything imports the add-on)
+        sys.path[:0] = [str(args.tree.resolve()), str(args.tree.resolve() / "tests")]
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
     import torch
     torch.set_num_threads(args.threads)
     r = args.repeats
     rows = []  # (kind, label, ms, floor ms, note)
     folder = Path(tempfile.mkdtemp(prefix="splinetween-bench-"))
-    for path in (CLIPS[0], reversed_clip(folder)):
-        label, ms, floor, model = slider_case(path, r + 10)
-        rows.append(("slider", f"Slider, {label}", ms, floor, f"model {model:.1f}"))
+    for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
+        label, ms, base, model = slider_case(path, r + 10)
+        rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
     inb, stages = inbetween_cases(r, args.profile)
-    rows += [(kind, label, ms, floor, "") for kind, label, ms, floor in inb]
-    ms, floor = encode_case(r)
-    rows.append(("encode", "Encode, 300 frames, model in-process", ms, floor, ""))
-    ms, floor = mesh_case(r)
-    rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, floor,
+    rows += [(kind, label, ms, base, "") for kind, label, ms, base in inb]
+    ms, base = encode_case(r)
+    rows.append(("encode", "Encode, 300 frames, model in-process", ms, base, ""))
+    ms, base = mesh_case(r)
+    rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
                  "floor: the mesh re-evaluated and read"))
     print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
-    for kind, label, ms, floor, note in rows:
-        print(f"  {label:<74} {ms:7.1f} {floor:7.2f} {ms / floor:5.1f}x   {verdict(kind, ms, floor)}"
+    for kind, label, ms, base, note in rows:
+        print(f"  {label:<74} {ms:7.1f} {base:7.2f} {ms / base:5.1f}x   {verdict(kind, ms, base)}"
               + (f"   ({note})" if note else ""))
     if stages:
         print("\nInbetween operator, 121 frames, model in-process, stage by stage (medians, ms):")
