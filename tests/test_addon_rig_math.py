@@ -7,7 +7,7 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 from backend import quat_np as Q
-from blender_addon.core import gaps
+from blender_addon.core import continuity, gaps
 from blender_addon.core import rig_math as R
 
 RNG = np.random.default_rng(7)
@@ -202,6 +202,21 @@ def test_euler_sequence_over_many_bones_is_the_rule_frame_by_frame(mode):
             np.testing.assert_allclose(got[:, b], want, rtol=0, atol=1e-9)  # (float rounding of the angles)
             one = R.euler_sequence(np.ascontiguousarray(q[:, b]), mode, start[b])  # a single bone, [F, 4]
             np.testing.assert_allclose(one, want, rtol=0, atol=1e-9)
+
+
+def test_the_vectorised_chain_is_the_frame_by_frame_rule_exactly():
+    """Given the same solutions, the chain (prefix-composed choices, cumulative turns) makes exactly
+    the numbers of the rule frame by frame, ties included (a tie falls back to the rule)."""
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        cands = rng.uniform(-np.pi, 2 * np.pi, size=(rng.integers(1, 60), 2, 4, 3))
+        ref = rng.normal(scale=20.0, size=(4, 3))
+        if trial % 4 == 0:  # exact ties: both solutions as far from the previous frame's
+            cands[1:, 1] = 2 * cands[:-1, 0] - cands[1:, 0]
+        want = continuity.steps(cands, ref)
+        assert np.array_equal(continuity.nearest_chain(cands, ref), want)
+        if trial % 4:
+            assert np.array_equal(continuity.chain(cands, ref), want)  # (no fallback needed)
 
 
 def test_euler_sequence_keeps_turning_through_wrap_around():
