@@ -7,7 +7,7 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 from backend import quat_np as Q
-from blender_addon.core import gaps
+from blender_addon.core import continuity, gaps
 from blender_addon.core import rig_math as R
 
 RNG = np.random.default_rng(7)
@@ -155,3 +155,103 @@ def test_sampling_and_handles_follow_the_motion():
     hl, hr = gaps.bezier_handles(at, v[at, 0], s[:, 0], 0, 20)
     np.testing.assert_allclose(hl[:, 0], at - 5 / 3)
     np.testing.assert_allclose((hr[:, 1] - v[at, 0]) / (hr[:, 0] - at), s[:, 0])
+
+
+# -- the vectorised continuity passes (issue 19) against the rule frame by frame -------------------
+def _euler_frame_by_frame(q, mode, start):
+    """The rule as the add-on applied it before issue 19: one frame after another, plain floats."""
+    order = mode[::-1]
+    ang, alt = R.both_solutions(q, order)
+    ref = [float(start[R._AXIS[ch]]) for ch in order]
+    out = []
+    for i in range(len(q)):
+        best, dist = None, np.inf
+        for cand in (ang[i], alt[i]):
+            c = [x + 2 * np.pi * round((r - x) / (2 * np.pi)) for x, r in zip(cand.tolist(), ref)]
+            d = sum(abs(x - r) for x, r in zip(c, ref))
+            if d < dist:
+                best, dist = c, d
+        out.append(best)
+        ref = best
+    return R.to_axes(np.array(out).reshape(-1, 3), order)
+
+
+def _motions(rng):
+    """Runs of rotations [F, B, 4]: random, spinning several turns, near gimbal lock, standing still."""
+    t = np.arange(40)[:, None]
+    axis = rng.normal(size=(5, 3))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    spin = 0.2 + 0.9 * rng.random(5)
+    gimbal = rng.normal(scale=0.05, size=(40, 5, 3)) + [0, np.pi / 2, 0]
+    yield rng.normal(size=(40, 5, 4))
+    yield np.concatenate([np.cos(0.5 * spin * t)[..., None], np.sin(0.5 * spin * t)[..., None] * axis], -1)
+    yield R.euler_to_quat(gimbal, "XYZ")
+    yield np.repeat(rng.normal(size=(1, 5, 4)), 40, axis=0)
+
+
+@pytest.mark.parametrize("mode", R.EULER_MODES)
+def test_euler_sequence_over_many_bones_is_the_rule_frame_by_frame(mode):
+    rng = np.random.default_rng(19)
+    for q in _motions(rng):
+        q = R.qnormalize(q)
+        start = rng.normal(scale=8.0, size=(q.shape[1], 3))  # keys turns away from the principal angles
+        got = R.euler_sequence(q, mode, start)
+        assert got.shape == q.shape[:-1] + (3,)
+        for b in range(q.shape[1]):
+            want = _euler_frame_by_frame(np.ascontiguousarray(q[:, b]), mode, start[b])
+            np.testing.assert_allclose(got[:, b], want, rtol=0, atol=1e-9)  # (float rounding of the angles)
+            one = R.euler_sequence(np.ascontiguousarray(q[:, b]), mode, start[b])  # a single bone, [F, 4]
+            np.testing.assert_allclose(one, want, rtol=0, atol=1e-9)
+
+
+def test_the_vectorised_chain_is_the_frame_by_frame_rule_exactly():
+    """Given the same solutions, the chain (prefix-composed choices, cumulative turns) makes exactly
+    the numbers of the rule frame by frame, ties included (a tie falls back to the rule)."""
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        cands = rng.uniform(-np.pi, 2 * np.pi, size=(rng.integers(1, 60), 2, 4, 3))
+        ref = rng.normal(scale=20.0, size=(4, 3))
+        if trial % 4 == 0:  # exact ties: both solutions as far from the previous frame's
+            cands[1:, 1] = 2 * cands[:-1, 0] - cands[1:, 0]
+        want = continuity.steps(cands, ref)
+        assert np.array_equal(continuity.nearest_chain(cands, ref), want)
+        if trial % 4:
+            assert np.array_equal(continuity.chain(cands, ref), want)  # (no fallback needed)
+
+
+def test_euler_sequence_keeps_turning_through_wrap_around():
+    """A spin about X by 0.5 rad a frame for 60 frames (almost 5 turns) from a key at +2 turns:
+    the X channel climbs on through every +-180 degrees, as a user would key it."""
+    angle = 0.5 * np.arange(60)
+    q = np.stack([np.cos(0.5 * angle), np.sin(0.5 * angle), 0 * angle, 0 * angle], -1)
+    for mode in R.EULER_MODES:
+        seq = R.euler_sequence(q, mode, [4 * np.pi, 0.0, 0.0])
+        np.testing.assert_allclose(seq[:, 0], angle + 4 * np.pi, atol=1e-9)
+        np.testing.assert_allclose(seq[:, 1:], 0.0, atol=1e-9)
+
+
+def test_quaternion_continuity_over_many_bones_is_the_rule_frame_by_frame():
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(50, 6, 4))
+    q[20, 2] = 0.0  # a zero dot product: never flips
+    start = rng.normal(size=(6, 4))
+    got = R.continuous(q, start)
+    for b in range(6):
+        prev, want = start[b], []
+        for i in range(50):
+            want.append(-q[i, b] if np.dot(q[i, b], prev) < 0 else q[i, b])
+            prev = want[-1]
+        assert np.array_equal(got[:, b], np.array(want))  # only signs change: exact
+    assert (np.sum(got[1:] * got[:-1], -1) >= 0).all()
+
+
+def test_bezier_handles_of_many_runs_are_those_of_each():
+    rng = np.random.default_rng(3)
+    at = np.array([[4, 21], [7, 24], [10, 27]])  # three keys in each of two gaps: (1, 13) and (18, 30)
+    values, tangents = rng.normal(size=(3, 2, 4)), rng.normal(size=(3, 2, 4))
+    hl, hr = gaps.bezier_handles(at, values, tangents, np.array([1, 18]), np.array([13, 30]))
+    assert hl.shape == (3, 2, 4, 2)
+    for g, (a, b) in enumerate([(1, 13), (18, 30)]):
+        for c in range(4):
+            one = gaps.bezier_handles(at[:, g], values[:, g, c], tangents[:, g, c], a, b)
+            assert np.array_equal(hl[:, g, c], one[0]) and np.array_equal(hr[:, g, c], one[1])

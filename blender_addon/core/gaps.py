@@ -82,13 +82,18 @@ def slopes(values: np.ndarray, frames: np.ndarray, at: np.ndarray) -> np.ndarray
     return 0.5 * (values[i + 1] - values[i - 1])
 
 
-def bezier_handles(frames: np.ndarray, values: np.ndarray, tangents: np.ndarray, left: int, right: int):
+def bezier_handles(frames: np.ndarray, values: np.ndarray, tangents: np.ndarray, left, right):
     """Handles one third of the way to the neighbouring keys (``left``/``right`` bound the first and
-    last), along the motion's tangent: (handle_left [m, 2], handle_right [m, 2]) for one channel."""
+    last), along the motion's tangent: (handle_left [m, 2], handle_right [m, 2]) for one channel.
+    Many gaps and channels at once: ``frames [m, G]``, ``left``/``right`` ``[G]``, ``values`` and
+    ``tangents`` ``[m, G, ...]`` -> ``[m, G, ..., 2]``."""
     frames = np.asarray(frames, dtype=np.float64)
-    prev = np.concatenate([[left], frames[:-1]])
-    nxt = np.concatenate([frames[1:], [right]])
+    edge = (1,) + frames.shape[1:]
+    prev = np.concatenate([np.broadcast_to(np.asarray(left, dtype=np.float64), edge), frames[:-1]])
+    nxt = np.concatenate([frames[1:], np.broadcast_to(np.asarray(right, dtype=np.float64), edge)])
     dl, dr = (frames - prev) / 3.0, (nxt - frames) / 3.0
-    hl = np.stack([frames - dl, values - tangents * dl], -1)
-    hr = np.stack([frames + dr, values + tangents * dr], -1)
+    more = (1,) * (np.ndim(values) - frames.ndim)  # channel axes after the frame axes
+    f, dl, dr = (v.reshape(v.shape + more) for v in (frames, dl, dr))
+    hl = np.stack(np.broadcast_arrays(f - dl, values - tangents * dl), -1)
+    hr = np.stack(np.broadcast_arrays(f + dr, values + tangents * dr), -1)
     return hl, hr

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import bridge
+from . import continuity
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
@@ -67,13 +68,25 @@ def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def continuous(q: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Sign-continuous sequence ``[F, ..., 4]`` whose first element is in ``start``'s hemisphere."""
+    """Sign-continuous sequence ``[F, ..., 4]`` whose first element is in ``start``'s hemisphere.
+
+    Frame ``i`` is flipped when it points away from frame ``i - 1`` as already aligned; with ``d_i``
+    the dot product of the unaligned frames that happens where ``d_i`` and the previous flip have
+    opposite signs, so the flips are a running parity of negative ``d_i`` (restarting at ``d_i = 0``,
+    which never flips): vectorised over frames, the same numbers as aligning frame by frame."""
     q = np.array(q, dtype=np.float64, copy=True)
-    prev = start
-    for i in range(q.shape[0]):
-        q[i] = align_hemisphere(q[i], prev)
-        prev = q[i]
-    return q
+    if not q.shape[0]:
+        return q
+    d = np.empty(q.shape[:-1])
+    d[0] = np.sum(q[0] * np.asarray(start, dtype=np.float64), axis=-1)
+    d[1:] = np.sum(q[1:] * q[:-1], axis=-1)
+    neg = d < 0
+    count = np.cumsum(neg, axis=0)
+    frame = np.arange(q.shape[0]).reshape((-1,) + (1,) * (d.ndim - 1))
+    restart = np.maximum.accumulate(np.where(neg | (d > 0), -1, frame), axis=0)  # last d == 0 (or NaN)
+    before = np.where(restart >= 0, np.take_along_axis(count, np.maximum(restart, 0), axis=0), 0)
+    flip = (count - before) % 2 == 1
+    return np.where(flip[..., None], -q, q)
 
 
 def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
@@ -138,21 +151,14 @@ def quat_to_euler(q: np.ndarray, mode: str, compat: np.ndarray | None = None) ->
 
 
 def euler_sequence(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
-    """Frames ``[F, 4]`` -> Euler ``[F, 3]``, each compatible with the previous, the first with ``start``."""
+    """Frames ``[F, ..., 4]`` -> Euler ``[F, ..., 3]``, each the equivalent triple (of the two
+    solutions, each shifted by whole turns) nearest the previous frame's, the first nearest
+    ``start [..., 3]``: no 360-degree flips, over any number of bones or runs at once."""
     order = mode[::-1]
-    ang, alt = both_solutions(q, order)
-    ref = np.asarray(start, dtype=np.float64)[[_AXIS[ch] for ch in order]]
-    out = np.empty_like(ang)
-    two_pi = 2 * np.pi
-    for i in range(ang.shape[0]):  # sequential by nature; plain floats keep it fast
-        best, dist = None, np.inf
-        for cand in (ang[i], alt[i]):
-            c = [x + two_pi * round((r - x) / two_pi) for x, r in zip(cand.tolist(), ref.tolist())]
-            d = sum(abs(x - r) for x, r in zip(c, ref.tolist()))
-            if d < dist:
-                best, dist = c, d
-        out[i] = ref = np.asarray(best)
-    return to_axes(out, order)
+    cands = np.stack(both_solutions(q, order), 1)  # [F, 2, ..., 3]
+    ref = np.asarray(start, dtype=np.float64)[..., [_AXIS[ch] for ch in order]]
+    ref = np.broadcast_to(ref, cands.shape[2:])
+    return to_axes(continuity.nearest_chain(cands, ref), order)
 
 
 def axis_angle_to_quat(aa: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from .writer import write
 
 
 @dataclass
@@ -91,15 +92,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     if editable:
         channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
-    written, skipped = 0, []
-    for j, bone in enumerate(bones):
-        step(3 + j, total)
-        if bone not in plan.gaps:
-            continue
-        moves = j in info.position_joints
-        if j in info.rotation_joints or moves:
-            written += _write_bone(obj, bag, bone, plan, out_basis[:, j], out_loc[:, j], options,
-                                   rotate=j in info.rotation_joints, move=moves, locked=locked, skipped=skipped)
+    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, info.rotation_joints,
+                             info.position_joints, locked, lambda j: step(3 + j, total))
     if editable:
         from ..latent import encode
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
@@ -119,49 +113,3 @@ def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bo
     whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
     return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
         all(plan.gaps.get(b, []) == whole for b in bones)
-
-
-def _write_bone(obj, bag, bone: str, plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options: Options,
-                rotate: bool, move: bool, locked=frozenset(), skipped=None) -> bool:
-    """Write one bone's model motion (``basis [F, 4]``, ``loc [F, 3]`` over the plan's frames); locked
-    F-curves are left alone and named in ``skipped``.  -> whether any curve was written."""
-    mode = obj.pose.bones[bone].rotation_mode
-    rprop, rsize = scene_io.rotation_property(mode)
-    channels = ([(rprop, rsize)] if rotate else []) + ([("location", 3)] if move else [])
-    acc = {(p, i): ([], [], [], []) for p, n in channels for i in range(n)}  # frames, values, h_left, h_right
-    blend = float(np.clip(options.blend, 0.0, 1.0))
-    bezier = options.key_mode == "EVERY_N"
-    for a, b in plan.gaps[bone]:
-        dense = np.arange(a, b + 1)
-        q, l = basis[dense - plan.start], loc[dense - plan.start]
-        if blend < 1.0:
-            rot_now = scene_io.read_channel(obj, bag, bone, rprop, rsize, dense)
-            q = rig_math.slerp(rig_math.channels_to_quat(rot_now, mode), q, blend)
-            l = scene_io.read_channel(obj, bag, bone, "location", 3, dense) * (1 - blend) + l * blend
-        start = scene_io.read_channel(obj, bag, bone, rprop, rsize, [a])[0]
-        values = {rprop: rig_math.quat_to_channels(q, mode, start), "location": l}
-        at = gaps.sample_frames(a, b, options.step if bezier else 1)
-        if at.size == 0:
-            continue
-        for (p, i), (fr, val, hl, hr) in acc.items():
-            v = values[p][:, i]
-            fr.append(at)
-            val.append(v[at - a])
-            if bezier:
-                h = gaps.bezier_handles(at, v[at - a], gaps.slopes(v, dense, at), a, b)
-                hl.append(h[0])
-                hr.append(h[1])
-    wrote = False
-    for (p, i), (fr, val, hl, hr) in acc.items():
-        if not fr:
-            continue
-        if (scene_io.bone_path(bone, p), i) in locked:
-            if skipped is not None:
-                skipped.append(f"{bone} {p}[{i}]")
-            continue
-        wrote = True
-        handles = (np.concatenate(hl), np.concatenate(hr)) if bezier else None
-        static = getattr(obj.pose.bones[bone], p)[i]
-        scene_io.replace_in_gaps(obj, bag, bone, p, i, plan.gaps[bone], np.concatenate(fr),
-                                 np.concatenate(val), handles, static)
-    return wrote

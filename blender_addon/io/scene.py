@@ -10,12 +10,11 @@ import numpy as np
 
 from ..core import rig_math
 from ..core.errors import Refusal
+from . import keys as keys_io
 from .compat import assigned_channelbag, new_fcurve
 
-_VEC2 = ("co", "handle_left", "handle_right")
-_ENUMS = ("handle_left_type", "handle_right_type", "interpolation", "type", "easing")
-_FLOATS = ("back", "amplitude", "period")
-_BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
+_VEC2, _ENUMS, _FLOATS, _BOOLS = keys_io.VEC2, keys_io.ENUMS, keys_io.FLOATS, keys_io.BOOLS  # (io.latent reads them)
+enum_value = keys_io.enum_value
 
 
 def channelbag(obj):
@@ -115,15 +114,17 @@ def rig_frames(obj, bones: list[str], skeleton_offsets: np.ndarray) -> rig_math.
     return rig
 
 
-def read_channel(obj, bag, bone: str, prop: str, size: int, frames) -> np.ndarray:
-    """Channel values ``[n, size]`` at ``frames``: the F-curve where there is one, else the pose value."""
+def read_channel(obj, bag, bone: str, prop: str, size: int, frames, curves=None) -> np.ndarray:
+    """Channel values ``[n, size]`` at ``frames``: the F-curve where there is one, else the pose value.
+    ``curves``: a ``keys.Curves`` of ``bag`` when the caller has one (looked up once)."""
     frames = np.asarray(frames, dtype=np.float64)
     out = np.empty((frames.size, size))
     static = getattr(obj.pose.bones[bone], prop)
+    path = bone_path(bone, prop)
     for i in range(size):
-        fc = bag.fcurves.find(bone_path(bone, prop), index=i)
+        fc = curves.get(path, i) if curves is not None else bag.fcurves.find(path, index=i)
         if fc is not None and len(fc.keyframe_points):
-            out[:, i] = [fc.evaluate(f) for f in frames]
+            out[:, i] = keys_io.values_at(fc, frames)
         else:
             out[:, i] = static[i]
     return out
@@ -132,103 +133,42 @@ def read_channel(obj, bag, bone: str, prop: str, size: int, frames) -> np.ndarra
 def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarray]:
     """Rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` of the bones at ``frames``."""
     n = len(frames)
+    curves = keys_io.Curves(bag)
     basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
+    by_mode = {}
     for j, b in enumerate(bones):
-        mode = obj.pose.bones[b].rotation_mode
+        by_mode.setdefault(obj.pose.bones[b].rotation_mode, []).append(j)
+        loc[:, j] = read_channel(obj, bag, b, "location", 3, frames, curves)
+    for mode, js in by_mode.items():  # one conversion per rotation mode
         prop, size = rotation_property(mode)
-        basis[:, j] = rig_math.channels_to_quat(read_channel(obj, bag, b, prop, size, frames), mode)
-        loc[:, j] = read_channel(obj, bag, b, "location", 3, frames)
+        values = np.stack([read_channel(obj, bag, bones[j], prop, size, frames, curves) for j in js], 1)
+        basis[:, js] = rig_math.channels_to_quat(values, mode)
     return basis, loc
-
-
-def enum_value(prop: str, name: str) -> int:
-    return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[name].value
 
 
 def read_keys(fc) -> dict[str, np.ndarray]:
     """All of a curve's keys as arrays (float32 as stored, so a write-back is bit-identical)."""
-    kp = fc.keyframe_points
-    n = len(kp)
-    out = {}
-    for a in _VEC2:
-        buf = np.zeros(2 * n, dtype=np.float32)
-        kp.foreach_get(a, buf)
-        out[a] = buf.reshape(n, 2)
-    for a in _ENUMS:
-        out[a] = np.zeros(n, dtype=np.int32)
-        kp.foreach_get(a, out[a])
-    for a in _FLOATS:
-        out[a] = np.zeros(n, dtype=np.float32)
-        kp.foreach_get(a, out[a])
-    for a in _BOOLS:
-        out[a] = np.zeros(n, dtype=bool)
-        kp.foreach_get(a, out[a])
-    return out
+    return keys_io.read(fc)
 
 
 def write_keys(fc, keys: dict[str, np.ndarray]) -> None:
-    kp = fc.keyframe_points
-    kp.clear()
-    kp.add(len(keys["co"]))
-    for a, v in keys.items():
-        kp.foreach_set(a, np.ascontiguousarray(v).ravel())
-    fc.update()
+    """Replace all of a curve's keys; Blender recomputes the automatic handles (``keys.write``)."""
+    keys_io.write(fc, keys)
 
 
 def replace_in_gaps(obj, bag, bone: str, prop: str, index: int, gaps, frames, values,
                     handles=None, static: float = 0.0) -> None:
     """On one channel: drop the keys strictly inside ``gaps``, key ``frames``/``values`` there
     (LINEAR, or BEZIER with ``handles`` = (left [m, 2], right [m, 2]) along the motion), and key a
-    gap's end that has no key yet with the channel's value there, so nothing outside moves.
-    Keys outside the gaps keep every attribute (their handles too); keys at a gap's ends keep all
-    but their automatic handles, which Blender recomputes; new keys are GENERATED and unselected."""
+    gap's end that has no key yet with the channel's value there, so nothing outside moves
+    (``keys.replace_in_gaps``, which does many curves at once)."""
     path = bone_path(bone, prop)
     fc = bag.fcurves.find(path, index=index)
     if fc is None:
         fc = new_fcurve(bag, path, index, bone)
-    old = read_keys(fc)
-    x = old["co"][:, 0].astype(np.float64)
-    inside = np.zeros(len(x), dtype=bool)
-    for a, b in gaps:
-        inside |= (x > a) & (x < b)
-    ends = sorted({f for g in gaps for f in g if not np.any(np.abs(x - f) < 1e-4)})
-    end_values = [fc.evaluate(f) if len(x) else static for f in ends]
-    frames = np.concatenate([np.asarray(frames, dtype=np.float64), ends])
-    values = np.concatenate([np.asarray(values, dtype=np.float64), end_values])
-    m, k = len(frames), len(frames) - len(ends)
-    bezier = handles is not None
-    new = {"co": np.stack([frames, values], -1).astype(np.float32)}
-    if bezier:
-        hl = np.concatenate([handles[0], np.stack([ends, end_values], -1).reshape(-1, 2)])
-        hr = np.concatenate([handles[1], np.stack([ends, end_values], -1).reshape(-1, 2)])
-    else:
-        hl = hr = new["co"]
-    new["handle_left"], new["handle_right"] = hl.astype(np.float32), hr.astype(np.float32)
-    htype = np.full(m, enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
-    if bezier:
-        htype[:k] = enum_value("handle_left_type", "ALIGNED")
-    new["handle_left_type"] = new["handle_right_type"] = htype
-    new["interpolation"] = np.full(m, enum_value("interpolation", "BEZIER" if bezier else "LINEAR"), np.int32)
-    new["type"] = np.full(m, enum_value("type", "GENERATED"), dtype=np.int32)
-    new["easing"] = np.full(m, enum_value("easing", "AUTO"), dtype=np.int32)
-    new["back"], new["amplitude"], new["period"] = (np.full(m, v, np.float32) for v in (1.70158, 0.8, 4.1))
-    for a in _BOOLS:
-        new[a] = np.zeros(m, dtype=bool)
-    keep = ~inside
-    merged = {a: np.concatenate([old[a][keep], new[a]]) for a in old}
-    order = np.argsort(merged["co"][:, 0], kind="stable")
-    merged = {a: v[order] for a, v in merged.items()}
-    write_keys(fc, merged)
-    # fc.update() recomputed every automatic handle; with the default 'Continuous Acceleration'
-    # smoothing that ripples out of the gaps.  Put back the exact handles of the keys that are
-    # neither in nor at the end of a gap, so the curve outside the gaps is bit-identical.
-    bounds = np.array(sorted({f for g in gaps for f in g}), dtype=np.float64)
-    outside = np.concatenate([~np.isin(np.round(x[keep]), bounds), np.zeros(m, dtype=bool)])[order]
-    if outside.any():
-        fixed = read_keys(fc)
-        for a in ("handle_left", "handle_right"):
-            fixed[a][outside] = merged[a][outside]
-            fc.keyframe_points.foreach_set(a, fixed[a].ravel())
+    hs = None if handles is None else tuple(np.asarray(h)[None] for h in handles)
+    keys_io.replace_in_gaps([fc], [keys_io.read(fc)], gaps, frames, np.asarray(values, dtype=np.float64)[None], hs,
+                            [static])
 
 
 def fcurve_arrays(bag) -> dict[tuple[str, int], dict[str, np.ndarray]]:

@@ -1,0 +1,259 @@
+"""Issue 19's benchmark, interactive writes in headless Blender (the bpy module): medians in ms, each
+beside the floor measured in the same run and the issue's target.
+
+    python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--tree DIR]
+
+The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
+the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.
+
+* Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
+  the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
+  fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
+  taken from the cache) and let its update callback run.  Model in-process.
+* Inbetween: the operator on 121 frames with keys every 15 (benchmarks/bench_addon.py's case), with
+  the model in-process and through the warm backend process.
+* Encode: the operator on 300 frames (benchmarks/bench_latent.py's clip), in-process.
+* Mesh slider: Amplify on the example cloth's first segment -> PC2 -> the evaluated mesh read back
+  (benchmarks/bench_mesh.py's case); its floor is evaluating and reading the mesh alone.
+
+``--profile`` also prints where the Inbetween operator's time goes (in-process), stage by stage.
+Everything goes through operators, properties and public functions, so the script measures
+whatever writer the add-on has: ``--tree DIR`` measures the add-on of another source tree (e.g.
+``git archive main | tar -x -C DIR``), to set a change beside what it replaces.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="splinetween-bench-"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_addon import inbetween_scene, median_ms  # noqa: E402
+from bench_latent import Timers, clip_300, floor  # noqa: E402
+
+# (ms target, most multiples of the floor) of each case; None: no such target
+TARGETS = {"slider": (16.0, 1.5), "inbetween in-process": (60.0, None), "inbetween warm process": (80.0, None),
+           "encode": (100.0, None), "mesh slider": (25.0, None)}
+
+
+class Stopwatch(Timers):
+    """bench_latent's Timers, which can also put the wrapped functions back."""
+
+    def __init__(self):
+        super().__init__()
+        self.wrapped = []
+
+    def wrap(self, module, name, key):
+        self.wrapped.append((module, name, getattr(module, name)))
+        super().wrap(module, name, key)
+
+    def restore(self):
+        for module, name, fn in reversed(self.wrapped):
+            setattr(module, name, fn)
+        self.wrapped.clear()
+
+
+def floor_ms(obj, repeats: int) -> float:
+    """Every key of every F-curve of ``obj`` rewritten (``foreach_set('co', ...)`` + ``update()``)."""
+    return 1e3 * floor(obj, repeats)
+
+
+def slider_case(path: Path, repeats: int, segment: int = 4):
+    """-> (label, median ms, floor ms, median ms of the model inside)."""
+    import bpy
+    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
+    from blender_addon import bridge
+    fresh_scene_with_addon()
+    prefs().backend_mode = "IN_PROCESS"
+    obj = import_bvh(path)
+    base = floor_ms(obj, repeats)
+    assert bpy.ops.anim.splinetween_encode(frame_range="ACTION") == {"FINISHED"}
+    st = obj.splinetween_latent
+    seg = st.segments[segment]
+    timers = Stopwatch()
+    timers.wrap(bridge, "request", "model")
+    times, model = [], []
+    for i in range(repeats + 3):
+        timers.now.clear()
+        t = time.perf_counter()
+        seg.amplify = 1.5 + 0.001 * i
+        took = time.perf_counter() - t
+        assert st.status == "", st.status
+        if i >= 3:  # (first decodes warm the model up)
+            times.append(took)
+            model.append(timers.now.get("model", 0.0))
+    timers.restore()
+    label = f"{path.stem}: segment {segment + 1} of {len(st.segments)} ({seg.end - seg.start + 1} frames)"
+    return label, 1e3 * statistics.median(times), base, 1e3 * statistics.median(model)
+
+
+def inbetween_cases(repeats: int, profile: bool):
+    import bpy
+    from addon_helpers import copy_armature, prefs
+    from blender_addon import bridge, preferences
+    src, _ = inbetween_scene()
+    op = bpy.ops.anim.splinetween_inbetween
+    rows = []
+
+    def fresh():
+        return copy_armature(src)
+
+    def drop(obj):
+        bpy.data.objects.remove(obj)
+    prefs().backend_mode = "IN_PROCESS"
+    obj = fresh()
+    assert op() == {"FINISHED"}  # warm-up (model load); the filled armature gives the floor
+    base = floor_ms(obj, repeats)
+    drop(obj)
+    rows.append(("inbetween in-process", "Inbetween, 121 frames, model in-process", median_ms(op, repeats, fresh, drop),
+                 base))
+    stages = profile_inbetween(op, fresh, drop, repeats) if profile else None
+    prefs().backend_mode = "SUBPROCESS"
+    bridge.check(preferences.settings())  # a warm process
+    rows.append(("inbetween warm process", "Inbetween, 121 frames, warm backend process",
+                 median_ms(op, repeats, fresh, drop), base))
+    bridge.shutdown()
+    prefs().backend_mode = "IN_PROCESS"
+    return rows, stages
+
+
+def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
+    """Median ms per stage of the operator (public functions, wrapped where the module has them)."""
+    import importlib
+    timers = Stopwatch()
+    stages = [("blender_addon.inbetween.fill", "prepare", "checks, backend describe, selection, plan"),
+              ("blender_addon.io.scene", "read_pose", "read the key poses"),
+              ("blender_addon.core.rig_math", "blender_to_bvh", "convert to the model's convention"),
+              ("blender_addon.bridge", "inbetween", "backend call (plain)"),
+              ("blender_addon.bridge", "request", "backend call (editable)"),
+              ("blender_addon.core.rig_math", "bvh_to_blender", "convert back"),
+              ("blender_addon.io.latent", "snapshot", "snapshot of the driven curves (editable)"),
+              ("blender_addon.inbetween.fill", "write", "write the gaps (all of it)"),
+              ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (before issue 19)
+              ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
+              ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
+              ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
+              ("blender_addon.latent.encode", "install_inbetween", "latent controls installed (editable)")]
+    for module, name, label in stages:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        if hasattr(mod, name):
+            timers.wrap(mod, name, label)
+    samples = []
+    for _ in range(repeats):
+        obj = fresh()
+        timers.now.clear()
+        t = time.perf_counter()
+        op()
+        samples.append({"operator, end to end": time.perf_counter() - t, **timers.now})
+        drop(obj)
+    timers.restore()
+    seen = {k for s in samples for k in s}
+    order = ["operator, end to end"] + [label for _, _, label in stages]
+    return {k: 1e3 * statistics.median(s.get(k, 0.0) for s in samples) for k in order if k in seen}
+
+
+def encode_case(repeats: int):
+    import bpy
+    from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
+    fresh_scene_with_addon()
+    prefs().backend_mode = "IN_PROCESS"
+    src = import_bvh(clip_300(ROOT, Path(tempfile.mkdtemp(prefix="splinetween-bench-"))))
+    encode = bpy.ops.anim.splinetween_encode
+
+    def run():
+        assert encode(frame_range="CUSTOM", frame_start=1, frame_end=300) == {"FINISHED"}
+    for _ in range(2):  # model load, first-call allocations
+        obj = copy_armature(src)
+        run()
+        bpy.data.objects.remove(obj)
+    ms = median_ms(run, repeats, lambda: copy_armature(src), bpy.data.objects.remove)
+    return ms, floor_ms(src, repeats)
+
+
+def mesh_case(repeats: int):
+    import mesh_addon_helpers as H
+    from addon_helpers import bpy
+    from blender_addon.io import mesh as mesh_io
+    bpy = bpy()
+    flag = H.flag()
+    H.setup_scene()
+    H.prefs().backend_mode = "IN_PROCESS"
+    obj = H.cached_grid(flag["pc2"], "Flag")
+    assert bpy.ops.anim.splinetween_mesh_encode(frame_range="CUSTOM", frame_start=1, frame_end=60) == {"FINISHED"}
+    st = obj.splinetween_latent
+    bpy.context.scene.frame_set(30)
+
+    def evaluate():
+        mesh_io.evaluated_positions(obj, bpy.context.evaluated_depsgraph_get())
+    i = [0]
+
+    def slider():
+        i[0] += 1
+        st.segments[0].amplify = 1.5 + 0.001 * i[0]  # a new value: never from the cache
+        evaluate()
+        assert st.status == "", st.status
+    for _ in range(2):
+        slider()
+    base = median_ms(lambda: (obj.update_tag(refresh={"DATA"}), evaluate()), repeats)
+    return median_ms(slider, repeats), base
+
+
+def verdict(kind: str, ms: float, base: float) -> str:
+    target, ratio = TARGETS[kind]
+    parts = [f"<= {target:g} ms"] + ([f"<= {ratio:g}x floor"] if ratio else [])
+    ok = ms <= target and (ratio is None or ms <= ratio * base)
+    return f"{' and '.join(parts):<26} {'ok' if ok else 'OVER'}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--profile", action="store_true", help="also the Inbetween operator stage by stage")
+    ap.add_argument("--tree", type=Path, help="the source tree whose add-on is measured (default: this one)")
+    args = ap.parse_args(argv)
+    if args.tree:  # (before anything imports the add-on)
+        sys.path[:0] = [str(args.tree.resolve()), str(args.tree.resolve() / "tests")]
+    os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
+    import torch
+    torch.set_num_threads(args.threads)
+    r = args.repeats
+    rows = []  # (kind, label, ms, floor ms, note)
+    folder = Path(tempfile.mkdtemp(prefix="splinetween-bench-"))
+    for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
+        label, ms, base, model = slider_case(path, r + 10)
+        rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
+    inb, stages = inbetween_cases(r, args.profile)
+    rows += [(kind, label, ms, base, "") for kind, label, ms, base in inb]
+    ms, base = encode_case(r)
+    rows.append(("encode", "Encode, 300 frames, model in-process", ms, base, ""))
+    ms, base = mesh_case(r)
+    rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
+                 "floor: the mesh re-evaluated and read"))
+    print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
+          "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
+    print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
+    for kind, label, ms, base, note in rows:
+        print(f"  {label:<74} {ms:7.1f} {base:7.2f} {ms / base:5.1f}x   {verdict(kind, ms, base)}"
+              + (f"   ({note})" if note else ""))
+    if stages:
+        print("\nInbetween operator, 121 frames, model in-process, stage by stage (medians, ms):")
+        for name, ms in stages.items():
+            print(f"  {name:<56} {ms:7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Bulk key arrays of F-curves: one ``foreach_get`` / ``foreach_set`` per attribute and curve.
+
+A curve's keys travel as a dict of arrays, one per key attribute (``ATTRS``: ``co`` and the handles
+``[n, 2]`` float32, the enums ``[n]`` int32, back / amplitude / period float32, the selection flags
+bool), as Blender stores them, so writing back what was read is bit-identical.  New keys are built
+as rows of the same dict (:func:`new_rows`), merged with the kept keys in numpy (:func:`merge`)
+and written with :func:`write`; Blender's own ``update()`` then recomputes the automatic
+handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
+are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import bpy
+import numpy as np
+
+from .compat import new_fcurve
+
+VEC2 = ("co", "handle_left", "handle_right")
+ENUMS = ("handle_left_type", "handle_right_type", "interpolation", "type", "easing")
+FLOATS = ("back", "amplitude", "period")
+BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
+ATTRS = {**{a: (np.float32, 2) for a in VEC2}, **{a: (np.int32, 1) for a in ENUMS},
+         **{a: (np.float32, 1) for a in FLOATS}, **{a: (bool, 1) for a in BOOLS}}
+BLENDER_DEFAULTS = {"back": 1.70158, "amplitude": 0.8, "period": 4.1}  # a key inserted in Blender has these
+# What ``keyframe_points.add`` gives a new key (ED_keyframes_add: "defaults, ignoring user
+# preferences"; checked in tests/test_addon_keys.py): an attribute that keeps it needs no write.
+ADDED = {"handle_left_type": "AUTO_CLAMPED", "handle_right_type": "AUTO_CLAMPED", "interpolation": "BEZIER",
+         "type": "KEYFRAME", "easing": "AUTO", "back": 0.0, "amplitude": 0.0, "period": 0.0,
+         "select_control_point": True, "select_left_handle": True, "select_right_handle": True}
+_FEW = 24  # frames below which values_at calls evaluate rather than reading the keys
+
+
+@lru_cache(maxsize=None)
+def enum_value(prop: str, name: str) -> int:
+    return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[name].value
+
+
+class Curves:
+    """The F-curves of a channelbag by ``(data_path, array_index)``: one pass over the bag."""
+
+    def __init__(self, bag):
+        self.bag = bag
+        self.by_channel = {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
+
+    def get(self, path: str, index: int):
+        return self.by_channel.get((path, index))
+
+    def ensure(self, path: str, index: int, group: str = ""):
+        """The curve, made (in channel group ``group``) when missing."""
+        fc = self.by_channel.get((path, index))
+        if fc is None:
+            fc = self.by_channel[path, index] = new_fcurve(self.bag, path, index, group)
+        return fc
+
+
+def read(fc, attrs=tuple(ATTRS)) -> dict[str, np.ndarray]:
+    """The curve's keys, attribute by attribute (all of them by default)."""
+    kp = fc.keyframe_points
+    n = len(kp)
+    out = {}
+    for a in attrs:
+        dtype, width = ATTRS[a]
+        buf = np.empty(n * width, dtype=dtype)
+        kp.foreach_get(a, buf)
+        out[a] = buf.reshape(n, 2) if width == 2 else buf
+    return out
+
+
+def empty() -> dict[str, np.ndarray]:
+    """The keys of a curve without keys."""
+    return {a: np.empty((0, 2) if w == 2 else 0, dtype=t) for a, (t, w) in ATTRS.items()}
+
+
+@lru_cache(maxsize=None)
+def added_value(attr: str):
+    v = ADDED[attr]
+    return enum_value(attr, v) if isinstance(v, str) else v
+
+
+def write(fc, keys: dict[str, np.ndarray], exact_handles=False, unwritten=None) -> None:
+    """Replace every key of ``fc`` by ``keys`` (sorted by frame), then ``update()``: Blender
+    recomputes the automatic handles.  ``exact_handles``: then put back the handles given (all of
+    them with True, or the rows of a boolean mask).  Attributes that every key has as
+    ``keyframe_points.add`` makes it are not written (``unwritten``: those, when already known)."""
+    kp = fc.keyframe_points
+    kp.clear()
+    kp.add(len(keys["co"]))
+    if unwritten is None:
+        unwritten = as_added(keys)
+    for a, v in keys.items():
+        if a not in unwritten:
+            kp.foreach_set(a, v.ravel() if isinstance(v, np.ndarray) and v.flags.c_contiguous
+                           else np.ascontiguousarray(v).ravel())
+    fc.update()
+    if exact_handles is True:
+        exact_handles = np.ones(len(keys["co"]), dtype=bool)
+    if exact_handles is not False and np.any(exact_handles):
+        put_handles(fc, keys, exact_handles)
+
+
+def as_added(keys: dict[str, np.ndarray]) -> set[str]:
+    """The attributes whose every key (of one curve or of several stacked) is as ``add`` makes it;
+    also the handles, where every key has AUTO_CLAMPED handles on both sides and there are two keys
+    or more (``update()`` then computes them from the keys' points alone)."""
+    same = {a for a in ADDED if a in keys and (np.asarray(keys[a]) == added_value(a)).all()}
+    if {"handle_left_type", "handle_right_type"} <= same and np.shape(keys["co"])[-2] >= 2:
+        same |= {"handle_left", "handle_right"}  # (AUTO_CLAMPED on both sides; update() skips a lone key)
+    return same
+
+
+def put_handles(fc, keys: dict[str, np.ndarray], rows: np.ndarray) -> None:
+    """After ``update()``: the handles of ``rows`` back to those of ``keys``, the others as they are."""
+    kp = fc.keyframe_points
+    for a in ("handle_left", "handle_right"):
+        now = np.empty((len(kp), 2), dtype=np.float32)
+        kp.foreach_get(a, now.ravel())
+        now[rows] = keys[a][rows]
+        kp.foreach_set(a, now.ravel())
+
+
+def new_rows(frames, values, bezier: bool = False, handles=None, aligned: int = 0) -> dict[str, np.ndarray]:
+    """New keys (GENERATED, unselected, easing AUTO, Blender's back / amplitude / period) at ``frames``
+    ``[m]`` with ``values [..., m]`` (any leading dimensions: several curves at once).  LINEAR, or
+    BEZIER with ``bezier``; handles on the keys' points, or ``handles`` = (left, right) ``[..., m, 2]``.
+    Handle types AUTO_CLAMPED, ALIGNED on the first ``aligned`` keys."""
+    values = np.asarray(values, dtype=np.float64)
+    frames = np.broadcast_to(np.asarray(frames, dtype=np.float64), values.shape)
+    lead, m = values.shape[:-1], values.shape[-1]
+    co = np.stack([frames, values], -1).astype(np.float32)
+    rows = {"co": co}
+    if handles is None:
+        rows["handle_left"], rows["handle_right"] = co, co.copy()
+    else:
+        rows["handle_left"], rows["handle_right"] = (np.asarray(h).astype(np.float32) for h in handles)
+    htype = np.full(lead + (m,), enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
+    htype[..., :aligned] = enum_value("handle_left_type", "ALIGNED")
+    rows["handle_left_type"], rows["handle_right_type"] = htype, htype.copy()
+    ipo = enum_value("interpolation", "BEZIER" if bezier else "LINEAR")
+    rows["interpolation"] = np.full(lead + (m,), ipo, dtype=np.int32)
+    rows["type"] = np.full(lead + (m,), enum_value("type", "GENERATED"), dtype=np.int32)
+    rows["easing"] = np.full(lead + (m,), enum_value("easing", "AUTO"), dtype=np.int32)
+    for a, v in BLENDER_DEFAULTS.items():
+        rows[a] = np.full(lead + (m,), v, dtype=np.float32)
+    for a in BOOLS:
+        rows[a] = np.zeros(lead + (m,), dtype=bool)
+    return rows
+
+
+def merge(old: dict, keep: np.ndarray, new: dict) -> tuple[dict, np.ndarray]:
+    """The kept rows of ``old`` and all of ``new`` (along the last key axis: ``[..., n]`` /
+    ``[..., n, 2]``, several curves with the same frames at once), sorted by frame (stable: a kept
+    key before a new one on the same frame).  -> (merged keys, the sort order)."""
+    both = {a: np.concatenate([old[a][..., keep, :], new[a]], axis=-2) if w == 2 else
+            np.concatenate([old[a][..., keep], new[a]], axis=-1) for a, (_, w) in ATTRS.items()}
+    x = both["co"][..., 0]
+    order = np.argsort(x.reshape(-1, x.shape[-1])[0] if x.ndim > 1 else x, kind="stable")
+    return {a: (v[..., order, :] if ATTRS[a][1] == 2 else v[..., order]) for a, v in both.items()}, order
+
+
+def replace_in_gaps(fcs, olds, gaps, frames, values, handles=None, statics=None) -> None:
+    """On curves whose keys sit on the same frames (``olds``: their keys as read): drop the keys
+    strictly inside ``gaps``, key ``frames [m]`` / ``values [C, m]`` there (LINEAR, or BEZIER with
+    ``handles`` = (left, right) ``[C, m, 2]`` along the motion), and key each gap end that has no key
+    yet with the curve's value there (``statics[c]`` on a curve without keys), so nothing outside
+    moves.  Keys outside the gaps keep every attribute (their handles too); keys at a gap's ends
+    keep all but their automatic handles, which Blender recomputes; new keys are GENERATED and
+    unselected."""
+    x = olds[0]["co"][:, 0].astype(np.float64)
+    g = np.asarray(gaps, dtype=np.float64).reshape(-1, 2)
+    inside = ((x[:, None] > g[:, 0]) & (x[:, None] < g[:, 1])).any(1)
+    bounds = np.unique(g)
+    ends = np.array([f for f in bounds if not np.any(np.abs(x - f) < 1e-4)])
+    values = np.asarray(values, dtype=np.float64)
+    if len(ends):  # (the curve's value there: its key frames are the same, so are its missing ends)
+        end_values = np.array([[fc.evaluate(f) for f in ends] if len(x) else [s] * len(ends)
+                               for fc, s in zip(fcs, statics or [0.0] * len(fcs))])
+        end_points = np.stack([np.broadcast_to(ends, end_values.shape), end_values], -1)
+        frames = np.concatenate([np.asarray(frames, dtype=np.float64), ends])
+        values = np.concatenate([values, end_values], -1)
+        if handles is not None:
+            handles = tuple(np.concatenate([h, end_points], -2) for h in handles)
+    bezier = handles is not None
+    new = new_rows(frames, values, bezier, handles, aligned=values.shape[-1] - len(ends) if bezier else 0)
+    keep = ~inside
+    stacked = {a: np.stack([o[a] for o in olds]) for a in ATTRS}
+    merged, order = merge(stacked, keep, new)
+    # update() recomputes every automatic handle; with the default 'Continuous Acceleration'
+    # smoothing that ripples out of the gaps.  Put back the exact handles of the keys that are
+    # neither in nor at the end of a gap, so the curve outside the gaps is bit-identical.
+    outside = np.concatenate([~np.isin(np.round(x[keep]), bounds), np.zeros(new["co"].shape[-2], dtype=bool)])[order]
+    unwritten = as_added(merged)
+    for c, fc in enumerate(fcs):
+        write(fc, {a: v[c] for a, v in merged.items()}, outside if outside.any() else False, unwritten)
+
+
+def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
+    """The curve's values at ``frames`` (float64), as ``fc.evaluate`` gives them.  Many frames: a
+    key's value where a frame sits exactly on a key (what ``evaluate`` returns there: Blender
+    evaluates in float32), ``evaluate`` elsewhere and on curves with modifiers.  ``co``: the keys'
+    ``[n, 2]`` when already read."""
+    frames = np.asarray(frames, dtype=np.float64)
+    if frames.size < _FEW:  # (evaluate costs less than reading the keys)
+        return np.array([fc.evaluate(f) for f in frames.tolist()], dtype=np.float64).reshape(frames.shape)
+    if co is None:
+        co = read(fc, ("co",))["co"]
+    out = np.empty(frames.shape)
+    x = co[:, 0]
+    on = np.zeros(frames.shape, dtype=bool)
+    if len(x) and not len(fc.modifiers) and (len(x) < 2 or np.min(np.diff(x)) > 2e-4):
+        f32 = frames.astype(np.float32)
+        at = np.minimum(np.searchsorted(x, f32), len(x) - 1)
+        on = x[at] == f32
+        out[on] = co[at[on], 1]
+    if not on.all():
+        out[~on] = [fc.evaluate(f) for f in frames[~on].tolist()]
+    return out
+

@@ -1,0 +1,68 @@
+"""The Inbetween writer and the pose reader against their reference (tests/fixtures/writer_keys.npz,
+made by tests/fixtures/make_writer_keys.py with the per-key writer before issue 19).
+
+On the rig of tests/writer_cases.py (every rotation mode, Euler keys turns away from the principal
+angles, model output spinning through several turns, dense keys in the gaps, a missing gap-end key,
+a locked curve, a Noise modifier, a bone without location curves, random key attributes) and for
+both key modes with Blend 1 and below 1, today's writer must write exactly the keys the reference
+wrote: every attribute of every key (values, handles, handle types, interpolation, key types,
+easing, back / amplitude / period, selection), bit for bit, on every F-curve.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import writer_cases as W
+from addon_helpers import disable_addon
+
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture(scope="module")
+def ref():
+    data = dict(np.load(W.FIXTURE))
+    yield data
+    disable_addon()
+
+
+def assert_same_curves(got: dict, want: dict, what: str) -> None:
+    assert sorted(got) == sorted(want), f"{what}: other F-curves"
+    for key in sorted(want):
+        g, w = got[key], want[key]
+        assert len(g["co"]) == len(w["co"]), f"{what}: {key} has {len(g['co'])} keys, the reference {len(w['co'])}"
+        for attr in w:
+            bad = np.flatnonzero(~np.all((g[attr] == w[attr]).reshape(len(w["co"]), -1), -1))
+            assert not bad.size, (f"{what}: {key} {attr} differs at frames {w['co'][bad, 0][:5]}: "
+                                  f"{g[attr][bad][:3].tolist()} instead of {w[attr][bad][:3].tolist()}")
+
+
+def test_the_rig_is_rebuilt_exactly(ref):
+    """The starting point: the stored keys come back bit for bit (else nothing below would mean much)."""
+    obj = W.build_rig(W.unpack(ref, "base"))
+    assert_same_curves(W.curves_of(obj), W.unpack(ref, "base"), "rebuilt rig")
+    assert [pb.rotation_mode for pb in (obj.pose.bones[b] for b in W.BONES)] == W.MODES
+
+
+@pytest.mark.parametrize("scenario", list(W.SCENARIOS))
+def test_the_writer_writes_the_reference_keys(ref, scenario):
+    obj = W.build_rig(W.unpack(ref, "base"))
+    written, skipped = W.run_scenario(obj, scenario, ref["out_basis"], ref["out_loc"])
+    assert written == int(ref[f"{scenario}/written"])
+    assert skipped == ref[f"{scenario}/skipped"].tolist()
+    got, want = W.curves_of(obj), W.unpack(ref, scenario)
+    assert_same_curves(got, want, scenario)
+    base = W.unpack(ref, "base")
+    changed = [k for k in want if k not in base or len(want[k]["co"]) != len(base[k]["co"])]
+    assert len(changed) >= 30  # (the reference did write: every bone, its rotation and the position bones)
+
+
+def test_the_reader_reads_the_reference_poses(ref):
+    """read_pose on key frames (key values), on every frame and between frames (the curves evaluated)."""
+    from blender_addon.io import scene as scene_io
+    obj = W.build_rig(W.unpack(ref, "base"))
+    bag = scene_io.channelbag(obj)
+    for name, frames in (("keys", W.KEYS), ("dense", np.arange(1, W.FRAMES + 1)), ("between", [1.5, 20.25, 40.75])):
+        basis, loc = scene_io.read_pose(obj, bag, W.BONES, frames)
+        assert np.array_equal(basis, ref[f"read/{name}/basis"]), name
+        assert np.array_equal(loc, ref[f"read/{name}/loc"]), name
