@@ -198,6 +198,7 @@ def load(path, map_location="cpu") -> Checkpoint:
         layout = None if mesh else FeatureLayout.from_json(doc["features"])
         if not mesh:
             checks.check_skeleton(jpath, skeleton, layout, CheckpointError)
+            checks.check_mirror(jpath, (doc.get("info") or {}).get("mirror"), skeleton.num_joints, CheckpointError)
     except CheckpointError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

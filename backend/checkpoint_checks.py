@@ -97,6 +97,27 @@ def check_skeleton(jpath: Path, skeleton, layout, error) -> None:
                            "axis 0, 1 or 2")
 
 
+def check_mirror(jpath: Path, doc, joints: int, error) -> None:
+    """``info.mirror`` (optional; ``backend.mirror.Mirror.to_info``): a left/right partner per joint that
+    swaps pairs (mirroring twice must be the identity) and a unit quaternion frame per joint."""
+    if doc is None:
+        return
+    problem = f'"info.mirror" must hold "partner" ({joints} joint indices that swap left and right) and "frames" ' \
+              f"({joints} unit quaternions)"
+    if not isinstance(doc, dict):
+        raise error(jpath, problem)
+    partner, frames = doc.get("partner"), doc.get("frames")
+    if not isinstance(partner, list) or len(partner) != joints or not all(_is_int(k) and 0 <= k < joints
+                                                                          for k in partner) \
+            or any(partner[k] != i for i, k in enumerate(partner)):
+        raise error(jpath, problem)
+    if not isinstance(frames, list) or len(frames) != joints or not all(
+            isinstance(q, list) and len(q) == 4 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                        for v in q)
+            and abs(sum(v * v for v in q) - 1.0) < 1e-3 for q in frames):
+        raise error(jpath, problem)
+
+
 class _RandomAsEmpty(torch.overrides.TorchFunctionMode):
     """Random tensors made as ``empty`` ones, random fills skipped: on the meta device only their
     shapes matter, and PyTorch's meta ``randn`` and in-place random fills run Python reference

@@ -14,6 +14,7 @@ from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
 from .inbetween import decode_inbetween, guard_weight, inbetween
+from .mirror import Mirror
 from .splines import ease_weights
 from .skeleton import Clip
 
@@ -32,6 +33,10 @@ class Engine(EngineBase):
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
         self._guard_weights: dict[bytes, float] = {}
+        # In-betweening: also fill the mirrored keys and average (backend.mirror), where the checkpoint
+        # trained with mirroring and stores its left/right map.
+        self.mirror = Mirror.from_info(self.ckpt.info.get("mirror"), self.skeleton.parents)
+        self.symmetric = self.mirror is not None
 
     # -- checks -------------------------------------------------------------------------
     def check_clip(self, clip: Clip, keys: list[int] | None = None):

@@ -70,6 +70,30 @@ def fill(engine, items, with_base: bool = True):
     return out
 
 
+def fill_symmetric(engine, items, with_base: bool = True, which=None):
+    """``fill``, where for the items chosen by ``which`` (default: all; none when the engine is not
+    symmetric, i.e. has no ``mirror``) the model's answer is the mean of its fill and the mirrored fill of
+    the mirrored keys, mirrored back: a person moves the same way in a mirror, and the mean of the two
+    answers misses less than either (docs/results.md §9).  One batch: the mirrored items run with the
+    others.  The Hermite base, control points and origins stay the item's own."""
+    m = engine.mirror if getattr(engine, "symmetric", False) else None
+    chosen = [i for i in range(len(items)) if m is not None and (which is None or which[i])]
+    mirrored = []
+    for i in chosen:
+        clip, keys = items[i]
+        rot, pos = key_only(clip, keys)
+        rot[keys], pos[keys] = m.apply(clip.rotations[keys], clip.positions[keys])
+        mirrored.append((Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name), keys))
+    fills = fill(engine, list(items) + mirrored, with_base)
+    out = fills[:len(items)]
+    for i, other in zip(chosen, fills[len(items):]):
+        rot, pos, *rest = out[i]
+        mr, mp = m.apply(other[0], other[1])
+        mr = np.where((mr * rot).sum(-1, keepdims=True) < 0, -mr, mr)
+        out[i] = (Q.normalize(rot + mr).astype(rot.dtype), (0.5 * (pos + mp)).astype(pos.dtype), *rest)
+    return out
+
+
 def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
     """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
     ``fills``, the ``fill`` results of ``holdout_passes``) and compared with the hidden keys."""
@@ -95,10 +119,12 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
 
     With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and its
-    Hermite base (``backend.guard``); the hidden-key passes run in the same batches.
+    Hermite base (``backend.guard``); the hidden-key passes run in the same batches.  With
+    ``engine.symmetric`` a fill the guard does not judge is the mean of the model and its mirror image
+    (``fill_symmetric``).
     """
     ck = engine.ckpt
-    checked, items, spans = [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
+    checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
     for clip, keys in zip(clips, keys_list):
         try:
             keys = validate_keys(keys, clip.num_frames, ck.window - 1)
@@ -109,7 +135,10 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         passes = holdout_passes(keys, ck.window - 1) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
         items += [(clip, keys)] + [(clip, p) for p in passes]
-    fills = fill(engine, items, with_base=engine.guard)
+        mirror += [not passes] + [False] * len(passes)
+    # The mirror average where the guard hides no key (keys more than 10 frames apart): with the guard's
+    # passes it would double a cost that is already twice the model's (the 10 ms budget per window).
+    fills = fill_symmetric(engine, items, with_base=engine.guard, which=mirror)
     out = []
     for (clip, keys), span in zip(checked, spans):
         mine = fills[span]

@@ -2,73 +2,24 @@
 upper/lower body mixing.  Pure functions over local rotations [..., F, J, 4] and local positions
 [..., F, J, 3] (torch), in the (lrot, lpos, parents) layout of ``backend.skeleton``.
 
-Mirroring needs care because every joint has its own local frame (in the Bandai-Namco skeleton
-the arms run along +x on the left and -x on the right, the shoulders sit apart along the chest's
-z, the legs along the hips' y).  With M the reflection of the world's x axis, a mirrored pose has
-global rotations G'_j = M G_s(j) M A_j, where s swaps left and right and A_j is a fixed rotation
-that carries joint j's frame onto its partner's mirrored frame.  Then, per joint,
-
-    local rotation  L'_j = A_p^T (M L_s(j) M) A_j        local position  l'_j = A_p^T M l_s(j)
-
-and forward kinematics gives exactly the mirrored positions M g_s(j).  A_j is one of the 24
-axis-aligned rotations: the one that maps the joint's child offsets onto the mirrored offsets of
-its partner's children, with the twist about a single child (or a leaf) chosen so that mirrored
-rotations look like the data's own (``fit_mirror``).  Partners get A_s(j) = M A_j^T M, so that
-mirroring twice is the identity.
+Mirroring (the per-joint frame corrections, fitted to the skeleton) is ``backend.mirror``'s; here it is
+applied to torch batches.
 """
 from __future__ import annotations
-
-import itertools
-import re
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from backend import quat_np as Q
 from backend import quat_torch as QT
-
-_SIDES = [(r"_L$", "_R"), (r"_R$", "_L"), (r"\.L$", ".R"), (r"\.R$", ".L"), (r"_l$", "_r"), (r"_r$", "_l"),
-          (r"^Left", "Right"), (r"^Right", "Left"), (r"^left", "right"), (r"^right", "left")]
+from backend.mirror import Mirror as _Mirror, fit, partner_names  # noqa: F401  (partner_names: the API)
 
 
-def partner_names(names) -> np.ndarray:
-    """[J] index of each joint's left/right partner (itself for centre joints)."""
-    index = {n: i for i, n in enumerate(names)}
-    out = np.arange(len(names))
-    for i, n in enumerate(names):
-        for pat, rep in _SIDES:
-            other = re.sub(pat, rep, n)
-            if other != n and other in index:
-                out[i] = index[other]
-                break
-    return out
-
-
-def _axis_rotations() -> np.ndarray:
-    """The 24 rotations that are signed permutation matrices: [24, 3, 3]."""
-    mats = []
-    for perm in itertools.permutations(range(3)):
-        for signs in itertools.product((1, -1), repeat=3):
-            m = np.zeros((3, 3))
-            m[range(3), perm] = signs
-            if np.linalg.det(m) > 0:
-                mats.append(m)
-    return np.stack(mats)
-
-
-@dataclass(frozen=True)
-class Mirror:
-    """Left/right mirroring for one skeleton (see the module docstring)."""
-    partner: np.ndarray  # [J]
-    frames: np.ndarray  # [J, 4] quaternion A_j
-    parents: np.ndarray  # [J]
+class Mirror(_Mirror):
+    """``backend.mirror.Mirror`` applied to torch batches."""
 
     def __call__(self, rot: torch.Tensor, pos: torch.Tensor):
         a = torch.as_tensor(self.frames, dtype=rot.dtype, device=rot.device)
-        par = np.where(self.parents < 0, np.arange(len(self.parents)), self.parents)
-        ap_inv = QT.inv(a[par])
-        ap_inv[self.parents < 0] = torch.tensor([1.0, 0, 0, 0], dtype=rot.dtype)  # a root has no parent frame
+        ap_inv = torch.as_tensor(self.parent_frames_inv(), dtype=rot.dtype, device=rot.device)
         sw = torch.as_tensor(self.partner)
         r = rot[..., sw, :]
         r = torch.stack([r[..., 0], r[..., 1], -r[..., 2], -r[..., 3]], -1)  # M R M for M = diag(-1, 1, 1)
@@ -78,51 +29,12 @@ class Mirror:
         return r, p
 
 
-def fit_mirror(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror | None:
-    """The Mirror of a skeleton, or None when it has no left/right pairs.
 
-    ``offsets`` [J, 3]: local rest offsets (or the data's mean local positions); ``rot_sample``
-    [F, J, 4]: local rotations of some frames of real motion, to choose twists about single bones.
-    """
-    partner = partner_names(names)
-    if np.all(partner == np.arange(len(names))):
-        return None
-    parents = np.asarray(parents)
-    m = np.diag([-1.0, 1.0, 1.0])
-    cands = _axis_rotations()
-    mats = Q.to_matrix(Q.normalize(rot_sample.astype(np.float64)))  # [F, J, 3, 3]
-    children = [np.flatnonzero(parents == j) for j in range(len(names))]
-    chosen: dict[int, np.ndarray] = {}
-    for j in range(len(names)):
-        if j in chosen:
-            continue
-        s = int(partner[j])
-        if parents[j] < 0 and not np.any(np.abs(mats[:, j] - np.eye(3)) > 1e-6):
-            chosen[j] = np.eye(3)  # a static root (all-zero channels) stays the identity
-            continue
-        a_parent = np.eye(3) if parents[j] < 0 else chosen[int(parents[j])]
-        best, best_score = None, np.inf
-        for a in cands:
-            if s == j and not np.allclose(a, m @ a.T @ m):
-                continue  # a centre joint must be its own mirror
-            miss = 0.0
-            for c in children[j]:  # A_j o_c = M o_s(c)
-                target = m @ offsets[partner[c]]
-                miss += np.linalg.norm(a @ offsets[c] - target) / max(np.linalg.norm(target), 1e-6)
-            if miss > 1e-2 * max(1, len(children[j])):
-                continue
-            # mirrored local rotations of j (from its partner's) should look like j's own
-            mirrored = a_parent.T @ m @ mats[:, s] @ m @ a
-            score = np.linalg.norm(mirrored.mean(0) - mats[:, j].mean(0))
-            if score < best_score:
-                best, best_score = a, score
-        if best is None:
-            return None  # the skeleton is not left/right symmetric: no mirroring
-        chosen[j] = best
-        if s != j:
-            chosen[s] = m @ best.T @ m
-    frames = Q.from_matrix(np.stack([chosen[j] for j in range(len(names))]))
-    return Mirror(partner, frames.astype(np.float32), parents)
+
+def fit_mirror(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror | None:
+    """``backend.mirror.fit``, as a Mirror that applies to torch batches."""
+    m = fit(names, parents, offsets, rot_sample)
+    return None if m is None else Mirror(m.partner, m.frames, m.parents)
 
 
 def reverse_time(rot: torch.Tensor, pos: torch.Tensor):

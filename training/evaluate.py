@@ -128,6 +128,7 @@ def inbetween_predictor(engine, batch: int = 256):
 
 
 LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Splinetween without the guard",
+          "model_asymmetric": "Splinetween without the mirror average",
           "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
 
 
@@ -187,11 +188,15 @@ def _column(engine, args, sel, skeleton, bezier):
         return out
     inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents).items()}
     if task == "inbetween" and not args.baselines_only:
-        for name, guard in (("model", True), ("model_unguarded", False)):
-            engine.guard = guard
+        symmetric = engine.symmetric
+        variants = [("model", True, symmetric), ("model_unguarded", False, symmetric)]
+        if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
+            variants.append(("model_asymmetric", True, False))
+        for name, guard, sym in variants:
+            engine.guard, engine.symmetric = guard, sym
             for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents).items():
                 inb[str(k)][name] = v["model"]
-        engine.guard = True
+        engine.guard, engine.symmetric = True, symmetric
     if bezier is not None:
         for k, v in evaluate_inbetween(bezier, rot, pos, parents).items():
             inb[str(k)]["blender_bezier"] = v["model"]

@@ -242,6 +242,8 @@ def train(cfg: TrainConfig) -> Path:
                  "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
                  "val_clips": len(val_ms.names), "skipped_val_clips": len(val_ms.skipped),
                  "processes": world}
+    if augmenter is not None and augmenter.mirror is not None:  # the in-betweener's test-time symmetry reads it
+        info_base["mirror"] = augmenter.mirror.to_info()
     if rank == 0:
         print(f"{len(train_ms.names)} train clips ({train_ms.starts[-1]} frames, {sampler.short} shorter than "
               f"{cfg.window} skipped for windows), {len(val_windows)} val windows, "
