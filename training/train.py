@@ -64,5 +64,17 @@ def main(argv=None):
     return 0
 
 
+def _exit(code: int) -> None:
+    """Exit; a torchrun rank leaves without interpreter teardown, where Gloo's worker threads can
+    still release tensors after Python is gone and abort the process (SIGABRT, 'terminate called
+    without an active exception') after a finished, saved run."""
+    import os
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())
