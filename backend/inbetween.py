@@ -210,6 +210,54 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
             base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
     if engine.guard:
         out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
+    if uses_mirror(engine, keys):
+        c_rot, c_pos = mirror_correction(engine, controls, skel)
+        if s > 1:  # the correction, per frame, eased between frames at the denser sampling
+            c_rot, c_pos = _densify(c_rot, s), _densify(c_pos, s)
+        out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
     out_rot = Q.fix_hemisphere(out_rot)
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
+
+
+def uses_mirror(engine, keys) -> bool:
+    """Whether ``inbetween`` answered these keys with the mirror average (``fill_symmetric``): a
+    symmetric engine where the guard hides no key."""
+    return bool(getattr(engine, "symmetric", False)) and not (
+        engine.guard and holdout_passes(list(keys), engine.ckpt.window - 1))
+
+
+def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation [F, J, 4], offset [F, J, 3]) taking the model's own decode of the encoded control
+    points to the mirror-averaged fill ``inbetween`` wrote: the mirrored half depends on the keys
+    only, so a re-decode (edited or not) applies the same correction and unedited control points
+    give the written fill again.  Cached per keys like the guard's weights."""
+    key = ("mirror",) + (engine._guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
+    cache = engine._guard_weights
+    if key not in cache:
+        n = controls.num_frames
+        rot = np.zeros((n, skeleton.num_joints, 4))
+        rot[..., 0] = 1.0
+        pos = np.zeros((n, skeleton.num_joints, 3))
+        rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
+        clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
+        keys = list(controls.keys)
+        own, = fill(engine, [(clip, keys)], with_base=False)
+        sym, = fill_symmetric(engine, [(clip, keys)], with_base=False)
+        cache[key] = (Q.normalize(Q.mul(sym[0], Q.inv(own[0]))), sym[1] - own[1])
+    return cache[key]
+
+
+def _densify(a: np.ndarray, s: int) -> np.ndarray:
+    """Per-frame values at s times the density (frame f lands on f * s), linear between frames
+    (quaternions: normalised; the corrections are small rotations near identity)."""
+    t = np.arange((len(a) - 1) * s + 1) / s
+    i = np.minimum(t.astype(int), len(a) - 2) if len(a) > 1 else np.zeros(len(t), int)
+    w = (t - i)[:, None, None]
+    if len(a) == 1:
+        return a.copy()
+    b = a[i + 1]
+    if a.shape[-1] == 4:
+        b = np.where((a[i] * b).sum(-1, keepdims=True) < 0, -b, b)
+        return Q.normalize((1 - w) * a[i] + w * b)
+    return (1 - w) * a[i] + w * b
