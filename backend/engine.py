@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt_io
+from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
@@ -29,6 +30,7 @@ class Engine(EngineBase):
     def __init__(self, checkpoint=None, device: str = "auto"):
         super().__init__(checkpoint, DEFAULT_CHECKPOINT, device)
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
+        self.frame_time = timebase.model_frame_time(self.ckpt.info)  # clips at other rates are resampled to it
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
