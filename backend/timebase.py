@@ -104,7 +104,7 @@ def sample(rot: np.ndarray, pos: np.ndarray, times) -> tuple[np.ndarray, np.ndar
     if times.size and (times.min() < -1e-9 or times.max() > n - 1 + 1e-9):
         raise ValueError(f"times {times.min():g}..{times.max():g} reach outside the {n} frames")
     times = np.clip(times, 0.0, n - 1)
-    lo = np.minimum(np.floor(times).astype(np.int64), max(n - 2, 0))
+    lo = np.floor(times).astype(np.int64)  # the last frame itself is a whole time: never read past it
     w = times - lo
     out_rot, out_pos = rot[lo].copy(), pos[lo].copy()  # whole times: the frame itself
     frac = w != 0.0
