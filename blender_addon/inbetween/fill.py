@@ -31,8 +31,9 @@ class Options:
     replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
 
 
-def prepare(obj, settings: bridge.BackendSettings, options: Options):
-    """Checks and reads, no writes: -> (info, bag, bones, plan)."""
+def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0):
+    """Checks and reads, no writes: -> (info, bag, bones, plan).  The gap limit is the model's (2 s) in
+    frames of a scene at ``fps``."""
     bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
@@ -45,7 +46,8 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options):
     curves = scene_io.curves_by_bone(bag, bones)
     selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
     try:
-        plan = gaps.plan(selected, bones, options.all_bones, info.max_gap)
+        plan = gaps.plan(selected, bones, options.all_bones, info.scene_max_gap(fps), fps,
+                         info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
     return info, bag, bones, plan
@@ -55,7 +57,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
     t0 = time.perf_counter()
     step = progress or (lambda done, total: None)
-    info, bag, bones, plan = prepare(obj, settings, options)
+    info, bag, bones, plan = prepare(obj, settings, options, fps)
     total = 2 + len(bones)
     step(0, total)
     rig = scene_io.rig_frames(obj, bones, info.offsets)
@@ -65,7 +67,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     step(1, total)
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
-        and not locked
+        and not locked and info.same_rate(fps)  # (the in-betweened latent layer lives on the model's frames)
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
@@ -99,6 +101,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
+    elif options.editable and not info.same_rate(fps):
+        note += (f"; not kept editable: an in-betweened range's latent controls need a scene at the model's "
+                 f"{1 / info.frame_time:.4g} fps (this one runs at {fps:.4g} fps)")
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")

@@ -88,7 +88,8 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                      cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
-                     fidelity=reply.get("fidelity"), snapshot=snap, values=values)
+                     fidelity=reply.get("fidelity"), snapshot=snap, values=values,
+                     model_segments=reply.get("model_segments"))
     armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"])
