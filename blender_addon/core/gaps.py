@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,7 @@ class PlanError(ValueError):
 class Plan:
     keys: list[int]  # model key frames (scene frames), sorted
     gaps: dict[str, list[tuple[int, int]]]  # bone -> (left key, right key), written strictly inside
+    left: dict[str, str] = field(default_factory=dict)  # bone -> why it is not written although it would be
 
     @property
     def start(self) -> int:
@@ -77,6 +78,11 @@ def _seconds(frames: int, fps: float | None) -> str:
 
 def _limit(seconds: float | None, fps: float | None) -> str:
     return f" ({seconds:.3g} s at {fps:.4g} fps)" if seconds and fps else ""
+
+
+def without(plan: Plan, left: dict[str, str]) -> Plan:
+    """The plan with ``left`` (bone -> why) not written: the key frames stay (their poses are still read)."""
+    return Plan(plan.keys, {b: g for b, g in plan.gaps.items() if b not in left}, {**plan.left, **left})
 
 
 def sample_frames(a: int, b: int, step: int) -> np.ndarray:

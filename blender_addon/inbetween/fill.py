@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import bridge
+from ..core import constraints
 from ..core import gaps
 from ..core import rig_math
 from ..core.errors import Refusal
+from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
 from .writer import write
@@ -50,7 +52,23 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
                          info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
+    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, info))
+    if driven:  # keys under a constraint change nothing visible: left as they were, and named
+        plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
+        if not plan.gaps:
+            raise Refusal(f"every bone to fill is driven by a constraint, nothing was changed: "
+                          f"{constraints.report(plan.left)}")
     return info, bag, bones, plan
+
+
+def written_channels(bone_gaps, bones: list[str], info) -> dict[str, set]:
+    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps."""
+    out = {}
+    for j, bone in enumerate(bones):
+        if bone in bone_gaps:
+            out[bone] = ({constraints.ROTATION} if j in info.rotation_joints else set()) | \
+                        ({constraints.LOCATION} if j in info.position_joints else set())
+    return out
 
 
 def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0, progress=None) -> str:
@@ -104,6 +122,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     elif options.editable and not info.same_rate(fps):
         note += (f"; not kept editable: an in-betweened range's latent controls need a scene at the model's "
                  f"{1 / info.frame_time:.4g} fps (this one runs at {fps:.4g} fps)")
+    if plan.left:
+        note += "; " + constraints.report(plan.left)
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")

@@ -1,0 +1,119 @@
+"""Bones under constraints, in real (headless) Blender: an IK leg and a Copy Rotation hand.
+
+Keys written under a constraint would change nothing visible.  Inbetween leaves those bones as they were and
+names them with the fix; muted constraints (or none) change nothing; a selection of constrained bones only is
+refused.  Encode's sliders never write them either.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
+                           select_keys, snapshot, thin_keys, use_test_backend)
+
+bpy = bpy()
+from blender_addon import preferences  # noqa: E402
+from blender_addon.inbetween import fill  # noqa: E402
+
+pytestmark = pytest.mark.blender
+OP = bpy.ops.anim.splinetween_inbetween
+LEG = ("UpperLeg_L", "LowerLeg_L")
+
+
+@pytest.fixture(scope="module")
+def walk():
+    fresh_scene_with_addon()
+    use_test_backend()
+    obj = import_bvh()
+    thin_keys(obj, range(1, 92, 15))
+    targets = {}
+    for name in ("leg_target", "hand_target"):
+        empty = bpy.data.objects.new(name, None)
+        bpy.context.collection.objects.link(empty)
+        targets[name] = empty
+    yield obj.name, targets
+    disable_addon()
+
+
+@pytest.fixture
+def rig(walk):
+    arm = copy_armature(bpy.data.objects[walk[0]])
+    name = arm.name
+    yield arm, walk[1]
+    if name in bpy.data.objects:
+        bpy.data.objects.remove(bpy.data.objects[name])
+
+
+def constrain(arm, targets, ik=True, copy=True):
+    cons = []
+    if ik:
+        c = arm.pose.bones["LowerLeg_L"].constraints.new("IK")
+        c.target, c.chain_count = targets["leg_target"], 2
+        cons.append(c)
+    if copy:
+        c = arm.pose.bones["Hand_R"].constraints.new("COPY_ROTATION")
+        c.target = targets["hand_target"]
+        cons.append(c)
+    return cons
+
+
+def bone_curves(snap, bone):
+    return {k: v for k, v in snap.items() if f'"{bone}"' in k[0]}
+
+
+def settings():
+    return preferences.settings(bpy.context)
+
+
+def test_constrained_bones_are_left_and_named(rig):
+    arm, targets = rig
+    constrain(arm, targets)
+    before = snapshot(arm)
+    msg = fill.run(arm, settings(), fill.Options())
+    after = snapshot(arm)
+    for bone in LEG + ("Hand_R",):
+        for k, v in bone_curves(before, bone).items():
+            assert_same_keys(v, after[k])  # untouched, handles and all
+    hips = after['pose.bones["Hips"].location', 0]
+    assert len(hips["co"]) == 91  # the others are filled on every frame
+    assert ("3 bones driven by constraints were left as they were: Hand_R (Copy Rotation from hand_target), "
+            "LowerLeg_L (IK on LowerLeg_L from leg_target), UpperLeg_L (IK on LowerLeg_L); mute the constraint"
+            in msg), msg
+
+
+def test_muted_or_zero_influence_constraints_change_nothing(rig, walk):
+    arm, targets = rig
+    plain = copy_armature(bpy.data.objects[walk[0]])
+    try:
+        ik, copy = constrain(arm, targets)
+        ik.mute, copy.influence = True, 0.0
+        bpy.context.view_layer.objects.active = arm
+        assert OP() == {"FINISHED"}
+        bpy.context.view_layer.objects.active = plain
+        assert OP() == {"FINISHED"}
+        a, b = snapshot(arm), snapshot(plain)
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same_keys(a[k], b[k])  # the same fill as without constraints
+    finally:
+        bpy.data.objects.remove(plain)
+
+
+def test_an_ik_without_target_does_nothing_so_does_not_count(rig):
+    arm, targets = rig
+    arm.pose.bones["LowerLeg_L"].constraints.new("IK")  # no target: Blender does not evaluate it
+    assert "driven by constraints" not in fill.run(arm, settings(), fill.Options())
+
+
+def test_only_constrained_bones_selected_is_refused(rig):
+    arm, targets = rig
+    constrain(arm, targets, copy=False)
+    select_keys(arm, bones=set(LEG))
+    before = snapshot(arm)
+    with pytest.raises(RuntimeError, match=r"every bone to fill is driven by a constraint, nothing was changed: 2 "
+                                           r"bones .* LowerLeg_L \(IK on LowerLeg_L from leg_target\)"):
+        OP()
+    after = snapshot(arm)
+    for k in before:
+        assert_same_keys(before[k], after[k])
