@@ -129,9 +129,9 @@ def checked_keys(keys, num_frames: int, frame_time: float, max_gap: int, model_f
     return keys
 
 
-def on_model_grid(clip: Clip, keys: list[int], model_ft: float) -> tuple[Clip, list[int]]:
+def on_model_grid(clip: Clip, keys: list[int], model_ft: float, max_gap: int) -> tuple[Clip, list[int]]:
     """The key poses of a clip at another rate on the model's frame grid, the first key on frame 0."""
-    mkeys = T.model_keys(keys, clip.frame_time, model_ft)
+    mkeys = T.model_keys(keys, clip.frame_time, model_ft, max_gap)
     n, j = mkeys[-1] + 1, clip.skeleton.num_joints
     rot = np.zeros((n, j, 4), dtype=clip.rotations.dtype)
     rot[..., 0] = 1.0
@@ -169,7 +169,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
         # another frame rate: the model fills its own grid (``backend.timebase``), read back below
-        work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft)
+        work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft, ck.window - 1)
         checked.append((clip, keys, work, wkeys))
         passes = holdout_passes(wkeys, ck.window - 1) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))

@@ -59,7 +59,8 @@ def max_scene_gap(max_model_gap: int, frame_time: float, model_ft: float = MODEL
     (rounding both ends moves a gap by less than one frame, so the floor is safe)."""
     if same_rate(frame_time, model_ft):
         return int(max_model_gap)
-    return max(1, int(math.floor(max_model_gap * model_ft / frame_time + 1e-9)))
+    # (a file's rounded frame time, 0.0416667 for 24 fps, must not cost a frame: ``model_keys`` caps the rest)
+    return max(1, int(math.floor(max_model_gap * model_ft / frame_time * (1.0 + SAME_RATE))))
 
 
 def gap_message(a: int, b: int, max_model_gap: int, frame_time: float, model_ft: float = MODEL_FRAME_TIME) -> str:
@@ -70,8 +71,9 @@ def gap_message(a: int, b: int, max_model_gap: int, frame_time: float, model_ft:
             "add a key in between)")
 
 
-def model_keys(keys, frame_time: float, model_ft: float = MODEL_FRAME_TIME) -> list[int]:
-    """Scene key frames (sorted, unique) -> model key frames from 0, strictly increasing."""
+def model_keys(keys, frame_time: float, model_ft: float = MODEL_FRAME_TIME, max_gap: int = 0) -> list[int]:
+    """Scene key frames (sorted, unique) -> model key frames from 0, strictly increasing; with ``max_gap`` no
+    two more than that apart (a gap at the scene's limit that rounding would stretch by a frame)."""
     keys = [int(k) for k in keys]
     if same_rate(frame_time, model_ft):
         return [k - keys[0] for k in keys]
@@ -79,7 +81,10 @@ def model_keys(keys, frame_time: float, model_ft: float = MODEL_FRAME_TIME) -> l
     out = []
     for k in keys:
         m = int(round((k - keys[0]) * r))
-        out.append(max(m, out[-1] + 1) if out else m)  # two keys on one model frame: the later one moves on
+        if out:
+            m = max(m, out[-1] + 1)  # two keys on one model frame: the later one moves on
+            m = min(m, out[-1] + max_gap) if max_gap > 0 else m
+        out.append(m)
     return out
 
 

@@ -117,3 +117,23 @@ def test_only_constrained_bones_selected_is_refused(rig):
     after = snapshot(arm)
     for k in before:
         assert_same_keys(before[k], after[k])
+
+
+def test_encode_names_them_and_its_sliders_never_write_them(rig, walk):
+    from latent_helpers import AUTOENCODER
+    from blender_addon.latent import encode
+    arm, targets = rig
+    thin_keys(arm, range(1, 92))  # Encode reads every frame; keep the walk's keys on 1..91
+    constrain(arm, targets)
+    before = snapshot(arm)
+    msg = encode.encode(arm, settings(), AUTOENCODER, 1, 91, 30.0)
+    assert "3 bones driven by constraints were left as they were" in msg and "sliders never write them" in msg
+    st = arm.splinetween_latent
+    assert sorted(st["left"]) == ["Hand_R", "LowerLeg_L", "UpperLeg_L"]
+    st.segments[0].amplify = 2.0
+    assert st.status == ""
+    after = snapshot(arm)
+    assert any(not np.array_equal(after[k]["co"], before[k]["co"]) for k in bone_curves(before, "Hips"))
+    for bone in LEG + ("Hand_R",):
+        for k, v in bone_curves(before, bone).items():
+            assert_same_keys(v, after[k])

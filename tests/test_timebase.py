@@ -61,14 +61,17 @@ def test_fps_base_counts():
     assert not T.same_rate(ft) and T.max_scene_gap(60, ft) == 59
     assert T.max_scene_gap(60, 1 / 24) == 48 and T.max_scene_gap(60, 1 / 60) == 120
     assert T.max_scene_gap(60, 1 / 25) == 50 and T.max_scene_gap(60, 1 / 50) == 100
+    assert T.max_scene_gap(60, 0.0416667) == 48  # a BVH's rounded 24 fps
 
 
-@pytest.mark.parametrize("fps", [24, 25, 29.97, 50, 59.94, 60, 120])
-def test_the_scene_gap_limit_always_fits_the_model(fps):
-    limit = T.max_scene_gap(60, 1 / fps)
+@pytest.mark.parametrize("ft", [1 / 24, 0.0416667, 0.041666, 1 / 25, 1.001 / 30, 1 / 50, 1.001 / 60, 1 / 60, 1 / 120])
+def test_the_scene_gap_limit_always_fits_the_model(ft):
+    limit = T.max_scene_gap(60, ft)
     for start in range(0, 40):
-        mk = T.model_keys([start, start + 1, start + limit, start + 2 * limit], 1 / fps)
-        assert max(np.diff(mk)) <= 60, (fps, start, mk)
+        keys = [start, start + 1, start + limit, start + 2 * limit, start + 3 * limit - 1]
+        mk = T.model_keys(keys, ft, max_gap=60)
+        assert max(np.diff(mk)) <= 60 and min(np.diff(mk)) >= 1, (ft, start, mk)
+        assert abs(mk[-1] - (keys[-1] - start) * ft * 30) <= 1.5
 
 
 def test_gap_message_names_scene_frames_and_seconds():
