@@ -166,7 +166,10 @@ class Engine(EngineBase):
         return Clip(skel, rot, pos, controls.frame_time / scale, controls.name, meta)
 
     def reconstruct(self, clips: list[Clip]) -> list[Clip]:
-        return [self.decode(c, like=clip) for c, clip in zip(self.encode(clips), clips)]
+        """Encode and decode, each clip at the model's rate (``backend.timebase``) and back on its own frames."""
+        work = [timebase.to_model_rate(c, self.frame_time) for c in clips]
+        return [timebase.to_clip_rate(self.decode(c, like=w), clip)
+                for c, w, clip in zip(self.encode(work), work, clips)]
 
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""

@@ -151,3 +151,26 @@ def map_bounds(bounds, n_from: int, n_to: int) -> list[tuple[int, int]]:
     if any(b <= a for a, b in out):
         raise ValueError(f"{n_to} frames are too few for {len(bounds)} segments")
     return out
+
+
+# -- whole clips (the CLI's and the batch's reconstruct / edit of BVH files) -------------------------
+def to_model_rate(clip, model_ft: float = MODEL_FRAME_TIME):
+    """``clip`` spread over the model's frame grid (the same span in seconds), or the clip itself at its rate."""
+    from dataclasses import replace
+    if same_rate(clip.frame_time, model_ft):
+        return clip
+    n = model_length(clip.num_frames, clip.frame_time, model_ft)
+    rot, pos = resample_uniform(Q.fix_hemisphere(clip.rotations), clip.positions, n)
+    return replace(clip, rotations=rot, positions=pos, frame_time=model_ft, meta={})
+
+
+def to_clip_rate(out, like, scale: int = 1):
+    """A decode ``out`` of ``to_model_rate(like)`` (``scale`` times denser) back on ``like``'s frames (times
+    ``scale``): frame time ``like.frame_time / scale``; ``like``'s Euler hints kept where the frames are its own."""
+    from dataclasses import replace
+    if out.num_frames == (like.num_frames - 1) * scale + 1 and same_rate(out.frame_time * scale, like.frame_time):
+        return out
+    n = (like.num_frames - 1) * scale + 1
+    rot, pos = resample_uniform(Q.fix_hemisphere(out.rotations), out.positions, n)
+    meta = {k: v for k, v in like.meta.items() if k == "source_channels"} if scale == 1 else {}
+    return replace(out, rotations=rot, positions=pos, frame_time=like.frame_time / scale, meta=meta)

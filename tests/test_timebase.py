@@ -201,3 +201,25 @@ def test_encode_and_decode_at_24_fps():
     print(f"encode at 24 fps: {deg:.2f} deg, {cm:.2f} cm; taken as 30 fps: "
           f"{np.asarray(reply30['fidelity']).mean(0).round(2).tolist()}")
     assert deg < 10 and cm < 10
+
+
+def test_reconstruct_and_the_cli_at_24_fps(tmp_path):
+    """``python -m backend reconstruct`` / ``edit`` of a 24 fps BVH: encoded at 30 fps, written back on the file's
+    frames at its Frame Time; at 30 fps nothing changes.  ``inbetween`` takes a 2 s gap (48 frames) at 24 fps."""
+    from backend.bvh import read_bvh, write_bvh
+    from backend.cli import main
+    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    c24 = _at_rate(24, 150)
+    write_bvh(tmp_path / "w24.bvh", c24)
+    ae = Engine(DEFAULT_CHECKPOINT, "cpu")
+    (rec,) = ae.reconstruct([c24])
+    assert rec.num_frames == 150 and rec.frame_time == 1 / 24
+    assert _deg(rec.rotations, c24.rotations) < 3.0
+    clip30, _, _ = _walk()
+    (same,) = ae.reconstruct([clip30])
+    assert same.num_frames == clip30.num_frames and same.frame_time == clip30.frame_time
+    assert main(["edit", str(tmp_path / "w24.bvh"), "--supersample", "2", "--out-dir", str(tmp_path / "e")]) == 0
+    ed = read_bvh(tmp_path / "e" / "w24.bvh")
+    assert ed.num_frames == 299 and ed.frame_time == pytest.approx(1 / 24, rel=1e-5)
+    assert main(["inbetween", str(tmp_path / "w24.bvh"), "--keys", "0,48,96", "--out-dir", str(tmp_path / "i")]) == 0
+    assert main(["inbetween", str(tmp_path / "w24.bvh"), "--keys", "0,49", "--out-dir", str(tmp_path / "j")]) == 1
