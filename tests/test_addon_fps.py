@@ -156,11 +156,36 @@ def test_the_gap_limit_is_two_seconds_in_the_scenes_frames(copy_of, fps, base, g
     assert OP() == {"FINISHED"}
 
 
-def test_keep_editable_is_named_when_the_scene_is_not_at_30_fps(copy_of):
+def test_inbetween_at_24_fps_stays_editable(copy_of):
+    """The fill's control points live on the model's grid; the sliders decode there and read back at the scene's
+    frames: they write between the keys, never the keys; neutral is the fill bit for bit; Resample 2x moves the
+    keys exactly."""
+    from latent_helpers import changed_frames, curves, segment_frames
     arm = copy_of(24)
     _set_fps(24)
-    msg = fill.run(arm, prefs_settings(), fill.Options(editable=True), 24.0)
-    assert "not kept editable" in msg and "24 fps" in msg and not arm.splinetween_latent.active
+    keys = list(range(1, 24 * SECONDS + 2, 12))
+    assert OP() == {"FINISHED"}
+    st = arm.splinetween_latent
+    assert st.active and st.kind == "INBETWEEN" and (st.frame_start, st.frames) == (1, 24 * SECONDS + 1)
+    assert list(st["model_keys"]) == [15 * i for i in range(len(keys))]
+    assert st.segments[-1].end == 24 * SECONDS and all((s.start % 12, s.end % 12) == (0, 0) for s in st.segments)
+    before, full = curves(arm), snapshot(arm)
+    st.segments[1].amplify = 2.5
+    assert st.status == ""
+    a, b = segment_frames(arm, 1)
+    frames = changed_frames(before, curves(arm))
+    assert len(frames) and frames.min() > a and frames.max() < b and not set(frames) & set(keys)
+    after = snapshot(arm)
+    for k in full:
+        assert_same_keys(full[k], after[k], keys_on(full[k], keys), keys_on(after[k], keys))
+    st.segments[1].amplify = 1.0
+    for k, v in snapshot(arm).items():
+        assert_same_keys(full[k], v)
+    assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
+    moved, now = [2 * (k - 1) + 1 for k in keys], snapshot(arm)
+    for k in full:
+        o, n = keys_on(full[k], keys), keys_on(now[k], moved)
+        assert np.array_equal(full[k]["co"][o, 1], now[k]["co"][n, 1])
 
 
 def test_encode_at_24_fps_neutral_is_the_original(scenes, tmp_path, record_property):

@@ -42,6 +42,19 @@ def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions,
     return out.rotations, out.positions, controls
 
 
+def segments_reply(keys, controls) -> dict:
+    """The in-betweened segments in the request's frames (``segments``); at another frame rate also on the
+    model's grid (``model_segments``, ``model_keys``: a decode request names them).  Segments start and end
+    on keys, so each end maps to its key."""
+    keys = [int(k) for k in keys]
+    model = [[int(a), int(b)] for a, b in controls.segments]
+    if list(controls.keys) == keys:
+        return {"segments": model}
+    at = {int(m): k for m, k in zip(controls.keys, keys)}
+    return {"segments": [[at[a], at[b]] for a, b in model], "model_segments": model,
+            "model_keys": [int(m) for m in controls.keys]}
+
+
 def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, decode: bool = False):
     """Every frame of a clip (checkpoint convention) -> (header, arrays) of its latent spline.
 
@@ -117,6 +130,8 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     model_segs = header.get("model_segments")  # a range encoded at another frame rate: its segments on the model's grid
     if model_segs is not None and (len(model_segs) != len(segs) or any(int(b) - int(a) < 1 for a, b in model_segs)):
         raise ValueError("decode: model_segments must give one span of at least 2 frames per segment")
+    if model_segs is not None and keys is not None and len(header.get("model_keys") or ()) != len(keys):
+        raise ValueError("decode: an in-betweened range at another frame rate needs model_keys, one per key")
     if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points) == len(origins)):
         raise ValueError("decode: segments, lengths, edits and points differ in count")
     pca = engine.principal()
@@ -146,16 +161,25 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
             if (m - 1) % (n - 1):
                 raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
             inside = [k for k, key in enumerate(keys) if a <= key <= b]
-            sub = Controls(pts[None], origins[i:i + 1], [(0, n - 1)], template, 1.0 / 30.0,
-                           keys=[int(keys[k]) - int(a) for k in inside],
+            s = (m - 1) // (n - 1)
+            # filled at another frame rate: decoded on the model's grid, read back at the scene's frames
+            # (backend.timebase: piecewise linear between the keys, exact at them)
+            am, bm = (int(a), int(b)) if model_segs is None else (int(model_segs[i][0]), int(model_segs[i][1]))
+            mkeys = keys if model_segs is None else header["model_keys"]
+            sub = Controls(pts[None], origins[i:i + 1], [(0, bm - am)], template, 1.0 / 30.0,
+                           keys=[int(mkeys[k]) - am for k in inside],
                            key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
                            key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
             guarded, engine.guard = engine.guard, bool(header.get("guard", True)) and engine.guard
             try:
-                out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+                out = decode_inbetween(engine, sub, sub.points, s, float(timing[i]))
             finally:
                 engine.guard = guarded
             r, p = out.rotations, out.positions
+            if model_segs is not None:
+                times = T.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub.keys],
+                                      np.arange(m))
+                r, p = T.sample(Q.fix_hemisphere(r), p, times)
         if len(r) != m:
             raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")
         rots.append(r)

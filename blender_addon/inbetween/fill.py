@@ -85,7 +85,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     step(1, total)
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
-        and not locked and info.same_rate(fps)  # (the in-betweened latent layer lives on the model's frames)
+        and not locked
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
@@ -119,9 +119,6 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
-    elif options.editable and not info.same_rate(fps):
-        note += (f"; not kept editable: an in-betweened range's latent controls need a scene at the model's "
-                 f"{1 / info.frame_time:.4g} fps (this one runs at {fps:.4g} fps)")
     if plan.left:
         note += "; " + constraints.report(plan.left)
     if skipped:

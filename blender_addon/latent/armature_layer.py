@@ -43,6 +43,8 @@ def decode(st, path: Path, settings, jobs) -> dict:
         if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
             model = latent.array(st, "model_segments", (-1, 2), dtype=np.int64)
             header["model_segments"] = [model[j[0]].tolist() for j in todo]
+            if "model_keys" in st:
+                header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
         n = len(st["bones"])
         arrays = {"points": np.stack([j[2] for j in todo]),
                   "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],

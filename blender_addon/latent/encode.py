@@ -121,4 +121,5 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_ro
                      rotation_joints=info.rotation_joints, position_joints=info.position_joints,
                      cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
-                     keys=keys, key_rotations=key_rot, key_positions=key_pos)
+                     keys=keys, key_rotations=key_rot, key_positions=key_pos,
+                     model_segments=reply.get("model_segments"), model_keys=reply.get("model_keys"))
