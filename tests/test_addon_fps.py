@@ -226,3 +226,20 @@ def test_model_info_converts_the_gap_limit():
     assert info.frame_time == 1 / 30 and info.max_gap == 60
     assert [info.scene_max_gap(f) for f in (24, 25, 30, 50, 60)] == [48, 50, 60, 100, 120]
     assert info.same_rate(30) and not info.same_rate(24)
+
+
+def test_encode_counts_the_models_frames(scenes, tmp_path):
+    """At 60 fps the autoencoder's minimum (its frames at 30 fps) is twice as many scene frames."""
+    from latent_helpers import AUTOENCODER, info
+    from blender_addon.core.errors import Refusal
+    from blender_addon.latent import encode
+    least = 2 * (int(info()["config"]["min_window"]) - 1) + 1
+    src = import_bvh(_write_at(tmp_path, 60))
+    try:
+        with pytest.raises(Refusal, match=rf"frames 1-{least - 1} are {least - 1} frames; the model needs at least "
+                                          rf"{least} at 60 fps"):
+            encode.encode(src, prefs_settings(), AUTOENCODER, 1, least - 1, 60.0)
+        assert encode.encode(src, prefs_settings(), AUTOENCODER, 1, least, 60.0).startswith("Encoded frames 1-")
+    finally:
+        bpy.data.objects.remove(src)
+        _set_fps(30)

@@ -72,6 +72,6 @@ def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError, fram
     try:
         if not keys:
             raise ValueError("0 keys given; in-betweening needs at least two keys")
-        checked_keys(keys, int(keys[-1]) + 1, frame_time or mft, max_gap, mft)
+        checked_keys(keys, int(keys[-1]) + 1, mft if frame_time is None else frame_time, max_gap, mft)
     except ValueError as e:
         raise error(f"{label}: {e}") from None

@@ -58,9 +58,13 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
                       "(Preferences > Add-ons > Splinetween > Autoencoder)")
     n = end - start + 1
-    if n < meta["min_frames"]:
+    timebase = bridge.numpy_module("timebase")
+    model_ft = timebase.model_frame_time({"frame_time": meta.get("frame_time")})
+    if timebase.model_length(n, 1.0 / fps, model_ft) < meta["min_frames"]:  # the model counts its own frames
+        least = next((k for k in range(2, 1000 * meta["min_frames"])
+                      if timebase.model_length(k, 1.0 / fps, model_ft) >= meta["min_frames"]), n + 1)
         raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
-                      f"{meta['min_frames']} (encode a longer range)")
+                      f"{least} at {fps:.4g} fps (encode a longer range)")
     try:
         info = bridge.describe(bridge.BackendSettings(checkpoint=str(path)))
         bones = rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj))
