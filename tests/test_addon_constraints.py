@@ -137,3 +137,10 @@ def test_encode_names_them_and_its_sliders_never_write_them(rig, walk):
     for bone in LEG + ("Hand_R",):
         for k, v in bone_curves(before, bone).items():
             assert_same_keys(v, after[k])
+
+
+def test_every_constraint_type_of_this_blender_is_classified():
+    from blender_addon.core import constraints as C
+    types = {e.identifier for e in bpy.types.Constraint.bl_rna.properties["type"].enum_items}
+    assert types <= set(C.OVERRIDES) | set(C.CHAINS) | C.IGNORED, types - set(C.OVERRIDES) - set(C.CHAINS) - C.IGNORED
+    assert all(t in C.TITLES for t in C.OVERRIDES)

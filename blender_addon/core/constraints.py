@@ -34,13 +34,21 @@ OVERRIDES: dict[str, frozenset] = {
     "CLAMP_TO": frozenset((LOCATION,)),
     "FOLLOW_TRACK": BOTH,
     "OBJECT_SOLVER": BOTH,
+    "CAMERA_SOLVER": BOTH,
+    "FOLLOW_PATH": BOTH,
+    "TRANSFORM_CACHE": BOTH,
+    "GEOMETRY_ATTRIBUTE": BOTH,
 }
+# they only clamp or scale: the written channels still show (every other type is in OVERRIDES or CHAINS)
+IGNORED = frozenset(("COPY_SCALE", "LIMIT_DISTANCE", "LIMIT_LOCATION", "LIMIT_ROTATION", "LIMIT_SCALE",
+                     "MAINTAIN_VOLUME", "FLOOR"))
 CHAINS = {"IK": "IK", "SPLINE_IK": "Spline IK"}  # the whole chain's rotations follow the solver
 TITLES = {"COPY_ROTATION": "Copy Rotation", "COPY_LOCATION": "Copy Location", "COPY_TRANSFORMS": "Copy Transforms",
           "CHILD_OF": "Child Of", "ARMATURE": "Armature", "TRANSFORM": "Transformation", "ACTION": "Action",
           "DAMPED_TRACK": "Damped Track", "LOCKED_TRACK": "Locked Track", "TRACK_TO": "Track To",
           "STRETCH_TO": "Stretch To", "PIVOT": "Pivot", "SHRINKWRAP": "Shrinkwrap", "CLAMP_TO": "Clamp To",
-          "FOLLOW_TRACK": "Follow Track", "OBJECT_SOLVER": "Object Solver"}
+          "FOLLOW_TRACK": "Follow Track", "OBJECT_SOLVER": "Object Solver", "CAMERA_SOLVER": "Camera Solver",
+          "FOLLOW_PATH": "Follow Path", "TRANSFORM_CACHE": "Transform Cache", "GEOMETRY_ATTRIBUTE": "Geometry Attribute"}
 
 
 @dataclass(frozen=True)
