@@ -144,3 +144,95 @@ def test_every_constraint_type_of_this_blender_is_classified():
     types = {e.identifier for e in bpy.types.Constraint.bl_rna.properties["type"].enum_items}
     assert types <= set(C.OVERRIDES) | set(C.CHAINS) | C.IGNORED, types - set(C.OVERRIDES) - set(C.CHAINS) - C.IGNORED
     assert all(t in C.TITLES for t in C.OVERRIDES)
+
+
+def _tails(arm, bone, frames):
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(int(f))
+        out.append(tuple(arm.matrix_world @ arm.pose.bones[bone].tail))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("kind", ["empty", "bone"])
+def test_a_keyed_ik_target_follows_the_models_leg(walk, kind, record_property):
+    """The IK target keyed where the shin ends on the key frames: Inbetween moves it between the keys along the
+    model's leg (the IK chain follows), its keys stay; the shin's tail lands where the plain fill puts it."""
+    from addon_helpers import import_bvh
+    frames = np.arange(1, 92)
+    keys = list(range(1, 92, 15))
+    full = import_bvh()  # every frame keyed: where the shin really ends
+    truth = _tails(full, "LowerLeg_L", frames)
+    bpy.data.objects.remove(full)
+    plain = copy_armature(bpy.data.objects[walk[0]])
+    arm = copy_armature(bpy.data.objects[walk[0]])
+    made = [plain, arm]
+    try:
+        bpy.context.view_layer.objects.active = plain
+        fill.run(plain, settings(), fill.Options())
+        model = _tails(plain, "LowerLeg_L", frames)
+        if kind == "empty":
+            target = bpy.data.objects.new("foot_target", None)
+            bpy.context.collection.objects.link(target)
+            made.append(target)
+            for f in keys:
+                target.location = truth[f - 1]
+                target.keyframe_insert("location", frame=f)
+            paths, owner = ("location",), target
+        else:  # a control bone at the armature's root, as rigs have (Rigify's foot_ik.L)
+            bpy.context.view_layer.objects.active = arm
+            bpy.ops.object.mode_set(mode="EDIT")
+            eb = arm.data.edit_bones.new("foot_ik.L")
+            eb.head, eb.tail = (0.0, 0.0, 0.0), (0.0, 5.0, 0.0)
+            bpy.ops.object.mode_set(mode="POSE")
+            bpy.ops.object.mode_set(mode="OBJECT")
+            pb = arm.pose.bones["foot_ik.L"]
+            for f in keys:
+                pb.location = truth[f - 1]  # rest at the origin, axes the armature's: location = world
+                arm.keyframe_insert('pose.bones["foot_ik.L"].location', frame=f)
+            paths, owner = ('pose.bones["foot_ik.L"].location',), arm
+        ik = arm.pose.bones["LowerLeg_L"].constraints.new("IK")
+        if kind == "empty":
+            ik.target = target
+        else:
+            ik.target, ik.subtarget = arm, "foot_ik.L"
+        ik.chain_count = 2
+        from addon_helpers import channelbag
+        before = snapshot(owner) if kind == "bone" else None
+        tbag = channelbag(owner)
+        old = {i: np.array([tuple(k.co) for k in tbag.fcurves.find(paths[0], index=i).keyframe_points])
+               for i in range(3)}
+        bpy.context.view_layer.objects.active = arm
+        msg = fill.run(arm, settings(), fill.Options())
+        label = "foot_target" if kind == "empty" else f"{arm.name}.foot_ik.L"
+        assert f"IK target {label} in-betweened from the model's motion" in msg, msg
+        for i in range(3):
+            co = np.array([tuple(k.co) for k in tbag.fcurves.find(paths[0], index=i).keyframe_points])
+            assert co[:, 0].tolist() == frames.tolist()  # keyed on every frame of the gaps ...
+            kept = np.isin(co[:, 0], keys)
+            assert np.array_equal(co[kept], old[i])  # ... its keys as they were
+        if before is not None:
+            after = snapshot(owner)
+            for bone in LEG:
+                for k, v in bone_curves(before, bone).items():
+                    assert_same_keys(v, after[k])
+        ours = _tails(arm, "LowerLeg_L", frames)
+        follow = np.linalg.norm(ours - model, axis=-1)
+        # before: the target moved along its own curves between the keys
+        for i in range(3):
+            fc = tbag.fcurves.find(paths[0], index=i)
+            for k in [k for k in fc.keyframe_points if int(round(k.co[0])) not in keys][::-1]:
+                fc.keyframe_points.remove(k, fast=True)
+            fc.update()
+        own = np.linalg.norm(_tails(arm, "LowerLeg_L", frames) - model, axis=-1)
+        err_new = np.linalg.norm(ours - truth, axis=-1).mean()
+        err_old = np.linalg.norm(_tails(arm, "LowerLeg_L", frames) - truth, axis=-1).mean()
+        record_property("shin_tail_vs_plain_fill_cm", f"{follow.mean():.3f} (target on its own curves: {own.mean():.3f})")
+        print(f"\n{kind}: shin tail vs the plain fill {follow.mean():.3f} cm mean, {follow.max():.3f} max "
+              f"(target on its own Bezier: {own.mean():.3f}); vs the real motion {err_new:.2f} cm (own Bezier "
+              f"{err_old:.2f})")
+        assert follow.mean() < 0.2 and follow.mean() < 0.25 * own.mean() and err_new < err_old
+    finally:
+        for o in made:
+            if o.name in bpy.data.objects:
+                bpy.data.objects.remove(o)

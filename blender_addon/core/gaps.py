@@ -23,6 +23,7 @@ class Plan:
     keys: list[int]  # model key frames (scene frames), sorted
     gaps: dict[str, list[tuple[int, int]]]  # bone -> (left key, right key), written strictly inside
     left: dict[str, str] = field(default_factory=dict)  # bone -> why it is not written although it would be
+    left_gaps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # their gaps
 
     @property
     def start(self) -> int:
@@ -82,7 +83,8 @@ def _limit(seconds: float | None, fps: float | None) -> str:
 
 def without(plan: Plan, left: dict[str, str]) -> Plan:
     """The plan with ``left`` (bone -> why) not written: the key frames stay (their poses are still read)."""
-    return Plan(plan.keys, {b: g for b, g in plan.gaps.items() if b not in left}, {**plan.left, **left})
+    return Plan(plan.keys, {b: g for b, g in plan.gaps.items() if b not in left}, {**plan.left, **left},
+                {**plan.left_gaps, **{b: g for b, g in plan.gaps.items() if b in left}})
 
 
 def sample_frames(a: int, b: int, step: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from ..core.errors import Refusal
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from . import ik_targets
 from .writer import write
 
 
@@ -101,6 +102,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
     out_basis, out_loc = rig_math.bvh_to_blender(rig, out_rot, out_pos)
     step(2, total)
+    # the IK targets of chains left unwritten: placed now (reads only), written with the bones
+    moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc, info.position_joints,
+                                          options.blend) if plan.left else ([], [])
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
@@ -121,6 +125,12 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         note += "; editable in Latent Controls"
     if plan.left:
         note += "; " + constraints.report(plan.left)
+        moved = ik_targets.apply(moves)
+        if moved:
+            note += (f"; IK target{'s' * (len(moved) != 1)} {', '.join(moved)} in-betweened from the model's motion "
+                     "(the chain follows)")
+        if stayed:
+            note += f"; IK target{'s' * (len(stayed) != 1)} not moved: {', '.join(stayed)}"
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")
