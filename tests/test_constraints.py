@@ -42,3 +42,25 @@ def test_report_names_the_bones_and_the_fix():
     many = C.report({f"b{i}": f"b{i} (IK on b0)" for i in range(8)}, limit=3)
     assert many.startswith("8 bones driven by constraints were left as they were: b0 (IK on b0), b1 (IK on b0), "
                            "b2 (IK on b0), and 5 more;")
+
+
+def test_ik_follow_arithmetic():
+    import numpy as np
+    from blender_addon.core import ik_follow as F
+    # two bones along +Y, the second turned 90 degrees about Z: its tail ends up at -X of its head
+    rest = np.array([np.eye(4), np.eye(4)])
+    rest[1][:3, 3] = [0, 2, 0]
+    q90z = np.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
+    basis = np.array([[[1.0, 0, 0, 0], q90z]])
+    pose = F.chain_pose(rest, basis, np.zeros((1, 2, 3)))
+    assert np.allclose(F.tip(pose, 3.0), [[-3, 2, 0]]) and np.allclose(F.tip(pose, 3.0, use_tail=False), [[0, 2, 0]])
+    # the offset is exact at the gap's ends and linear between them
+    frames = np.array([1, 2, 3])
+    tips = np.zeros((3, 3))
+    at = {0: (np.array([0.0, 0, 0]), np.zeros(3)), 4: (np.array([4.0, 0, 0]), np.zeros(3))}
+    assert np.allclose(F.follow(tips, frames, [(0, 4)], at)[:, 0], [1, 2, 3])
+    a = np.eye(4)
+    a[:3, :3] = [[0, -2, 0], [2, 0, 0], [0, 0, 2]]
+    a[:3, 3] = [1, 2, 3]
+    w = np.array([[5.0, -1, 7]])
+    assert np.allclose(F.to_world(F.to_location(w, a), a), w)
