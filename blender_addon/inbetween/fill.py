@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import bridge
+from ..core import constraints
 from ..core import gaps
 from ..core import rig_math
 from ..core.errors import Refusal
+from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from . import ik_targets
 from .writer import write
 
 
@@ -31,8 +34,9 @@ class Options:
     replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
 
 
-def prepare(obj, settings: bridge.BackendSettings, options: Options):
-    """Checks and reads, no writes: -> (info, bag, bones, plan)."""
+def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0):
+    """Checks and reads, no writes: -> (info, bag, bones, plan).  The gap limit is the model's (2 s) in
+    frames of a scene at ``fps``."""
     bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
@@ -45,17 +49,34 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options):
     curves = scene_io.curves_by_bone(bag, bones)
     selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
     try:
-        plan = gaps.plan(selected, bones, options.all_bones, info.max_gap)
+        plan = gaps.plan(selected, bones, options.all_bones, info.scene_max_gap(fps), fps,
+                         info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
+    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, info))
+    if driven:  # keys under a constraint change nothing visible: left as they were, and named
+        plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
+        if not plan.gaps:
+            raise Refusal(f"every bone to fill is driven by a constraint, nothing was changed: "
+                          f"{constraints.report(plan.left)}")
     return info, bag, bones, plan
+
+
+def written_channels(bone_gaps, bones: list[str], info) -> dict[str, set]:
+    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps."""
+    out = {}
+    for j, bone in enumerate(bones):
+        if bone in bone_gaps:
+            out[bone] = ({constraints.ROTATION} if j in info.rotation_joints else set()) | \
+                        ({constraints.LOCATION} if j in info.position_joints else set())
+    return out
 
 
 def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0, progress=None) -> str:
     """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
     t0 = time.perf_counter()
     step = progress or (lambda done, total: None)
-    info, bag, bones, plan = prepare(obj, settings, options)
+    info, bag, bones, plan = prepare(obj, settings, options, fps)
     total = 2 + len(bones)
     step(0, total)
     rig = scene_io.rig_frames(obj, bones, info.offsets)
@@ -81,6 +102,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
     out_basis, out_loc = rig_math.bvh_to_blender(rig, out_rot, out_pos)
     step(2, total)
+    # the IK targets of chains left unwritten: placed now (reads only), written with the bones
+    moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc, info.position_joints,
+                                          options.blend) if plan.left else ([], [])
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
@@ -99,6 +123,14 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
+    if plan.left:
+        note += "; " + constraints.report(plan.left)
+        moved = ik_targets.apply(moves)
+        if moved:
+            note += (f"; IK target{'s' * (len(moved) != 1)} {', '.join(moved)} in-betweened from the model's motion "
+                     "(the chain follows)")
+        if stayed:
+            note += f"; IK target{'s' * (len(stayed) != 1)} not moved: {', '.join(stayed)}"
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")
