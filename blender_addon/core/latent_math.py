@@ -89,18 +89,37 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
     return R.slerp(lr[-1], rr[0], 0.5), 0.5 * (lp[-1] + rp[0])
 
 
+_CONJ = np.array([1.0, -1.0, -1.0, -1.0])
+_HAMILTON = np.zeros((4, 4, 4))  # (a_i b_j) -> (a * b)_k
+for _k, _terms in enumerate([[(0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, -1)], [(0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 2, -1)],
+                             [(0, 2, 1), (1, 3, -1), (2, 0, 1), (3, 1, 1)], [(0, 3, 1), (1, 2, 1), (2, 1, -1), (3, 0, 1)]]):
+    for _i, _j, _c in _terms:
+        _HAMILTON[_i, _j, _k] = _c
+_HAMILTON = _HAMILTON.reshape(16, 4)
+
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The Hamilton product as one outer product and one matrix product: on the few hundred quaternions
+    of a seam ramp, twice as fast as the component-wise product (equal to float rounding)."""
+    a, b = np.broadcast_arrays(a, b)
+    return (a[..., :, None] * b[..., None, :]).reshape(a.shape[:-1] + (16,)) @ _HAMILTON
+
+
 def _ease(rot, pos, idx, q, p, w) -> None:
     """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
     each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q`` (the slerp
     from the identity to that turn, written out: ``(cos w*a, sin w*a * axis)``)."""
-    delta = R.qmul(R.qconj(rot[idx[0]]), q)
+    delta = _qmul(rot[idx[0]] * _CONJ, q)
     delta = np.where(delta[..., :1] < 0, -delta, delta)  # the shorter way round
     half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))  # [J]
     s = np.sin(half)
     axis = delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
     wh = w[:, None] * half[None]  # [r, J]
-    step = np.concatenate([np.cos(wh)[..., None], np.sin(wh)[..., None] * axis[None]], -1)
-    rot[idx] = R.qnormalize(R.qmul(rot[idx], step))
+    step = np.empty(wh.shape + (4,))
+    step[..., 0] = np.cos(wh)
+    step[..., 1:] = np.sin(wh)[..., None] * axis[None]
+    moved = _qmul(rot[idx], step)
+    rot[idx] = moved / np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 
@@ -239,7 +258,7 @@ def checkpoint_hash(path) -> str | None:
     hash is computed once per size and modification time."""
     files = checkpoint_files(path)
     try:
-        stamp = tuple((str(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files)
+        stamp = tuple((str(f), s.st_size, s.st_mtime_ns) for f in files for s in (os.stat(f),))
     except OSError:
         return None
     if stamp not in _hashes:

@@ -28,6 +28,18 @@ def forget(token: str) -> None:
     for cache in (decoded, _views, _joins, _maps):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
+    _inputs.pop(token, None)
+
+
+_inputs: dict = {}  # token -> (origins, template, encoded points): what Encode stored, read once per range
+
+
+def _stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if st.token not in _inputs:
+        n = len(st["bones"])
+        _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (n, 3)),
+                             latent.encoded_points(st))
+    return _inputs[st.token]
 
 
 def decode(st, path: Path, settings, jobs) -> dict:
@@ -42,11 +54,11 @@ def decode(st, path: Path, settings, jobs) -> dict:
                   "segments": [[seg.start, seg.end] for seg in segs], "lengths": [j[6] for j in todo],
                   "amplify": [j[3] for j in todo], "timing": [j[4] for j in todo],
                   "principal": [list(j[5]) for j in todo], "keys": keys, "guard": False}
-        n = len(st["bones"])
-        arrays = {"points": np.stack([j[2] for j in todo]),
-                  "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],
-                  "template": latent.array(st, "template", (n, 3))}
+        origins, template, _ = _stored(st)
+        arrays = {"points": np.stack([j[2] for j in todo]), "origins": origins[[j[0] for j in todo]],
+                  "template": template}
         if keys:
+            n = len(template)
             arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
             arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
         try:
@@ -133,7 +145,7 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
     seams = st.kind == "AUTOENCODER"
     plan, need = L.needed_parts(bounds, frames, seams)
     order = np.concatenate([mine for _, mine in plan.values()])
-    pts, m = latent.encoded_points(st), len(latent.names(st))
+    pts, m = _stored(st)[2], len(latent.names(st))
     jobs = []
     for s in need:
         seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
