@@ -4,7 +4,10 @@ beside the floor measured in the same run and the issue's target.
     python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--only CASE ...] [--tree DIR]
 
 The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
-the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.
+the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.  For the
+sliders it is sampled in turn with the slider changes (on a twin of the armature, blocks of five
+rewrites between blocks of five changes), so that both see the same moments of a shared machine and
+their ratio holds.
 
 * Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
   the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
@@ -81,6 +84,26 @@ SLIDER_STAGES = [("blender_addon.bridge", "request", "decode request (model, in-
                  ("blender_addon.io.latent", "overwrite_values", "  of which foreach_get/set of co")]
 
 
+BLOCK = 5  # slider changes (and floor rewrites) in a row
+
+
+def floor_step(obj):
+    """-> a function that rewrites every key of every F-curve of ``obj`` once (the floor, one sample)."""
+    import numpy as np
+    from blender_addon.io import scene as scene_io
+    data = []
+    for fc in scene_io.channelbag(obj).fcurves:
+        co = np.zeros(2 * len(fc.keyframe_points), np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        data.append((fc, co))
+
+    def rewrite():
+        for fc, co in data:
+            fc.keyframe_points.foreach_set("co", co)
+            fc.update()
+    return rewrite
+
+
 def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
@@ -92,10 +115,12 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     from blender_addon import bridge
     from blender_addon.latent import core as latent
     from blender_addon.latent import kinds
+    from addon_helpers import copy_armature
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
     obj = import_bvh(path)
-    base = floor_ms(obj, repeats)
+    rewrite = floor_step(copy_armature(obj))  # (a twin's curves: the encoded ones stay as the layer wrote them)
+    bpy.context.view_layer.objects.active = obj
     assert bpy.ops.anim.splinetween_encode(frame_range="ACTION") == {"FINISHED"}
     st = obj.splinetween_latent
     segs = [st.segments[s] for s in segments]
@@ -119,7 +144,13 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
             if hasattr(mod, name):
                 timers.wrap(mod, name, label)
     samples = []
+    bare = []
     for i in range(repeats + 3):
+        if i % BLOCK == 0:  # the floor's samples in blocks between the slider's
+            for _ in range(BLOCK):
+                t = time.perf_counter()
+                rewrite()
+                bare.append(time.perf_counter() - t)
         timers.now.clear()
         t = time.perf_counter()
         change(1.5 + 0.001 * i)
@@ -136,7 +167,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     if profile:
         stages = {"slider change, end to end": med["total"], SLIDER_STAGES[0][2]: med.get("model", 0.0)}
         stages.update({label: med[label] for _, _, label in SLIDER_STAGES[1:] if label in med})
-    return label, med["total"], base, med.get("model", 0.0), stages
+    return label, med["total"], 1e3 * statistics.median(bare), med.get("model", 0.0), stages
 
 
 def inbetween_cases(repeats: int, profile: bool):
