@@ -134,9 +134,12 @@ def from_6d(r):
     x = _unit(r[..., :3])
     b = r[..., 3:]
     y = _unit(b - np.einsum("...i,...i->...", x, b)[..., None] * x)
-    v = np.empty(r.shape[:-1] + (10,))
+    v = np.empty(r.shape[:-1] + (10,))  # [1, then the matrix row by row: columns x, y, z = x cross y]
     v[..., 0] = 1.0
-    v[..., 1:] = np.stack([x, y, np.cross(x, y)], -1).reshape(r.shape[:-1] + (9,))
+    v[..., 1::3], v[..., 2::3] = x, y
+    v[..., 3] = x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1]
+    v[..., 6] = x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2]
+    v[..., 9] = x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
     lin = v @ _SHEPPERD
     best = np.argmax(lin[..., 16:], -1)[..., None, None]
     q = np.take_along_axis(lin[..., :16].reshape(r.shape[:-1] + (4, 4)), best, -2)[..., 0, :]

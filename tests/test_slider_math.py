@@ -102,3 +102,16 @@ def test_from_6d_is_from_matrix_of_the_gram_schmidt_frame():
     ref = Q.from_matrix(np.stack([a, b, np.cross(a, b)], -1))
     np.testing.assert_allclose(Q.from_6d(r), ref, atol=1e-14)
     assert (Q.from_6d(r)[:, 0] >= 0).all()
+
+
+@pytest.mark.parametrize("lengths", [(31, 31, 31, 31), (31, 30, 31, 30), (5, 31, 4, 12)])
+def test_segments_joined_at_once_equal_one_at_a_time(lengths):
+    from blender_addon.core import latent_math as LM
+    parts = {s: (unit((m, 6)), RNG.normal(size=(m, 6, 3))) for s, m in enumerate(lengths)}
+    items = [(0, (False, True)), (1, (True, True)), (2, (True, False)), (3, (True, True))]
+    for (s, sides), (rot, pos) in zip(items, LM.segments_values(parts, items, len(lengths), True)):
+        ref_r, ref_p = LM.segment_values(parts, s, len(lengths), True, sides)
+        np.testing.assert_allclose(rot, ref_r, atol=1e-14)
+        np.testing.assert_allclose(pos, ref_p, atol=1e-12)
+    apart = LM.segments_values(parts, items[:2], len(lengths), False)
+    assert all(np.array_equal(r, parts[s][0]) for (s, _), (r, _) in zip(items, apart))

@@ -146,6 +146,51 @@ def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, Tr
     return rot, pos
 
 
+def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`segment_values` of several ``(segment, sides)`` at once (equal to float rounding): the seam
+    poses in one slerp and the eases of one ramp length in one pass (a slider change joins its segment
+    and both neighbours: four eases, two seams).  A segment's two ramps never overlap, so both of its
+    ends ease at once."""
+    out = [(parts[s][0].copy(), parts[s][1].copy()) for s, _ in items]
+    if not seams:
+        return out
+    tasks: dict = {}  # ramp length -> [(item, left segment of the seam, frames: the seam first)]
+    for k, (s, sides) in enumerate(items):
+        m = len(out[k][0])
+        r = len(ramp(m))
+        if s > 0 and sides[0]:
+            tasks.setdefault(r, []).append((k, s - 1, np.arange(r)))
+        if s < count - 1 and sides[1]:
+            tasks.setdefault(r, []).append((k, s, m - 1 - np.arange(r)))
+    lefts = sorted({t[1] for group in tasks.values() for t in group})
+    if not lefts:
+        return out
+    q = R.slerp(np.stack([parts[a][0][-1] for a in lefts]), np.stack([parts[a + 1][0][0] for a in lefts]), 0.5)
+    p = 0.5 * (np.stack([parts[a][1][-1] for a in lefts]) + np.stack([parts[a + 1][1][0] for a in lefts]))
+    at = {a: i for i, a in enumerate(lefts)}
+    for r, group in tasks.items():
+        w = ramp(len(out[group[0][0]][0]))  # (the weights depend on the ramp length only)
+        seam = [at[a] for _, a, _ in group]
+        rows = np.stack([out[k][0][idx] for k, _, idx in group])  # [G, r, J, 4]
+        locs = np.stack([out[k][1][idx] for k, _, idx in group])  # [G, r, J, 3]
+        delta = _qmul(rows[:, 0] * _CONJ, q[seam])  # [G, J, 4]
+        delta = np.where(delta[..., :1] < 0, -delta, delta)
+        half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))
+        sin = np.sin(half)
+        axis = delta[..., 1:] / np.where(sin > 1e-12, sin, 1.0)[..., None]
+        wh = w[None, :, None] * half[:, None]  # [G, r, J]
+        step = np.empty(wh.shape + (4,))
+        step[..., 0] = np.cos(wh)
+        step[..., 1:] = np.sin(wh)[..., None] * axis[:, None]
+        moved = _qmul(rows, step)
+        moved /= np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
+        locs += w[None, :, None, None] * (p[seam] - locs[:, 0])[:, None]
+        moved[:, 0], locs[:, 0] = q[seam], p[seam]
+        for g, (k, _, idx) in enumerate(group):
+            out[k][0][idx], out[k][1][idx] = moved[g], locs[g]
+    return out
+
+
 # -- key arrays (scene_io.read_keys dicts) --------------------------------------------------------
 def _rows(keys: dict, mask: np.ndarray) -> dict:
     return {a: v[mask] for a, v in keys.items()}

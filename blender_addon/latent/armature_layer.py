@@ -91,14 +91,16 @@ def prime(st, rot, pos) -> None:
 def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
     """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
     neutral ones are the same for every slider change)."""
-    rots, poss, poses = [], [], {}
+    keys = {s: (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+            for s, (sides, _) in plan.items()}
+    todo = [(s, plan[s][0]) for s, key in keys.items() if key not in _joins]
+    for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
+        _joins[keys[s]] = values
+    while len(_joins) > DECODED_MAX:
+        _joins.pop(next(iter(_joins)))
+    rots, poss = [], []
     for s, (sides, mine) in plan.items():
-        key = (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
-        if key not in _joins:
-            _joins[key] = LM.segment_values(parts, s, len(bounds), seams, sides, poses)
-            while len(_joins) > DECODED_MAX:
-                _joins.pop(next(iter(_joins)))
-        rot, pos = _joins[key]
+        rot, pos = _joins[keys[s]]
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])
     return np.concatenate(rots), np.concatenate(poss)
