@@ -80,6 +80,24 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
     return rot, pos
 
 
+def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndarray, template_pos: np.ndarray,
+                        num_joints: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply for one
+    segment.  A few dozen numpy operations on one segment's frames cost a fraction of the same torch ones
+    (a slider change decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
+    from . import quat_np as Q
+    feat = np.asarray(feat, dtype=np.float64)
+    n_p, shape = len(layout.position_joints), feat.shape[:-1]
+    rot = np.zeros(shape + (num_joints, 4))
+    rot[..., 0] = 1.0
+    rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
+    pos = np.array(np.broadcast_to(np.asarray(template_pos, dtype=np.float64), shape + (num_joints, 3)))
+    p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))
+    pos[..., layout.position_joints, :] = p
+    pos[..., layout.position_joints[0], :] += np.asarray(origin, dtype=np.float64)
+    return rot, pos
+
+
 @dataclass
 class Normalizer:
     """Per-channel standardisation, optionally followed by a rotation onto principal axes.

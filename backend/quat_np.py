@@ -16,14 +16,16 @@ def normalize(q, eps=1e-8):
 
 
 def mul(a, b):
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=-1)
+    a, b = np.asarray(a), np.asarray(b)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    # (components written into one array: no moveaxis / stack, the same arithmetic)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b, np.float16))
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def inv(q):
@@ -108,13 +110,41 @@ def to_6d(q):
     return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
 
 
+# Shepperd's four candidates (rows 0-15, unnormalised) and their pivots (16-19) as linear maps of
+# [1, m00, m01, m02, m10, m11, m12, m20, m21, m22]: one matrix product instead of a dozen stacks
+_SHEPPERD = np.zeros((10, 20))
+for _k, _terms in enumerate([
+        [(0, 1), (1, 1), (5, 1), (9, 1)], [(8, 1), (6, -1)], [(3, 1), (7, -1)], [(4, 1), (2, -1)],
+        [(8, 1), (6, -1)], [(0, 1), (1, 1), (5, -1), (9, -1)], [(2, 1), (4, 1)], [(3, 1), (7, 1)],
+        [(3, 1), (7, -1)], [(2, 1), (4, 1)], [(0, 1), (1, -1), (5, 1), (9, -1)], [(6, 1), (8, 1)],
+        [(4, 1), (2, -1)], [(3, 1), (7, 1)], [(6, 1), (8, 1)], [(0, 1), (1, -1), (5, -1), (9, 1)],
+        [(1, 1), (5, 1), (9, 1)], [(1, 1)], [(5, 1)], [(9, 1)]]):
+    for _i, _c in _terms:
+        _SHEPPERD[_i, _k] = _c
+
+
+def _unit(v, eps=1e-8):
+    return v / np.maximum(np.sqrt(np.einsum("...i,...i->...", v, v)), eps)[..., None]
+
+
 def from_6d(r):
-    a, b = r[..., :3], r[..., 3:]
-    x = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-8)
-    b = b - np.sum(x * b, axis=-1, keepdims=True) * x
-    y = b / np.maximum(np.linalg.norm(b, axis=-1, keepdims=True), 1e-8)
-    z = np.cross(x, y)
-    return from_matrix(np.stack([x, y, z], axis=-1))
+    """The first two matrix columns ``[..., 6]`` (Gram-Schmidt) -> quaternions with w >= 0: ``from_matrix``
+    of that matrix, its candidates and pivots in one product (a decoded segment per slider change)."""
+    r = np.asarray(r, dtype=np.float64)
+    x = _unit(r[..., :3])
+    b = r[..., 3:]
+    y = _unit(b - np.einsum("...i,...i->...", x, b)[..., None] * x)
+    v = np.empty(r.shape[:-1] + (10,))  # [1, then the matrix row by row: columns x, y, z = x cross y]
+    v[..., 0] = 1.0
+    v[..., 1::3], v[..., 2::3] = x, y
+    v[..., 3] = x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1]
+    v[..., 6] = x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2]
+    v[..., 9] = x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
+    lin = v @ _SHEPPERD
+    best = np.argmax(lin[..., 16:], -1)[..., None, None]
+    q = np.take_along_axis(lin[..., :16].reshape(r.shape[:-1] + (4, 4)), best, -2)[..., 0, :]
+    q = _unit(q)
+    return np.where(q[..., :1] < 0, -q, q)
 
 
 def fk(lrot, lpos, parents):

@@ -1,10 +1,13 @@
 """Issue 19's benchmark, interactive writes in headless Blender (the bpy module): medians in ms, each
 beside the floor measured in the same run and the issue's target.
 
-    python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--tree DIR]
+    python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--only CASE ...] [--tree DIR]
 
 The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
-the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.
+the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.  For the
+sliders it is sampled in turn with the slider changes (on a twin of the armature, blocks of five
+rewrites between blocks of five changes), so that both see the same moments of a shared machine and
+their ratio holds.
 
 * Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
   the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
@@ -16,7 +19,11 @@ the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``
 * Mesh slider: Amplify on the example cloth's first segment -> PC2 -> the evaluated mesh read back
   (benchmarks/bench_mesh.py's case); its floor is evaluating and reading the mesh alone.
 
-``--profile`` also prints where the Inbetween operator's time goes (in-process), stage by stage.
+* Slider over 61 frames: the same, on segments 4 and 5 at once (two 31-frame segments sharing a frame):
+  both Amplify values set and one re-decode, as when keyed sliders change with the frame.
+
+``--profile`` also prints where the slider's and the Inbetween operator's time goes (in-process), stage
+by stage; ``--only slider`` (or inbetween, encode, mesh) runs only those cases.
 Everything goes through operators, properties and public functions, so the script measures
 whatever writer the add-on has: ``--tree DIR`` measures the add-on of another source tree (e.g.
 ``git archive main | tar -x -C DIR``), to set a change beside what it replaces.
@@ -43,6 +50,7 @@ from bench_latent import Timers, clip_300, floor  # noqa: E402
 # (ms target, most multiples of the floor) of each case; None: no such target
 TARGETS = {"slider": (16.0, 1.5), "inbetween in-process": (60.0, None), "inbetween warm process": (80.0, None),
            "encode": (100.0, None), "mesh slider": (25.0, None)}
+CASES = ("slider", "inbetween", "encode", "mesh")
 
 
 class Stopwatch(Timers):
@@ -67,33 +75,99 @@ def floor_ms(obj, repeats: int) -> float:
     return 1e3 * floor(obj, repeats)
 
 
-def slider_case(path: Path, repeats: int, segment: int = 4):
-    """-> (label, median ms, floor ms, median ms of the model inside)."""
+SLIDER_STAGES = [("blender_addon.bridge", "request", "decode request (model, in-process)"),
+                 ("blender_addon.latent.armature_layer", "layer_frames", "layer maths (decode request included)"),
+                 ("blender_addon.latent.armature_layer", "_joined", "  edited decode joined at the seams"),
+                 ("blender_addon.core.slider_math", "channels_near", "  rotations -> channel values"),
+                 ("blender_addon.core.layer_math", "channels_near", "  rotations -> channel values"),
+                 ("blender_addon.latent.armature", "write", "write the frames"),
+                 ("blender_addon.io.latent", "overwrite_values", "  of which foreach_get/set of co")]
+
+
+BLOCK = 5  # slider changes (and floor rewrites) in a row
+
+
+def floor_step(obj):
+    """-> a function that rewrites every key of every F-curve of ``obj`` once (the floor, one sample)."""
+    import numpy as np
+    from blender_addon.io import scene as scene_io
+    data = []
+    for fc in scene_io.channelbag(obj).fcurves:
+        co = np.zeros(2 * len(fc.keyframe_points), np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        data.append((fc, co))
+
+    def rewrite():
+        for fc, co in data:
+            fc.keyframe_points.foreach_set("co", co)
+            fc.update()
+    return rewrite
+
+
+def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
+    """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
+    Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
+    re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
+    import importlib
+
     import bpy
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
+    from blender_addon.latent import core as latent
+    from blender_addon.latent import kinds
+    from addon_helpers import copy_armature
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
     obj = import_bvh(path)
-    base = floor_ms(obj, repeats)
+    rewrite = floor_step(copy_armature(obj))  # (a twin's curves: the encoded ones stay as the layer wrote them)
+    bpy.context.view_layer.objects.active = obj
     assert bpy.ops.anim.splinetween_encode(frame_range="ACTION") == {"FINISHED"}
     st = obj.splinetween_latent
-    seg = st.segments[segment]
+    segs = [st.segments[s] for s in segments]
+
+    def change(value):
+        if len(segs) == 1:
+            segs[0].amplify = value
+            return
+        with latent.suspended():
+            for seg in segs:
+                seg.amplify = value
+        kinds.sync_quietly(obj)
     timers = Stopwatch()
     timers.wrap(bridge, "request", "model")
-    times, model = [], []
+    if profile:
+        for module, name, label in SLIDER_STAGES[1:]:
+            try:
+                mod = importlib.import_module(module)
+            except ImportError:
+                continue
+            if hasattr(mod, name):
+                timers.wrap(mod, name, label)
+    samples = []
+    bare = []
     for i in range(repeats + 3):
+        if i % BLOCK == 0:  # the floor's samples in blocks between the slider's
+            for _ in range(BLOCK):
+                t = time.perf_counter()
+                rewrite()
+                bare.append(time.perf_counter() - t)
         timers.now.clear()
         t = time.perf_counter()
-        seg.amplify = 1.5 + 0.001 * i
+        change(1.5 + 0.001 * i)
         took = time.perf_counter() - t
         assert st.status == "", st.status
         if i >= 3:  # (first decodes warm the model up)
-            times.append(took)
-            model.append(timers.now.get("model", 0.0))
+            samples.append({"total": took, **timers.now})
     timers.restore()
-    label = f"{path.stem}: segment {segment + 1} of {len(st.segments)} ({seg.end - seg.start + 1} frames)"
-    return label, 1e3 * statistics.median(times), base, 1e3 * statistics.median(model)
+    first, last = segs[0], segs[-1]
+    which = f"segment {segments[0] + 1}" if len(segs) == 1 else f"segments {segments[0] + 1}-{segments[-1] + 1}"
+    label = f"{path.stem}: {which} of {len(st.segments)} ({last.end - first.start + 1} frames)"
+    med = {k: 1e3 * statistics.median(s.get(k, 0.0) for s in samples) for k in {k for s in samples for k in s}}
+    stages = None
+    if profile:
+        stages = {"slider change, end to end": med["total"], SLIDER_STAGES[0][2]: med.get("model", 0.0)}
+        stages.update({label: med[label] for _, _, label in SLIDER_STAGES[1:] if label in med})
+    return label, med["total"], 1e3 * statistics.median(bare), med.get("model", 0.0), stages
 
 
 def inbetween_cases(repeats: int, profile: bool):
@@ -221,7 +295,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--profile", action="store_true", help="also the Inbetween operator stage by stage")
+    ap.add_argument("--profile", action="store_true", help="also the slider and the Inbetween operator stage by stage")
+    ap.add_argument("--only", nargs="+", choices=CASES, help="run only these cases (default: all)")
     ap.add_argument("--tree", type=Path, help="the source tree whose add-on is measured (default: this one)")
     args = ap.parse_args(argv)
     if args.tree:  # (before anything imports the add-on)
@@ -232,22 +307,35 @@ def main(argv=None) -> int:
     r = args.repeats
     rows = []  # (kind, label, ms, floor ms, note)
     folder = Path(tempfile.mkdtemp(prefix="splinetween-bench-"))
-    for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
-        label, ms, base, model = slider_case(path, r + 10)
-        rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
-    inb, stages = inbetween_cases(r, args.profile)
-    rows += [(kind, label, ms, base, "") for kind, label, ms, base in inb]
-    ms, base = encode_case(r)
-    rows.append(("encode", "Encode, 300 frames, model in-process", ms, base, ""))
-    ms, base = mesh_case(r)
-    rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
-                 "floor: the mesh re-evaluated and read"))
+    only = set(args.only or CASES)
+    slider_stages, stages = {}, None
+    if "slider" in only:
+        for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
+            for segments in ((4,), (3, 4)):
+                label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile)
+                rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
+                if prof:
+                    slider_stages[label] = prof
+    if "inbetween" in only:
+        inb, stages = inbetween_cases(r, args.profile)
+        rows += [(kind, label, ms, base, "") for kind, label, ms, base in inb]
+    if "encode" in only:
+        ms, base = encode_case(r)
+        rows.append(("encode", "Encode, 300 frames, model in-process", ms, base, ""))
+    if "mesh" in only:
+        ms, base = mesh_case(r)
+        rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
+                     "floor: the mesh re-evaluated and read"))
     print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
     for kind, label, ms, base, note in rows:
         print(f"  {label:<74} {ms:7.1f} {base:7.2f} {ms / base:5.1f}x   {verdict(kind, ms, base)}"
               + (f"   ({note})" if note else ""))
+    for label, prof in slider_stages.items():
+        print(f"\nSlider, {label}, stage by stage (medians, ms; nested stages inside the line above them):")
+        for name, ms in prof.items():
+            print(f"  {name:<56} {ms:7.2f}")
     if stages:
         print("\nInbetween operator, 121 frames, model in-process, stage by stage (medians, ms):")
         for name, ms in stages.items():

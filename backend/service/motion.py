@@ -116,11 +116,9 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     segment decodes to the same numbers whichever others are asked for with it).  In-betweened
     segments are decoded through the guard (``backend.guard``) unless ``"guard": false``: the add-on's
     latent layer asks without it, so a slider's edit is the model's own, not scaled by the guard."""
-    import torch
-
-    from ..edits import edit_points
     from ..controls import Controls
-    from ..features import from_features
+    from ..edits import edit_points
+    from ..features import poses_from_features
     from ..inbetween import decode_inbetween
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
@@ -152,9 +150,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
             n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
             feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n_model],
                                                   (n_dec - 1) / (n_model - 1), float(timing[i]))[0]
-            r, p = from_features(feat, engine.layout, origin, torch.as_tensor(template, dtype=torch.float32,
-                                                                              device=engine.device), j)
-            r, p = r.cpu().numpy().astype(np.float64), p.cpu().numpy().astype(np.float64)
+            r, p = poses_from_features(feat.cpu().numpy(), engine.layout, origin.cpu().numpy(), template, j)
             if len(r) != m:
                 r, p = T.resample_uniform(Q.fix_hemisphere(r), p, m)
         else:

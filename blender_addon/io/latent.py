@@ -161,12 +161,13 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
     -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
     belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
     run of them starts on the frame after an original key)."""
-    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    kps = [fc.keyframe_points if fc is not None else () for fc in fcs]
+    sizes = np.array([len(kp) for kp in kps], dtype=np.int64)
     start = np.concatenate([[0], np.cumsum(sizes)])
     co = np.empty(2 * int(start[-1]), dtype=np.float32)
-    for c, fc in enumerate(fcs):
+    for c, kp in enumerate(kps):
         if sizes[c]:
-            fc.keyframe_points.foreach_get("co", co[2 * start[c]:2 * start[c + 1]])
+            kp.foreach_get("co", co[2 * start[c]:2 * start[c + 1]])
     x = co[0::2]
     rows = np.empty((len(fcs), len(frames)), dtype=np.int64)
     ok = sizes > 0
@@ -180,8 +181,8 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
     rows += start[:-1, None]
     ok &= (np.abs(x[np.where(ok[:, None], rows, 0)] - frames[None]) < _EPS).all(1) if len(frames) else ok
     co[2 * rows[ok] + 1] = values.T[ok]
-    for c in np.flatnonzero(ok):
-        fcs[c].keyframe_points.foreach_set("co", co[2 * start[c]:2 * start[c + 1]])
+    for c in np.flatnonzero(ok).tolist():
+        kps[c].foreach_set("co", co[2 * start[c]:2 * start[c + 1]])
     return np.flatnonzero(~ok).tolist()
 
 

@@ -31,7 +31,7 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
-    for cache in (_bases, _blocks):
+    for cache in (_bases, _blocks, _channels):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
 
@@ -49,13 +49,39 @@ def bones_of(st) -> tuple[list[str], set, set]:
             set(latent.array(st, "position_joints", dtype=int).tolist()))
 
 
+_channels: dict = {}  # (token, pose bone names, rotation modes) -> channel_list
+
+
 def channels_of(obj, st) -> list:
-    bones, rj, pj = bones_of(st)
-    missing = [b for b in bones if b not in obj.pose.bones]
-    if missing:
-        raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
-                      "latent controls")
-    return latent_io.channel_list(obj, bones, rj, pj)
+    """The driven channels (``latent_io.channel_list``); cached while the armature's bones and their
+    rotation modes stay (one ``foreach_get`` checks them: a slider change asks every time)."""
+    pose = obj.pose.bones
+    modes = np.zeros(len(pose), dtype=np.int32)
+    pose.foreach_get("rotation_mode", modes)
+    key = (st.token, tuple(pose.keys()), modes.tobytes())
+    if key not in _channels:
+        bones, rj, pj = bones_of(st)
+        missing = [b for b in bones if b not in pose]
+        if missing:
+            raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
+                          "latent controls")
+        for k in [k for k in _channels if k[0] == st.token]:
+            del _channels[k]
+        _channels[key] = latent_io.channel_list(obj, bones, rj, pj)
+    return _channels[key]
+
+
+_keys: dict = {}  # id(channels) -> (channels, their curve_map keys)
+
+
+def curve_keys(channels) -> list[tuple[str, int]]:
+    """``(data_path, index)`` of each channel, made once per channel list (``channels_of`` caches it)."""
+    got = _keys.get(id(channels))
+    if got is None or got[0] is not channels:
+        if len(_keys) > 64:
+            _keys.clear()
+        got = _keys[id(channels)] = (channels, [(scene_io.bone_path(b, p), i) for b, p, i, _ in channels])
+    return got[1]
 
 
 def base_values(st, channels) -> np.ndarray:
@@ -149,7 +175,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     curves = latent_io.curve_map(bag)
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
-    fcs = [curves.get((scene_io.bone_path(bone, prop), i)) for bone, prop, i, _ in channels]
+    fcs = [curves.get(k) for k in curve_keys(channels)]
     originals, enums = base_keys(st), latent_io.new_key_enums()
     if not whole:
         redo = latent_io.overwrite_values(fcs, absolute, values)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import bridge
 from ..core import latent_math as LM
 from ..core import layer_math as L
-from ..core import rig_math
+from ..core import slider_math as SM
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from . import core as latent
@@ -20,12 +20,26 @@ decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, 
 DECODED_MAX = 512
 _views: dict = {}  # (token, base_version, frames, modes) -> the original in the model's convention
 _joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
+_maps: dict = {}  # (token, original, segment, sides, neutral signatures) -> (K maps, neutral positions)
+MAPS_MAX = 64
 
 
 def forget(token: str) -> None:
-    for cache in (decoded, _views, _joins):
+    for cache in (decoded, _views, _joins, _maps):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
+    _inputs.pop(token, None)
+
+
+_inputs: dict = {}  # token -> (origins, template, encoded points): what Encode stored, read once per range
+
+
+def _stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if st.token not in _inputs:
+        n = len(st["bones"])
+        _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (n, 3)),
+                             latent.encoded_points(st))
+    return _inputs[st.token]
 
 
 def decode(st, path: Path, settings, jobs) -> dict:
@@ -45,11 +59,11 @@ def decode(st, path: Path, settings, jobs) -> dict:
             header["model_segments"] = [model[j[0]].tolist() for j in todo]
             if "model_keys" in st:
                 header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
-        n = len(st["bones"])
-        arrays = {"points": np.stack([j[2] for j in todo]),
-                  "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],
-                  "template": latent.array(st, "template", (n, 3))}
+        origins, template, _ = _stored(st)
+        arrays = {"points": np.stack([j[2] for j in todo]), "origins": origins[[j[0] for j in todo]],
+                  "template": template}
         if keys:
+            n = len(template)
             arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
             arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
         try:
@@ -82,22 +96,24 @@ def prime(st, rot, pos) -> None:
 def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
     """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
     neutral ones are the same for every slider change)."""
+    keys = {s: (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+            for s, (sides, _) in plan.items()}
+    todo = [(s, plan[s][0]) for s, key in keys.items() if key not in _joins]
+    for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
+        _joins[keys[s]] = values
+    while len(_joins) > DECODED_MAX:
+        _joins.pop(next(iter(_joins)))
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
-        key = (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
-        if key not in _joins:
-            _joins[key] = LM.segment_values(parts, s, len(bounds), seams, sides)
-            while len(_joins) > DECODED_MAX:
-                _joins.pop(next(iter(_joins)))
-        rot, pos = _joins[key]
+        rot, pos = _joins[keys[s]]
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])
     return np.concatenate(rots), np.concatenate(poss)
 
 
 def _original(obj, st, channels, base):
-    """The original in the model's convention on every frame ``(rig, groups, rot [F, J, 4], pos [F, J, 3])``,
-    converted once per version of the original."""
+    """The original's channel rotations on every frame ``[F, J, 4]`` with the rig's conversions
+    (``slider_math``): ``(key, groups, basis, turns, location maps)``, made once per version of the original."""
     key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
     if key not in _views:
         for k in [k for k in _views if k[0] == st.token]:
@@ -105,9 +121,29 @@ def _original(obj, st, channels, base):
         bones = list(st["bones"])
         rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
         groups = latent_io.channel_groups(channels, bones)
-        _views[key] = (rig, groups, *rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, base,
-                                                                                            groups)))
+        basis, _ = latent_io.values_to_pose(channels, bones, base, groups)
+        _views[key] = (key, groups, basis, SM.rest_turns(rig), SM.location_maps(rig))
     return _views[key]
+
+
+def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
+    """At the planned frames: the maps ``K`` that take the edited decode to channel rotations
+    (``slider_math.rotation_maps``) and the neutral decode's positions, each segment's made once per
+    original and neutral decode (no slider changes them) and cached."""
+    key0, _, basis, turns, _ = view
+    maps, poss = [], []
+    for s, (sides, mine) in plan.items():
+        a, b = bounds[s]
+        key = (st.token, key0, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+        if key not in _maps:
+            rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
+            _maps[key] = (SM.rotation_maps(basis[a:b + 1], rot, turns), pos)
+            while len(_maps) > MAPS_MAX:
+                _maps.pop(next(iter(_maps)))
+        k, pos = _maps[key]
+        maps.append(k[mine - a])
+        poss.append(pos[mine - a])
+    return np.concatenate(maps), np.concatenate(poss)
 
 
 def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
@@ -116,7 +152,7 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
     seams = st.kind == "AUTOENCODER"
     plan, need = L.needed_parts(bounds, frames, seams)
     order = np.concatenate([mine for _, mine in plan.values()])
-    pts, m = latent.encoded_points(st), len(latent.names(st))
+    pts, m = _stored(st)[2], len(latent.names(st))
     jobs = []
     for s in need:
         seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
@@ -124,11 +160,14 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
         jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
     got = decode(st, path, settings, jobs)
     e_rot, e_pos = _joined(st, {s: got[s, sigs[s]] for s in need}, lambda s: sigs[s], bounds, plan, seams)
-    n_rot, n_pos = _joined(st, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
-    rig, groups, o_rot, o_pos = _original(obj, st, channels, base)
-    basis, loc = rig_math.bvh_to_blender(rig, *L.compose(o_rot[order], o_pos[order], n_rot, n_pos, e_rot, e_pos))
+    view = _original(obj, st, channels, base)
+    maps, n_pos = _neutral(st, view, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
+    rot = SM.layered_rotations(maps, e_rot)
     ref = base[order]
     out = np.empty_like(ref)
-    for is_loc, mode, joints, cols in groups:
-        out[:, cols] = loc[:, joints] if is_loc else L.channels_near(basis[:, joints], mode, ref[:, cols])
+    for is_loc, mode, joints, cols in view[1]:
+        if is_loc:
+            out[:, cols] = SM.layered_locations(ref[:, cols], view[4][joints], e_pos[:, joints], n_pos[:, joints])
+        else:
+            out[:, cols] = SM.channels_near(rot[:, joints], mode, ref[:, cols])
     return order, out  # (the plan lists each segment's frames in turn: sorted, as ``frames``)

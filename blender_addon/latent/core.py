@@ -176,10 +176,19 @@ def encoded_points(st) -> np.ndarray:
     return array(st, "encoded_points", (len(st.segments), LM.POINTS, st.latent_size))
 
 
+_neutral: dict = {}  # (token, bounds, principal count) -> neutral signatures (a range's encoded points never change)
+
+
 def neutral_signatures(st, bounds) -> list[str]:
-    """What each segment's signature is when its inputs are the encoded ones (the layer adds nothing)."""
-    pts, zeros = encoded_points(st), (0.0,) * len(names(st))
-    return [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+    """What each segment's signature is when its inputs are the encoded ones (the layer adds nothing);
+    cached per range and layout (a slider change asks for them every time)."""
+    key = (st.token, tuple(bounds), len(names(st)))
+    if key not in _neutral:
+        if len(_neutral) > 64:
+            _neutral.clear()
+        pts, zeros = encoded_points(st), (0.0,) * key[2]
+        _neutral[key] = [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+    return list(_neutral[key])
 
 
 def neutral_edits(st) -> list[tuple[float, float, list]]:

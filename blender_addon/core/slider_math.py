@@ -1,0 +1,110 @@
+"""A slider change's maths without bpy, for every bone and frame at once (issue 19).
+
+The layer (``layer_math``) moves the original by the edit: in the model's convention a frame's rotation
+is ``o * n^-1 * e`` (``o`` the original, ``n`` the neutral decode, ``e`` the edited one), and the pose
+channels come back through each bone's rest frame, ``basis = A^-1 * rot * A`` with ``A = C^-1 * rest``
+(``rig_math.bvh_to_blender``).  Since ``o = A * B * A^-1`` for the original's own channel rotation ``B``,
+
+    basis = B * A^-1 * n^-1 * e * A = K @ e,    K = L(B) L(A^-1) L(n^-1) R(A)
+
+with ``L(q)``/``R(q)`` the 4x4 matrices of multiplying by ``q`` on the left/right.  ``K`` depends only
+on the original and the neutral decode, which no slider changes: it is computed once per segment and
+cached, and a slider change costs one 4x4 product per bone and frame.  Locations are linear:
+``loc = loc_o + M (e_pos - n_pos)`` with ``M`` the rotation ``location_frame^-1 * C`` over cm per unit.
+The results equal ``layer_math.compose`` + ``rig_math.bvh_to_blender`` to float rounding (tested).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import continuity
+from . import layer_math
+from . import rig_math as R
+
+_SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def conj(q: np.ndarray) -> np.ndarray:
+    return q * _SIGNS
+
+
+def left_matrix(q: np.ndarray) -> np.ndarray:
+    """``[..., 4, 4]`` with ``left_matrix(q) @ p == q * p`` (Hamilton product, w first)."""
+    w, x, y, z = (q[..., i] for i in range(4))
+    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, -z, y], -1),
+                     np.stack([y, z, w, -x], -1), np.stack([z, -y, x, w], -1)], -2)
+
+
+def right_matrix(q: np.ndarray) -> np.ndarray:
+    """``[..., 4, 4]`` with ``right_matrix(q) @ p == p * q``."""
+    w, x, y, z = (q[..., i] for i in range(4))
+    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, z, -y], -1),
+                     np.stack([y, -z, w, x], -1), np.stack([z, y, -x, w], -1)], -2)
+
+
+def rest_turns(rig: R.RigFrames) -> np.ndarray:
+    """``A = C^-1 * rest`` per joint ``[J, 4]``: the model's frame of each bone in its rest frame."""
+    return R.qmul(R.qconj(R.BVH_TO_BLENDER), rig.rest)
+
+
+def rotation_maps(original: np.ndarray, neutral: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """``K [F, J, 4, 4]`` of each frame and joint (module docstring): ``original [F, J, 4]`` the original's
+    channel rotations, ``neutral [F, J, 4]`` the neutral decode (model convention), ``turns [J, 4]`` ``A``."""
+    inner = left_matrix(conj(turns))[None] @ left_matrix(conj(neutral)) @ right_matrix(turns)[None]
+    return left_matrix(original) @ inner
+
+
+def layered_rotations(maps: np.ndarray, edited: np.ndarray) -> np.ndarray:
+    """``normalize(K @ e)``: the layered channel rotations ``[F, J, 4]`` for the edited decode ``e``."""
+    q = np.einsum("...ij,...j->...i", maps, edited)
+    return q / np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
+
+
+def location_maps(rig: R.RigFrames) -> np.ndarray:
+    """``M [J, 3, 3]``: a model-convention position difference (cm) -> a ``location`` difference."""
+    return R.q_to_matrix(R.qmul(R.qconj(rig.location_frame), R.BVH_TO_BLENDER)) / rig.cm_per_unit
+
+
+def layered_locations(original: np.ndarray, maps: np.ndarray, edited: np.ndarray, neutral: np.ndarray) -> np.ndarray:
+    """``loc_o + M (e - n)``: ``original [F, P, 3]`` the original's locations, ``maps [P, 3, 3]``,
+    ``edited``/``neutral [F, P, 3]`` the decodes' positions of the same joints."""
+    return original + np.einsum("pij,fpj->fpi", maps, edited - neutral)
+
+
+def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
+    """Unit quaternions ``[..., 4]`` -> Blender Euler ``[..., 3]`` in ``mode``, of the two solutions each
+    shifted by whole turns the one nearest ``ref`` (L1, the first on a tie): ``rig_math.quat_to_euler``
+    with ``compat``, its matrix entries computed straight from the quaternion."""
+    order = mode[::-1]
+    i, j, k = (R._AXIS[ch] for ch in order)
+    s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
+    w, v = q[..., 0], (q[..., 1], q[..., 2], q[..., 3])
+
+    def m(r: int, c: int) -> np.ndarray:  # entry (r, c) of the rotation matrix of q
+        if r == c:
+            a, b = ((r + 1) % 3, (r + 2) % 3)
+            return 1 - 2 * (v[a] * v[a] + v[b] * v[b])
+        t = (3 - r - c)
+        sign = 1.0 if (c - r) % 3 == 1 else -1.0
+        return 2 * (v[r] * v[c] - sign * w * v[t])
+    mii, mij, mik, mjk, mkk = m(i, i), m(i, j), m(i, k), m(j, k), m(k, k)
+    mkj, mjj, mji, mki = m(k, j), m(j, j), m(j, i), m(k, i)
+    cb = np.hypot(mii, mij)
+    b = np.arctan2(s * mik, cb)
+    a = np.where(cb < 1e-12, np.arctan2(s * mkj, mjj), np.arctan2(-s * mjk, mkk))
+    sa, ca = np.sin(a), np.cos(a)
+    c = np.arctan2(s * ca * mji + sa * mki, ca * mjj + s * sa * mkj)
+    cands = np.empty((2,) + a.shape + (3,))
+    cands[0, ..., 0], cands[0, ..., 1], cands[0, ..., 2] = a, b, c
+    cands[1, ..., 0], cands[1, ..., 1], cands[1, ..., 2] = a + np.pi, np.pi - b, c + np.pi
+    ang = continuity.nearest(cands, np.asarray(ref, dtype=np.float64)[..., [i, j, k]])
+    out = np.empty_like(ang)
+    out[..., i], out[..., j], out[..., k] = ang[..., 0], ang[..., 1], ang[..., 2]
+    return out
+
+
+def channels_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
+    """``layer_math.channels_near`` with the Euler modes through :func:`euler_near`."""
+    if mode in R.EULER_MODES:
+        return euler_near(q, mode, ref)
+    return layer_math.channels_near(q, mode, ref)
