@@ -100,6 +100,26 @@ def test_decode_applies_the_edits_of_backend_edits(pca_checkpoint, clip):
     assert len(twice["rotations"]) == 2 * 42 - 3  # each segment twice as dense
 
 
+def test_segments_decoded_together_are_each_decoded_alone(clip):
+    """A slider change over two segments decodes them in one model call; each gets the very numbers it
+    gets alone, so the add-on's per-segment cache of decodes stays valid whatever was asked with it."""
+    from backend.engine import DEFAULT_CHECKPOINT
+    reply, out = service.handle(*_encode_request(DEFAULT_CHECKPOINT, clip, frames=91))
+    req = _decode_request(DEFAULT_CHECKPOINT, reply, out, amplify=1.5)
+    _, together = service.handle(*req)
+    header, arrays = req
+    at = 0
+    for i, (a, b) in enumerate(header["segments"]):
+        one = ({**header, **{k: header[k][i:i + 1] for k in ("segments", "lengths", "amplify", "timing", "principal")}},
+               {**arrays, "points": arrays["points"][i:i + 1], "origins": arrays["origins"][i:i + 1]})
+        _, alone = service.handle(*one)
+        n = len(alone["rotations"])
+        assert np.array_equal(together["rotations"][at:at + n], alone["rotations"])
+        assert np.array_equal(together["positions"][at:at + n], alone["positions"])
+        at += n
+    assert at == len(together["rotations"]) and len(header["segments"]) >= 3
+
+
 def test_refusals_are_messages(pca_checkpoint, tiny_checkpoint, clip):
     reply, out = service.handle(*_encode_request(pca_checkpoint, clip))
     h, a = _decode_request(tiny_checkpoint, reply, out, principal=(1.0,))

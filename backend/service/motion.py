@@ -136,20 +136,25 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     j = engine.skeleton.num_joints
     check_reply_size(sum(lengths), j * 4 * 8, "decode")  # rotations [F, J, 4] float64, the largest reply
     rots, poss = [], []
+    edited, plans = [], []
     for i, (a, b) in enumerate(segs):
         n, m = int(b) - int(a) + 1, lengths[i]
-        amounts = principal_amounts(engine, pca, principal[i])
-        pts = edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts)
         if n < 2 or m < 2:
             raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
+        amounts = principal_amounts(engine, pca, principal[i])
+        edited.append(edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts))
+        # encoded at another frame rate: decoded on the model's grid (times the range's stretch), spread
+        # back over the segment's frames (backend.timebase); both the edited and the neutral decode
+        # take this path, so the layer's difference is 0 at neutral
+        n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
+        n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
+        plans.append((n_model, (n_dec - 1) / (n_model - 1), float(timing[i])))
+    feats = _decode_batched(engine, edited, origins, plans) if keys is None else {}
+    for i, (a, b) in enumerate(segs):
+        n, m = int(b) - int(a) + 1, lengths[i]
+        pts = edited[i]
         if keys is None:
-            # encoded at another frame rate: decoded on the model's grid (times the range's stretch), spread
-            # back over the segment's frames (backend.timebase); both the edited and the neutral decode
-            # take this path, so the layer's difference is 0 at neutral
-            n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
-            n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
-            feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n_model],
-                                                  (n_dec - 1) / (n_model - 1), float(timing[i]))[0]
+            feat, origin = feats[i]
             r, p = poses_from_features(feat.cpu().numpy(), engine.layout, origin.cpu().numpy(), template, j)
             if len(r) != m:
                 r, p = T.resample_uniform(Q.fix_hemisphere(r), p, m)
@@ -182,3 +187,18 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         poss.append(p)
     empty = (np.zeros((0, j, 4)), np.zeros((0, j, 3)))
     return (np.concatenate(rots), np.concatenate(poss)) if rots else empty
+
+
+def _decode_batched(engine, points: list, origins: np.ndarray, plans: list) -> dict:
+    """Segment index -> (features, origin): segments that share a stretch and a timing decode in one
+    model call (two segments of a 61-frame edit: one call, not two).  Each segment's numbers are the
+    ones it gets alone (tests/test_latent_service.py checks it), so the layer's caches stay valid."""
+    groups: dict = {}
+    for i, (_, scale, timing) in enumerate(plans):
+        groups.setdefault((scale, timing), []).append(i)
+    out = {}
+    for (scale, timing), idx in groups.items():
+        res = engine.decode_segments(np.stack([points[i] for i in idx]), origins[idx],
+                                     [plans[i][0] for i in idx], scale, timing)
+        out.update(zip(idx, res))
+    return out
