@@ -58,22 +58,26 @@ def bench_autoencoder(path):
 
 
 def bench_inbetween(path):
+    """One 61-frame window at keys every 5, 15 and 30: as shipped (the guard where keys are <= 10 frames
+    apart, the mirror average elsewhere) and the model alone (neither), next to SLERP/LERP."""
     eng = Engine(path, "cpu")
+    symmetric = eng.symmetric
     clip = read_bvh(CLIP).slice(0, 61)
-    keys = every_k(61, 15)
     rot, pos = torch.from_numpy(clip.rotations)[None], torch.from_numpy(clip.positions)[None]
-    mask = torch.from_numpy(key_mask(61, keys))[None]
-    sl = median_ms(lambda: interpolate(rot, pos, mask))
-    for guard in (False, True):
-        eng.guard = guard
-        ib = median_ms(lambda: eng.inbetween(clip, keys))
-        batch = [clip] * 120
-        t = time.perf_counter()
-        eng.inbetween(batch, [keys] * 120)
-        per = 1e3 * (time.perf_counter() - t) / 120
-        print(f"inbetween one 61-frame window, keys every 15, {'guarded (as shipped)' if guard else 'model alone'}: "
-              f"{ib:.2f} ms (budget 10 ms) | SLERP/LERP baseline {sl:.2f} ms | ratio {ib / sl:.1f}x | "
-              f"batched x120: {per:.2f} ms/window")
+    for k in (5, 15, 30):
+        keys = every_k(61, k)
+        mask = torch.from_numpy(key_mask(61, keys))[None]
+        sl = median_ms(lambda: interpolate(rot, pos, mask))
+        for shipped in (False, True):
+            eng.guard, eng.symmetric = shipped, shipped and symmetric
+            ib = median_ms(lambda: eng.inbetween(clip, keys))
+            t = time.perf_counter()
+            eng.inbetween([clip] * 120, [keys] * 120)
+            per = 1e3 * (time.perf_counter() - t) / 120
+            label = "as shipped" if shipped else "model alone"
+            print(f"inbetween one 61-frame window, keys every {k:2d}, {label:11s}: {ib:5.2f} ms (budget 10 ms) | "
+                  f"SLERP/LERP baseline {sl:.2f} ms | ratio {ib / sl:5.1f}x | batched x120: {per:.2f} ms/window")
+    eng.guard, eng.symmetric = True, symmetric
     return clip
 
 
