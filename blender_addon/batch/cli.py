@@ -86,6 +86,10 @@ def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = Tr
     p.add_argument("--interpreter", default="", help="Python for --backend process (default: as the add-on)")
     p.add_argument("--checkpoint", default="", help="checkpoint .json (default: the shipped one for the command)")
     p.add_argument("--report", type=Path, help="the JSON report (default: OUT_DIR/splinetween-COMMAND-TIME.json)")
+    if what == "armatures":
+        p.add_argument("--bone-map", type=Path, metavar="FILE.json", help=".blend: the model joint -> bone map "
+                       "(a preset exported from the Bone Map panel) for every armature; by default each armature's "
+                       "own map, else auto-detection")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds one file may take before its worker is "
                    "stopped and the file reported failed (0: no limit; default %(default)g)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -165,6 +169,8 @@ def _options(args) -> dict:
     """The options that change a file's output (they go into the done marker's digest)."""
     opts = {"objects": sorted(args.objects), "checkpoint": str(Path(args.checkpoint).expanduser().resolve())
             if args.checkpoint else ""}
+    if getattr(args, "bone_map", None) is not None:
+        opts["bone_map"] = _bone_map(args.bone_map)
     if args.command == "inbetween":
         src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
                else args.key_source or "selected")
@@ -182,6 +188,17 @@ def _options(args) -> dict:
                     keep_duration=args.keep_duration, bake=args.bake,
                     pc=[pcs.get(i + 1, 0.0) for i in range(max(pcs, default=0))])
     return opts
+
+
+def _bone_map(path: Path) -> dict:
+    """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
+    from ..core import bone_map
+    try:
+        return bone_map.from_json(Path(path).expanduser().read_text(encoding="utf-8")).bones
+    except OSError as e:
+        raise SystemExit(f"python -m blender_addon.batch: error: --bone-map {path}: {e.strerror or e}")
+    except bone_map.BoneMapError as e:
+        raise SystemExit(f"python -m blender_addon.batch: error: --bone-map {path}: {e}")
 
 
 def _validate(ap, args) -> None:

@@ -1,0 +1,96 @@
+"""The bone map on the armature (``Armature.splinetween_bone_map``) and the rig as the math needs it.
+
+Inbetween, Encode and the batch call :func:`resolve`: the map given to them (``--bone-map``), else the
+one stored on the armature (the Bone Map panel), else auto-detection; then the check that refuses a
+map with too little.  The stored map is plain data (joint and bone names), JSON-serialisable.
+"""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..core import bone_map as BM
+from ..core import retarget
+from ..core.errors import Refusal
+
+
+class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
+    joint: bpy.props.StringProperty(name="Joint", description="The model's joint")
+    bone: bpy.props.StringProperty(name="Bone", description="The armature's bone that carries this joint "
+                                   "(empty: the model fills it neutrally and nothing is written)")
+
+
+class SplinetweenBoneMap(bpy.types.PropertyGroup):
+    entries: bpy.props.CollectionProperty(type=SplinetweenBoneMapEntry)
+    preset: bpy.props.StringProperty(name="Detected", default="", description="The preset the map was detected as")
+
+
+def register_props() -> None:
+    bpy.types.Armature.splinetween_bone_map = bpy.props.PointerProperty(type=SplinetweenBoneMap)
+
+
+def unregister_props() -> None:
+    del bpy.types.Armature.splinetween_bone_map
+
+
+classes = (SplinetweenBoneMapEntry, SplinetweenBoneMap)
+
+
+# -- the rig ------------------------------------------------------------------------------------
+def geometry(obj) -> dict:
+    """``{bone: (parent, head, tail)}`` in armature space (rest), for detection."""
+    return {b.name: (b.parent.name if b.parent else None, tuple(b.head_local), tuple(b.tail_local))
+            for b in obj.data.bones}
+
+
+def parents(obj) -> dict:
+    return {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
+
+
+def rig_bones(obj) -> dict:
+    """``{bone: RigBone}``: what the conversion reads of every bone's rest pose."""
+    return {b.name: retarget.RigBone(b.parent.name if b.parent else None, np.array(b.matrix_local),
+                                     b.use_local_location) for b in obj.data.bones}
+
+
+# -- stored map -----------------------------------------------------------------------------------
+def stored(obj) -> BM.BoneMap | None:
+    """The map saved on the armature, or None when it has none."""
+    st = getattr(obj.data, "splinetween_bone_map", None)
+    if st is None or not len(st.entries):
+        return None
+    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom")
+
+
+def store(obj, bm: BM.BoneMap, joint_names) -> None:
+    """Save ``bm`` on the armature, one entry per model joint (in the model's order)."""
+    st = obj.data.splinetween_bone_map
+    st.entries.clear()
+    for j in joint_names:
+        e = st.entries.add()
+        e.joint, e.bone = j, bm.bones.get(j) or ""
+    st.preset = bm.preset
+
+
+def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
+    """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
+    their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
+    model is a Refusal naming what is missing and how to map it."""
+    bm = None if given else stored(obj)
+    if bm is None:
+        bm = BM.detect(joint_names, joint_parents, geometry(obj))
+        if given:
+            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
+    try:
+        bones = BM.check(joint_names, joint_parents, parents(obj), bm.bones)
+    except BM.BoneMapError as e:
+        how = "the armature's bone map" if not given and stored(obj) is not None else \
+            ("the given bone map" if given else f"detected as {bm.preset}")
+        raise Refusal(f"{obj.name} cannot drive the model ({how}): {e}") from None
+    return bm, bones
+
+
+def unmapped_note(joint_names, bones) -> str:
+    """The report's note on joints filled neutrally (empty when every joint has a bone)."""
+    left = [j for j, b in zip(joint_names, bones) if not b]
+    return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
