@@ -18,11 +18,12 @@ def _classes():
     from .io import bone_map
     from .latent import op_bake, op_encode, op_redecode, op_remove, op_resample, op_reset, props
     from .mesh import op_encode as op_mesh_encode, op_inbetween as op_mesh_inbetween
-    from .ui import latent_panel, mesh_panel, op_check_backend, panel, settings
+    from .ui import bone_map_panel, latent_panel, mesh_panel, op_bone_map, op_check_backend, panel, settings
     return (preferences.classes + bone_map.classes + settings.classes + props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
             + op_reset.classes + op_redecode.classes + op_resample.classes + op_mesh_encode.classes
-            + op_mesh_inbetween.classes + panel.classes + latent_panel.classes + mesh_panel.classes)
+            + op_mesh_inbetween.classes + panel.classes + bone_map_panel.classes + op_bone_map.classes + latent_panel.classes
+            + mesh_panel.classes)
 
 
 def register() -> None:
