@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import rest_pose
 from . import rig_math as R
 
 qmul, qrotate, qconj = R.qmul, R.qrotate, R.qconj
@@ -57,6 +58,7 @@ class Retarget:
     parents: np.ndarray  # [J] the model's joint parents
     position_joints: tuple
     native: bool  # the data set's own skeleton (one bone per joint, direct parents, same rest posture)
+    reference: str = "the data set's rest pose"  # the posture the rest-pose differences are measured against
 
     @property
     def mapped(self) -> list[int]:
@@ -198,16 +200,32 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
             chain = chain[::-1]
         chains.append(chain)
     model_offsets = np.asarray(model_offsets, dtype=np.float64)
-    direct = all(b >= 0 for b in joint_bone) and all(len(ch) == 1 for ch in chains) and \
+    mapped = np.array([b >= 0 for b in joint_bone])
+    heads_j = np.zeros((j_count, 3))
+    heads_j[mapped] = qrotate(_C_INV, heads[[b for b in joint_bone if b >= 0]])
+    reference, d, neutral, dev = rest_pose.choose(names, parents, model_offsets, heads_j, mapped, tuple(position_joints))
+    far = [j for j in range(j_count) if mapped[j] and dev[j] > rest_pose.MAX_DEGREES]
+    if far:
+        raise rest_pose.RestPoseError(
+            "the rest pose is too far from a standing human to convert: "
+            + ", ".join(f"{names[j]} ({needed[joint_bone[j]]}, {dev[j]:.0f} degrees off)" for j in far)
+            + f" (more than {rest_pose.MAX_DEGREES:.0f} degrees from {reference}); give the rig a T- or A-pose rest "
+              "pose (pose it, then Pose > Apply > Apply Pose as Rest Pose) or map other bones")
+    small = np.array([rest_pose.angle_deg(q) < 1e-7 for q in d])
+    d[small] = _ID  # exactly the identity where the rig rests as the reference: no float noise
+    identity = bool(small[mapped].all()) and reference == "the data set's rest pose"
+    direct = identity and all(b >= 0 for b in joint_bone) and all(len(ch) == 1 for ch in chains) and \
         all((bone_parent[joint_bone[j]] == (joint_bone[parents[j]] if parents[j] >= 0 else bone_parent[joint_bone[j]]))
             for j in range(j_count))
     rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
         if direct else None
     scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, joint_bones, heads, joint_bone,
                                                                               model_offsets, parents)
-    neutral = np.tile(_ID, (j_count, 1))
-    rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale, None,
-                  neutral, model_offsets.copy(), parents, tuple(position_joints), direct)
+    if identity:
+        neutral = np.tile(_ID, (j_count, 1))
+    rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,
+                  None if identity else d, neutral, model_offsets.copy(), parents, tuple(position_joints), direct,
+                  reference)
     rt.offsets = rest_offsets(rt)
     return rt
 

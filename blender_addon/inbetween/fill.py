@@ -41,8 +41,7 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options):
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
     _, joint_bones = bone_map_io.resolve(obj, info.names, info.parents, options.name_map)
-    rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, bone_map_io.rig_bones(obj),
-                        info.position_joints)
+    rt = bone_map_io.conversion(obj, info, joint_bones)
     bones = [rt.bone_of(j) for j in rt.mapped]
     curves = scene_io.curves_by_bone(bag, bones)
     selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}

@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 
 from ..core import bone_map as BM
-from ..core import retarget
+from ..core import rest_pose, retarget
 from ..core.errors import Refusal
 
 
@@ -94,3 +94,12 @@ def unmapped_note(joint_names, bones) -> str:
     """The report's note on joints filled neutrally (empty when every joint has a bone)."""
     left = [j for j, b in zip(joint_names, bones) if not b]
     return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
+
+
+def conversion(obj, info, joint_bones) -> retarget.Retarget:
+    """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
+    try:
+        return retarget.build(info.names, info.parents, info.offsets, joint_bones, rig_bones(obj),
+                              info.position_joints)
+    except rest_pose.RestPoseError as e:
+        raise Refusal(f"{obj.name}: {e}; nothing was changed") from None

@@ -13,7 +13,7 @@ import numpy as np
 from .. import bridge
 from ..core import latent_math as LM
 from ..core import layer_math as L
-from ..core import retarget, rig_math
+from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
 from ..io import latent as latent_io
@@ -101,8 +101,7 @@ def native_bones(obj, info, given: dict | None = None) -> list[str]:
     """The armature's bone of every joint through its bone map (stored, else detected), for a rig the
     latent layer can convert: one bone per joint, parented as the joints, the data set's rest posture."""
     bm, joint_bones = bone_map_io.resolve(obj, info.names, info.parents, given)
-    rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, bone_map_io.rig_bones(obj),
-                        info.position_joints)
+    rt = bone_map_io.conversion(obj, info, joint_bones)
     if not rt.native:
         raise Refusal(f"{obj.name} maps the model's joints through other bones ({bm.preset}): latent controls "
                       "need one bone per joint, parented as the model's joints, resting in the data set's pose; "
