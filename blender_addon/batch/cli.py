@@ -169,8 +169,8 @@ def _options(args) -> dict:
     """The options that change a file's output (they go into the done marker's digest)."""
     opts = {"objects": sorted(args.objects), "checkpoint": str(Path(args.checkpoint).expanduser().resolve())
             if args.checkpoint else ""}
-    if getattr(args, "bone_map", None) is not None:
-        opts["bone_map"] = _bone_map(args.bone_map)
+    if getattr(args, "bone_map_bones", None) is not None:
+        opts["bone_map"] = args.bone_map_bones
     if args.command == "inbetween":
         src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
                else args.key_source or "selected")
@@ -190,18 +190,20 @@ def _options(args) -> dict:
     return opts
 
 
-def _bone_map(path: Path) -> dict:
+def _bone_map(ap, path: Path) -> dict:
     """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
     from ..core import bone_map
     try:
         return bone_map.from_json(Path(path).expanduser().read_text(encoding="utf-8")).bones
-    except OSError as e:
-        raise SystemExit(f"python -m blender_addon.batch: error: --bone-map {path}: {e.strerror or e}")
+    except (OSError, UnicodeDecodeError) as e:
+        ap.error(f"--bone-map {path}: {getattr(e, 'strerror', None) or e}")
     except bone_map.BoneMapError as e:
-        raise SystemExit(f"python -m blender_addon.batch: error: --bone-map {path}: {e}")
+        ap.error(f"--bone-map {path}: {e}")
 
 
 def _validate(ap, args) -> None:
+    if getattr(args, "bone_map", None) is not None:
+        args.bone_map_bones = _bone_map(ap, args.bone_map)
     if args.command == "inbetween" and not 0.0 <= args.blend <= 1.0:
         ap.error("--blend must be between 0 and 1")
     if args.command == "edit" and not -1.0 <= args.timing <= 1.0:

@@ -272,10 +272,20 @@ def problems(joint_names, joint_parents, bone_parents: dict, bones: dict) -> tup
     return missing, absent, misplaced
 
 
-def check(joint_names, joint_parents, bone_parents: dict, bones: dict) -> list[str]:
+PANEL_HINT = "map them in the Bone Map panel of the Splinetween tab, or import a bone map preset"
+
+
+def check(joint_names, joint_parents, bone_parents: dict, bones: dict, hint: str = PANEL_HINT) -> list[str]:
     """The bone for each joint (None where unmapped), or a BoneMapError naming what is missing and how to map it."""
     missing, absent, misplaced = problems(joint_names, joint_parents, bone_parents, bones)
     parts = []
+    used: dict[str, list[str]] = {}
+    for j in joint_names:
+        if bones.get(j):
+            used.setdefault(bones[j], []).append(j)
+    twice = {b: js for b, js in used.items() if len(js) > 1}
+    if twice:
+        parts.append("one bone for two joints: " + ", ".join(f"{b} ({' and '.join(js)})" for b, js in twice.items()))
     if missing:
         parts.append(f"no bone for {', '.join(missing)}")
     if absent:
@@ -283,8 +293,7 @@ def check(joint_names, joint_parents, bone_parents: dict, bones: dict) -> list[s
     if misplaced:
         parts.append(f"a joint's bone must be a descendant of its parent joint's bone: {', '.join(misplaced)}")
     if parts:
-        raise BoneMapError("; ".join(parts) + " (map them in the Bone Map panel of the Splinetween tab, or import a "
-                           "bone map preset)")
+        raise BoneMapError("; ".join(parts) + f" ({hint})")
     return [bones.get(j) or None for j in joint_names]
 
 
