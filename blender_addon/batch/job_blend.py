@@ -242,7 +242,7 @@ def inbetween(job: dict, state, entry: dict, progress):
             _skip({"name": obj.name, "status": "skipped", "reason": "no frame lies between its selected keys"}, entry)
             continue
         try:
-            _, _, _, plan = fill.prepare(obj, state.backend, fill_opts)
+            *_, plan = fill.prepare(obj, state.backend, fill_opts)
             message = fill.run(obj, state.backend, fill_opts, _fps(obj))
         except Refusal as e:
             entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})

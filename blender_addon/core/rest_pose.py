@@ -22,6 +22,7 @@ import numpy as np
 from . import rig_math as R
 
 MAX_DEGREES = 60.0  # a mapped bone this far from the nearest reference (after its A/T-pose swing) is refused
+SNAP_DEGREES = 0.5  # against the data set's rest, a joint this close is taken as resting exactly so
 _ID = np.array([1.0, 0.0, 0.0, 0.0])
 
 # The data set's mean local rotations (w, x, y, z) over the two test clips of the data set

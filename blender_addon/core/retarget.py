@@ -211,8 +211,10 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
             + ", ".join(f"{names[j]} ({needed[joint_bone[j]]}, {dev[j]:.0f} degrees off)" for j in far)
             + f" (more than {rest_pose.MAX_DEGREES:.0f} degrees from {reference}); give the rig a T- or A-pose rest "
               "pose (pose it, then Pose > Apply > Apply Pose as Rest Pose) or map other bones")
-    small = np.array([rest_pose.angle_deg(q) < 1e-7 for q in d])
-    d[small] = _ID  # exactly the identity where the rig rests as the reference: no float noise
+    # Exactly the identity where the rig rests as the data set does (float32 rest matrices differ by ~1e-5 deg).
+    small = np.array([rest_pose.angle_deg(q) < rest_pose.SNAP_DEGREES for q in d]) & \
+        (reference == "the data set's rest pose")
+    d[small] = _ID
     identity = bool(small[mapped].all()) and reference == "the data set's rest pose"
     direct = identity and all(b >= 0 for b in joint_bone) and all(len(ch) == 1 for ch in chains) and \
         all((bone_parent[joint_bone[j]] == (joint_bone[parents[j]] if parents[j] >= 0 else bone_parent[joint_bone[j]]))
