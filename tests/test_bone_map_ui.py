@@ -83,7 +83,8 @@ def test_inbetween_uses_the_saved_map(arm):
     message = fill.run(arm, preferences.settings(bpy.context), fill.Options(editable=False))
     assert message.endswith("not mapped (filled neutrally, not written): joint_Root, Toes_L, Toes_R")
     arm.data.splinetween_bone_map.entries[7].bone = "mixamorig:RightArm"  # UpperArm_L on the wrong side
-    with pytest.raises(RuntimeError, match=r"cannot drive the model \(the armature's bone map\): a joint's bone must "
+    with pytest.raises(RuntimeError, match=r"cannot drive the model \(the armature's bone map\): one bone for two "
+                                           r"joints: mixamorig:RightArm \(UpperArm_L and UpperArm_R\); a joint's bone must "
                                            r"be a descendant of its parent joint's bone: UpperArm_L"):
         OPS.splinetween_inbetween()
 

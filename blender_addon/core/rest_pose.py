@@ -100,6 +100,16 @@ def _first_child(j, parents):
 # -- references ----------------------------------------------------------------------------------
 def standing_reference(names, parents, offsets) -> np.ndarray | None:
     """Global rotations ``[J, 4]`` of the model in a standing T-pose (None for another skeleton)."""
+    key = (tuple(names), tuple(int(p) for p in parents), np.asarray(offsets, dtype=np.float64).tobytes())
+    if key not in _standing:
+        _standing[key] = _standing_reference(names, parents, np.asarray(offsets, dtype=np.float64))
+    return _standing[key]
+
+
+_standing: dict = {}
+
+
+def _standing_reference(names, parents, offsets) -> np.ndarray | None:
     if set(names) != set(MEAN_POSE):
         return None
     idx = {n: i for i, n in enumerate(names)}

@@ -64,10 +64,6 @@ class Retarget:
     def mapped(self) -> list[int]:
         return [j for j, b in enumerate(self.joint_bone) if b >= 0]
 
-    def reads_between(self) -> bool:
-        """Whether a chain has bones in between (their channels are needed on the way back)."""
-        return any(len(ch) > 1 for ch in self.chains)
-
     def bone_of(self, j: int) -> str:
         return self.bones[self.joint_bone[j]]
 
@@ -88,6 +84,23 @@ class Retarget:
             k = c[..., b, :] if k is None else qmul(k, c[..., b, :])
         return k, disp
 
+    def _off(self, bones) -> np.ndarray:
+        """Rest head minus the rest head of the parent (the origin at a root), armature space."""
+        q = self.bone_parent[bones]
+        return self.heads[bones] - np.where((q >= 0)[:, None], self.heads[np.maximum(q, 0)], 0.0)
+
+    def _split(self) -> tuple[list[int], list[int]]:
+        """Mapped joints on a bone right under their parent joint's bone (converted all at once), and the rest."""
+        simple = [j for j in self.mapped if len(self.chains[j]) == 1 and not self.between[j]]
+        return simple, [j for j in self.mapped if j not in simple]
+
+    def _above_diff(self, js) -> np.ndarray:
+        return np.array([self.rest_diff[self.above[j]] if self.above[j] >= 0 else _ID for j in js]).reshape(-1, 4)
+
+    def inner_bones(self) -> list[int]:
+        """Indices of the bones in between (their channels are needed on the way back)."""
+        return sorted({b for ch in self.chains for b in ch[:-1]})
+
     def to_model(self, basis: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every read bone's channels (``basis [F, B, 4]``, ``loc [F, B, 3]``) -> the model's local
         rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes)."""
@@ -96,7 +109,18 @@ class Retarget:
         rot = np.broadcast_to(self.neutral, (f, j_count, 4)).copy()
         pos = np.broadcast_to(self.offsets, (f, j_count, 3)).copy()
         d = self.rest_diff
-        for j in self.mapped:
+        simple, other = self._split()
+        if simple:  # one step each, vectorised over the joints
+            bs = [self.chains[j][0] for j in simple]
+            step = self._off(bs) + qrotate(self.loc_frame[bs], loc[:, bs])
+            r = qmul(qmul(_C_INV, c[:, bs]), _C)
+            p = self.scale * qrotate(_C_INV, step)
+            if d is not None:
+                da_inv = qconj(self._above_diff(simple))
+                r = qmul(qmul(da_inv, r), d[simple])
+                p = qrotate(da_inv, p)
+            rot[:, simple], pos[:, simple] = r, p
+        for j in other:
             k, disp = self._walk(self.chains[j], c, loc)
             r = qmul(qmul(_C_INV, k), _C)
             p = self.scale * qrotate(_C_INV, disp)
@@ -113,19 +137,30 @@ class Retarget:
         return rot, pos
 
     # -- model -> rig ---------------------------------------------------------------------------
-    def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None) -> tuple[np.ndarray,
-                                                                                                   np.ndarray]:
+    def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None) -> tuple[np.ndarray, np.ndarray]:
         """The model's motion (``rot [F, J, 4]``, ``pos [F, J, 3]``) -> channels of the mapped bones
         (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
-        the identity and zero), given every read bone's own channels ``basis``/``loc [F, B, ...]`` on
-        the same frames (the bones in between keep theirs)."""
+        the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
+        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs)."""
         f, j_count = rot.shape[:2]
         c = None if basis is None else self.contributions(basis)  # (None: no chain has bones in between)
         out_b = np.zeros((f, j_count, 4))
         out_b[..., 0] = 1.0
         out_l = np.zeros((f, j_count, 3))
         d = self.rest_diff
-        for j in self.mapped:
+        simple, other = self._split()
+        if simple:
+            bs = [self.chains[j][0] for j in simple]
+            r, p = rot[:, simple], pos[:, simple]
+            if d is not None:
+                da = self._above_diff(simple)
+                r = qmul(qmul(da, r), qconj(d[simple]))
+                p = qrotate(da, p)
+            k = qmul(qmul(_C, r), _C_INV)
+            disp = qrotate(_C, p) / self.scale
+            out_b[:, simple] = qmul(qmul(qconj(self.rest[bs]), k), self.rest[bs])
+            out_l[:, simple] = qrotate(qconj(self.loc_frame[bs]), disp - self._off(bs))
+        for j in other:
             chain = self.chains[j]
             r, p = rot[:, j], pos[:, j]
             a = self.above[j]
@@ -147,10 +182,8 @@ class Retarget:
             if kin is not None:
                 k = qmul(qconj(kin), k)
                 disp = qrotate(qconj(kin), disp - din)
-            q = self.bone_parent[b]
-            off = self.heads[b] - (self.heads[q] if q >= 0 else 0.0)
             out_b[:, j] = qmul(qmul(qconj(self.rest[b]), k), self.rest[b])
-            out_l[:, j] = qrotate(qconj(self.loc_frame[b]), disp - off)
+            out_l[:, j] = qrotate(qconj(self.loc_frame[b]), disp - self._off([b])[0])
         return out_b, out_l
 
 

@@ -85,7 +85,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
             or not np.isfinite(out_pos).all():
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
     frames = np.arange(plan.start, plan.start + plan.num_frames, dtype=np.float64)
-    own = scene_io.read_pose(obj, bag, rt.bones, frames) if rt.reads_between() else (None, None)
+    own = bone_map_io.inner_pose(obj, bag, rt, frames)
     out_basis, out_loc = (x[:, rt.mapped] for x in rt.to_rig(out_rot, out_pos, *own))
     step(2, total)
     note = ""

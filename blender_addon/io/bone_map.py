@@ -96,10 +96,34 @@ def unmapped_note(joint_names, bones) -> str:
     return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
 
 
+_built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts the same way until it changes
+
+
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
-    try:
-        return retarget.build(info.names, info.parents, info.offsets, joint_bones, rig_bones(obj),
-                              info.position_joints)
-    except rest_pose.RestPoseError as e:
-        raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+    rig = rig_bones(obj)
+    key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
+           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()))
+    if key not in _built:
+        try:
+            rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
+        except rest_pose.RestPoseError as e:
+            raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        if len(_built) > 32:
+            _built.clear()
+        _built[key] = rt
+    return _built[key]
+
+
+def inner_pose(obj, bag, rt: retarget.Retarget, frames) -> tuple:
+    """``(basis [F, B, 4], loc [F, B, 3])`` with the channels of the bones in between read at ``frames``
+    (the identity elsewhere: not used), or ``(None, None)`` when no chain has bones in between."""
+    from . import scene as scene_io
+    inner = rt.inner_bones()
+    if not inner:
+        return None, None
+    n = len(frames)
+    basis, loc = np.zeros((n, len(rt.bones), 4)), np.zeros((n, len(rt.bones), 3))
+    basis[..., 0] = 1.0
+    basis[:, inner], loc[:, inner] = scene_io.read_pose(obj, bag, [rt.bones[b] for b in inner], frames)
+    return basis, loc
