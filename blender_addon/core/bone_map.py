@@ -37,9 +37,12 @@ PRESETS: dict[str, dict[str, list[str]]] = {
         "Hips": ["Hips"], "Spine": ["Spine"], "Chest": ["Spine2", "Spine1"], "Neck": ["Neck"], "Head": ["Head"],
         "Shoulder": ["{S}Shoulder"], "UpperArm": ["{S}Arm"], "LowerArm": ["{S}ForeArm"], "Hand": ["{S}Hand"],
         "UpperLeg": ["{S}UpLeg"], "LowerLeg": ["{S}Leg"], "Foot": ["{S}Foot"], "Toes": ["{S}ToeBase"]},
+    # A generated Rigify rig: the legs hang from the hip FK bones and the spine from spine_fk.002, both under
+    # ``torso``, which is therefore the hips joint (the hip FK bones are bones in between on the legs).
     "Rigify (FK controls)": {
-        "Hips": ["hips", "torso"], "Spine": ["spine_fk", "spine_fk.001"], "Chest": ["chest", "spine_fk.002"],
-        "Neck": ["neck"], "Head": ["head"], "Shoulder": ["shoulder.{s}"], "UpperArm": ["upper_arm_fk.{s}"],
+        "Hips": ["torso", "hips"], "Spine": ["spine_fk.002", "spine_fk.001"], "Chest": ["spine_fk.003", "chest"],
+        # (shoulder.L is no ancestor of upper_arm_fk.L, which hangs from ORG-shoulder.L: the shoulder stays unmapped)
+        "Neck": ["neck"], "Head": ["head"], "Shoulder": [], "UpperArm": ["upper_arm_fk.{s}"],
         "LowerArm": ["forearm_fk.{s}"], "Hand": ["hand_fk.{s}"], "UpperLeg": ["thigh_fk.{s}"],
         "LowerLeg": ["shin_fk.{s}"], "Foot": ["foot_fk.{s}"], "Toes": ["toe_fk.{s}", "toe.{s}"]},
     "Rigify (deform bones)": {
@@ -190,11 +193,28 @@ def _normalise(name: str) -> tuple[str, str | None]:
     return re.sub(r"[^a-z0-9]", "", n.lower()), side
 
 
+# Rig machinery a fallback never takes for a joint (constraint-driven helpers, widgets, IK targets and poles).
+_MACHINERY = re.compile(r"^(MCH|ORG|VIS|WGT|DEF)[-_]|^tweak|(^|[._\-])(ik|IK|pole|target)([._\-]|$)")
+
+
+def _below(j: int, joint_parents, found: dict, names) -> list[str]:
+    """The bones of the joints already mapped under joint ``j`` (they must stay under its bone)."""
+    out = []
+    for k, n in enumerate(names):
+        p = joint_parents[k]
+        while p >= 0 and p != j:
+            p = joint_parents[p]
+        if p == j and found.get(n):
+            out.append(found[n])
+    return out
+
+
 def _fallback(joint_names, joint_parents, bones: dict, found: dict) -> dict[str, str | None]:
     """Unmapped joints by name similarity to ``SYNONYMS``, the side from the name or the head's x, and
-    the ancestry rule (the nearest mapped parent joint's bone must be an ancestor)."""
+    the ancestry rule (the nearest mapped parent joint's bone must be an ancestor, the bones of mapped
+    joints below must be descendants)."""
     parents = {b: v[0] for b, v in bones.items()}
-    norm = {b: _normalise(b) for b in bones}
+    norm = {b: _normalise(b) for b in bones if not _MACHINERY.search(strip_namespace(b))}
     out = dict(found)
     for j, joint in enumerate(joint_names):
         if out.get(joint):
@@ -202,9 +222,10 @@ def _fallback(joint_names, joint_parents, bones: dict, found: dict) -> dict[str,
         part, side = part_and_side(joint)
         words = SYNONYMS.get(part, [part.lower()])
         above = _mapped_parent(j, joint_parents, out, joint_names)
+        below = _below(j, joint_parents, out, joint_names)
         best, best_score = None, 0.0
         for b, (core, bside) in norm.items():
-            if b in out.values() or not _fits(b, above, parents):
+            if b in out.values() or not _fits(b, above, parents) or not all(b in ancestors(x, parents) for x in below):
                 continue
             if side is None and bside is not None:  # a centre joint never takes a left or right bone
                 continue
