@@ -25,8 +25,7 @@ VERSION = 1
 OPTIONAL = ("joint_Root", "Spine", "Chest", "Neck", "Shoulder_L", "Shoulder_R", "Toes_L", "Toes_R")
 ONE_OF = (("Spine", "Chest"),)  # at least one of each group: the model needs a spine
 
-# Left-side names per model joint; "{s}" marks where a side token goes (see _sided).
-_L = "{s}"
+# Left-side names per model joint; "{s}" marks where a side token goes, "{S}" a side word (see _sided).
 PRESETS: dict[str, dict[str, list[str]]] = {
     "Splinetween data set": {
         "joint_Root": ["joint_Root"], "Hips": ["Hips"], "Spine": ["Spine"], "Chest": ["Chest"],

@@ -187,8 +187,7 @@ class Retarget:
         return out_b, out_l
 
 
-def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_joints=(1,),
-          model_leg=None) -> Retarget:
+def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_joints=(1,)) -> Retarget:
     """The conversion for a checked map (``joint_bones [J]`` bone name or None, ``bone_map.check``);
     ``rig``: ``{bone: RigBone}`` of the whole armature."""
     parents = np.asarray(parents)
@@ -254,8 +253,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
             for j in range(j_count))
     rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
         if direct else None
-    scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, joint_bones, heads, joint_bone,
-                                                                              model_offsets, parents)
+    scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
     if identity:
         neutral = np.tile(_ID, (j_count, 1))
     rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,
@@ -277,7 +275,7 @@ def rest_offsets(rt: Retarget) -> np.ndarray:
 _LEG = (("UpperLeg_L", "LowerLeg_L", "Foot_L"), ("UpperLeg_R", "LowerLeg_R", "Foot_R"))
 
 
-def leg_scale(names, joint_bones, heads, joint_bone, model_offsets, parents) -> float:
+def leg_scale(names, heads, joint_bone, model_offsets) -> float:
     """Model centimetres per Blender unit from the legs (hip to ankle), the model's over the rig's;
     without both legs mapped, from all mapped joints' distances to their mapped ancestors."""
     idx = {n: i for i, n in enumerate(names)}
