@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import cli_outputs, interrupts
+from . import cli_outputs, interrupts, timebase
 from .bvh import BVHError, read_bvh
 from .checkpoint import CheckpointError
-from .keyframes import validate_keys
 
 
 def _add_common(p, default_help="the shipped motion autoencoder"):
@@ -136,6 +135,7 @@ def _parse_keys(text: str) -> list[int]:
 
 def cmd_inbetween(args) -> int:
     from .engine import DEFAULT_INBETWEEN, Engine
+    from .inbetween import checked_keys
     from .keyframes import every_k
     t0 = time.perf_counter()
     if args.every is not None and args.every < 1:
@@ -145,7 +145,8 @@ def cmd_inbetween(args) -> int:
 
     def prepare(clip):
         keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
-        validate_keys(keys, clip.num_frames, engine.ckpt.window - 1)
+        # the gap limit is the model's 2 s in the file's own frames (its Frame Time)
+        checked_keys(keys, clip.num_frames, clip.frame_time, engine.ckpt.window - 1, engine.frame_time)
         engine.check_clip(clip, keys)  # only the key frames are read ...
         outside = [f for f in cli_outputs.bad_frames(clip) if f < keys[0] or f > keys[-1]]
         if outside:  # ... and the frames outside the keys, which are copied as they are
@@ -206,10 +207,12 @@ def cmd_edit(args) -> int:
     _out_dir(args.out_dir)
     done = 0
     for p, clip in jobs:
-        try:
-            controls = engine.encode(clip)
+        try:  # at the model's rate, and back on the file's frames (backend.timebase)
+            work = timebase.to_model_rate(clip, engine.frame_time)
+            controls = engine.encode(work)
             pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
-            out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=clip)
+            out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=work)
+            out = timebase.to_clip_rate(out, clip, args.supersample)
         except ValueError as e:
             errors.append(_named(p, e))
             continue

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt_io
+from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
@@ -29,6 +30,7 @@ class Engine(EngineBase):
     def __init__(self, checkpoint=None, device: str = "auto"):
         super().__init__(checkpoint, DEFAULT_CHECKPOINT, device)
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
+        self.frame_time = timebase.model_frame_time(self.ckpt.info)  # clips at other rates are resampled to it
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
@@ -164,7 +166,10 @@ class Engine(EngineBase):
         return Clip(skel, rot, pos, controls.frame_time / scale, controls.name, meta)
 
     def reconstruct(self, clips: list[Clip]) -> list[Clip]:
-        return [self.decode(c, like=clip) for c, clip in zip(self.encode(clips), clips)]
+        """Encode and decode, each clip at the model's rate (``backend.timebase``) and back on its own frames."""
+        work = [timebase.to_model_rate(c, self.frame_time) for c in clips]
+        return [timebase.to_clip_rate(self.decode(c, like=w), clip)
+                for c, w, clip in zip(self.encode(work), work, clips)]
 
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""

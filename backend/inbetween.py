@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from . import quat_np as Q
+from . import timebase as T
 from .controls import Controls, group_by_length
 from .features import from_features
 from .guard import blend, fit_alpha, holdout_passes
@@ -114,6 +115,41 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
                      engine.layout.rotation_joints, engine.layout.position_joints)
 
 
+def checked_keys(keys, num_frames: int, frame_time: float, max_gap: int, model_ft: float) -> list[int]:
+    """``validate_keys`` with the gap limit in the clip's own frames (``max_gap`` model frames), named in
+    its frames and seconds when the clip runs at another rate than the model."""
+    if T.same_rate(frame_time, model_ft):
+        return validate_keys(keys, num_frames, max_gap)
+    keys = validate_keys(keys, num_frames, num_frames)
+    limit = T.max_scene_gap(max_gap, frame_time, model_ft)
+    gaps = np.diff(keys)
+    if gaps.max() > limit:
+        k = int(np.argmax(gaps))
+        raise ValueError(T.gap_message(keys[k], keys[k + 1], max_gap, frame_time, model_ft))
+    return keys
+
+
+def on_model_grid(clip: Clip, keys: list[int], model_ft: float, max_gap: int) -> tuple[Clip, list[int]]:
+    """The key poses of a clip at another rate on the model's frame grid, the first key on frame 0."""
+    mkeys = T.model_keys(keys, clip.frame_time, model_ft, max_gap)
+    n, j = mkeys[-1] + 1, clip.skeleton.num_joints
+    rot = np.zeros((n, j, 4), dtype=clip.rotations.dtype)
+    rot[..., 0] = 1.0
+    pos = np.zeros((n, j, 3), dtype=clip.positions.dtype)
+    rot[mkeys], pos[mkeys] = clip.rotations[keys], clip.positions[keys]
+    return Clip(clip.skeleton, rot, pos, model_ft, clip.name), mkeys
+
+
+def to_scene_grid(clip: Clip, keys, mkeys, rot, pos) -> tuple[np.ndarray, np.ndarray]:
+    """The model's fill on its grid read back on the clip's frames (keys..keys: SLERP/linear between model
+    frames; frames outside the keys are the clip's own)."""
+    out_rot, out_pos = np.array(clip.rotations, copy=True), np.array(clip.positions, copy=True)
+    span = np.arange(keys[0], keys[-1] + 1)
+    r, p = T.sample(Q.fix_hemisphere(rot), pos, T.model_times(keys, mkeys, span))
+    out_rot[span], out_pos[span] = r, p
+    return out_rot, out_pos
+
+
 @torch.inference_mode()
 def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
@@ -124,29 +160,34 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     (``fill_symmetric``).
     """
     ck = engine.ckpt
+    mft = getattr(engine, "frame_time", T.MODEL_FRAME_TIME)
     checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
     for clip, keys in zip(clips, keys_list):
         try:
-            keys = validate_keys(keys, clip.num_frames, ck.window - 1)
+            keys = checked_keys(keys, clip.num_frames, clip.frame_time, ck.window - 1, mft)
         except ValueError as e:
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
-        checked.append((clip, keys))
-        passes = holdout_passes(keys, ck.window - 1) if engine.guard else []
+        # another frame rate: the model fills its own grid (``backend.timebase``), read back below
+        work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft, ck.window - 1)
+        checked.append((clip, keys, work, wkeys))
+        passes = holdout_passes(wkeys, ck.window - 1) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
-        items += [(clip, keys)] + [(clip, p) for p in passes]
+        items += [(work, wkeys)] + [(work, p) for p in passes]
         mirror += [not passes] + [False] * len(passes)
     # The mirror average where the guard hides no key (keys more than 10 frames apart): with the guard's
     # passes it would double a cost that is already twice the model's (the 10 ms budget per window).
     fills = fill_symmetric(engine, items, with_base=engine.guard, which=mirror)
     out = []
-    for (clip, keys), span in zip(checked, spans):
+    for (clip, keys, work, wkeys), span in zip(checked, spans):
         mine = fills[span]
         rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
         if engine.guard:
-            alpha = guard_weight(engine, clip, keys, mine[1:])
-            engine.remember_guard(keys, clip, alpha)
+            alpha = guard_weight(engine, work, wkeys, mine[1:])
+            engine.remember_guard(wkeys, work, alpha)
             rot, pos = blend((rot, pos), (brot, bpos), alpha)
+        if work is not clip:
+            rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
         rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as given
         rot = Q.fix_hemisphere(rot)
@@ -159,7 +200,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             meta["source_channels"] = ref  # Euler hints: keys as in the file, the rest continuous
         result = Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name, meta)
         template = clip.positions[keys[0]].astype(np.float32).astype(np.float64)
-        controls = Controls(ctrl, origins, segs, template, clip.frame_time, clip.name, keys=list(keys),
+        controls = Controls(ctrl, origins, segs, template, work.frame_time, clip.name, keys=list(wkeys),
                             key_rotations=clip.rotations[keys].copy(), key_positions=clip.positions[keys].copy())
         out.append((result, controls))
     return out
@@ -210,6 +251,54 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
             base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
     if engine.guard:
         out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
+    if uses_mirror(engine, keys):
+        c_rot, c_pos = mirror_correction(engine, controls, skel)
+        if s > 1:  # the correction, per frame, eased between frames at the denser sampling
+            c_rot, c_pos = _densify(c_rot, s), _densify(c_pos, s)
+        out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
     out_rot = Q.fix_hemisphere(out_rot)
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
+
+
+def uses_mirror(engine, keys) -> bool:
+    """Whether ``inbetween`` answered these keys with the mirror average (``fill_symmetric``): a
+    symmetric engine where the guard hides no key."""
+    return bool(getattr(engine, "symmetric", False)) and not (
+        engine.guard and holdout_passes(list(keys), engine.ckpt.window - 1))
+
+
+def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation [F, J, 4], offset [F, J, 3]) taking the model's own decode of the encoded control
+    points to the mirror-averaged fill ``inbetween`` wrote: the mirrored half depends on the keys
+    only, so a re-decode (edited or not) applies the same correction and unedited control points
+    give the written fill again.  Cached per keys like the guard's weights."""
+    key = ("mirror",) + (engine._guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
+    cache = engine._guard_weights
+    if key not in cache:
+        n = controls.num_frames
+        rot = np.zeros((n, skeleton.num_joints, 4))
+        rot[..., 0] = 1.0
+        pos = np.zeros((n, skeleton.num_joints, 3))
+        rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
+        clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
+        keys = list(controls.keys)
+        own, = fill(engine, [(clip, keys)], with_base=False)
+        sym, = fill_symmetric(engine, [(clip, keys)], with_base=False)
+        cache[key] = (Q.normalize(Q.mul(sym[0], Q.inv(own[0]))), sym[1] - own[1])
+    return cache[key]
+
+
+def _densify(a: np.ndarray, s: int) -> np.ndarray:
+    """Per-frame values at s times the density (frame f lands on f * s), linear between frames
+    (quaternions: normalised; the corrections are small rotations near identity)."""
+    t = np.arange((len(a) - 1) * s + 1) / s
+    i = np.minimum(t.astype(int), len(a) - 2) if len(a) > 1 else np.zeros(len(t), int)
+    w = (t - i)[:, None, None]
+    if len(a) == 1:
+        return a.copy()
+    b = a[i + 1]
+    if a.shape[-1] == 4:
+        b = np.where((a[i] * b).sum(-1, keepdims=True) < 0, -b, b)
+        return Q.normalize((1 - w) * a[i] + w * b)
+    return (1 - w) * a[i] + w * b

@@ -54,10 +54,19 @@ class ModelInfo:
     position_joints: tuple[int, ...]
     rotation_joints: tuple[int, ...]
     window: int
+    frame_time: float = 1.0 / 30.0  # the rate the model was trained at (seconds per frame)
 
     @property
     def max_gap(self) -> int:
+        """The longest gap in the model's own frames (2 s at 30 fps)."""
         return self.window - 1
+
+    def scene_max_gap(self, fps: float) -> int:
+        """The longest gap in frames of a scene at ``fps`` (``backend.timebase``: keys are resampled to the model's rate)."""
+        return numpy_module("timebase").max_scene_gap(self.max_gap, 1.0 / fps, self.frame_time)
+
+    def same_rate(self, fps: float) -> bool:
+        return numpy_module("timebase").same_rate(1.0 / fps, self.frame_time)
 
 
 def backend_package():
@@ -90,7 +99,7 @@ def default_mesh_checkpoint(task: str) -> Path:
 def numpy_module(name: str):
     """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
     without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic"):
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase"):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -120,7 +129,8 @@ def describe(settings: BackendSettings) -> ModelInfo:
             _info_cache[key] = ModelInfo(path, tuple(sk["names"]), tuple(int(p) for p in sk["parents"]),
                                          np.asarray(sk["offsets"], dtype=np.float64).reshape(-1, 3),
                                          tuple(feat["position_joints"]), tuple(feat["rotation_joints"]),
-                                         int(doc.get("window", 61)))
+                                         int(doc.get("window", 61)),
+                                         numpy_module("timebase").model_frame_time(doc.get("info")))
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None

@@ -3,7 +3,7 @@
 # and unfamiliar columns (training.evaluate), each report next to its baselines from the same run.
 #   scripts/eval_generalisation.sh [SPLIT]        (test by default; val to choose designs)
 # Needs the two archives (DATA: BVH folders or .tar.xz, comma-separated) and writes docs/eval/*.
-# LEAVE_OUT_IB / LEAVE_OUT_AE: checkpoints trained with --leave_out=protocol (runs/ft3_lo: runs/ib_lo fine-tuned through the shipped recipe's stages; runs/ae_lo).
+# LEAVE_OUT_IB / LEAVE_OUT_AE: checkpoints trained with --leave_out=protocol (runs/fs2_lo: scripts/train_inbetween.sh with --leave_out=protocol; runs/ae_lo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 split=${1:-test}
@@ -19,7 +19,7 @@ ev() {  # NAME CHECKPOINT [extra args]
     --out "docs/eval/$name" "$@" > /dev/null
   echo "docs/eval/$name/eval-$split.md" >&2
 }
-ev inbetween-leave-out "${LEAVE_OUT_IB:-runs/ft3_lo/best.json}" --blender-baseline
+ev inbetween-leave-out "${LEAVE_OUT_IB:-runs/fs2_lo/best.json}" --blender-baseline
 ev inbetween backend/checkpoints/inbetween.json --blender-baseline
 ev motion_autoencoder-leave-out "${LEAVE_OUT_AE:-runs/ae_lo/best.json}"
 ev motion_autoencoder-linear-code "${LINEAR_CODE:-runs/ae_linear/final.json}"

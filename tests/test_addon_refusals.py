@@ -73,7 +73,8 @@ def test_fewer_than_two_selected_keys(arm):
 
 def test_gap_longer_than_the_model_window(arm):
     select_keys(arm, KEYS + [136])
-    refused(arm, "gap between the selected keys at frames 61 and 136 is 75 frames; the model fills gaps of up to 60")
+    refused(arm, r"gap between the selected keys at frames 61 and 136 is 75 frames \(2.5 s\); the model fills gaps of "
+                 r"up to 60 frames \(2 s at 30 fps\)")
 
 
 def test_rig_that_does_not_match_lists_the_missing_bones(arm):

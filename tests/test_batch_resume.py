@@ -110,3 +110,18 @@ def test_a_crashed_worker_fails_its_file_only(blends, tmp_path):
     assert sum(f["status"] == "ok" for f in files) == 2  # a new worker took the third file
     assert len({f["worker"] for f in files if f["status"] == "ok"}) == 2
     assert not (out / Path(failed[0]["input"]).name).exists()
+
+
+def test_a_killed_runs_half_written_report_is_swept_by_the_next_run(tmp_path):
+    import subprocess
+    import sys as _sys
+    from blender_addon.batch import safe_io
+    dead = subprocess.run([_sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    left = tmp_path / f".splinetween-inbetween-20260101-000000.json{safe_io.TEMP_TAG}{dead}.tmp"
+    mine = tmp_path / f".splinetween-inbetween-20260101-000001.json{safe_io.TEMP_TAG}{os.getpid()}.tmp"
+    other = tmp_path / f".shot.blend{safe_io.TEMP_TAG}{dead}.blend"  # an output's temp: not a report's
+    for p in (left, mine, other):
+        p.write_text("{")
+    assert safe_io.remove_dead_report_temps(tmp_path) == [left]
+    assert not left.exists() and mine.exists() and other.exists()

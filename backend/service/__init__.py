@@ -15,17 +15,24 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
   ``key_rotations [K, J, 4]``, ``key_positions [K, J, 3]`` -> arrays ``rotations [F, J, 4]``,
   ``positions [F, J, 3]`` with ``F = keys[-1] + 1`` (keys are 0-based and start at 0)
   and the latent spline: header ``segments``, arrays ``points [S, 4, d]``, ``origins [S, 3]``,
-  ``template [J, 3]`` (the keys' frames and poses are the request's)
+  ``template [J, 3]`` (the keys' frames and poses are the request's).  ``frame_time`` is the keys'
+  seconds per frame: at another rate than the model's the keys are filled on the model's grid and read
+  back on theirs (``backend.timebase``), ``segments`` are in the request's frames and the header adds
+  ``model_segments`` and ``model_keys`` (the same on the model's grid, for ``decode``)
 * ``encode`` ``{"checkpoint", "device", "frame_time"}`` + arrays ``offsets [J, 3]``,
   ``rotations [F, J, 4]``, ``positions [F, J, 3]`` (an autoencoder checkpoint) -> header
   ``segments`` (inclusive, sharing end frames), ``principal_names``, ``principal_descriptions``
   (one sentence per direction; [] when the checkpoint has none), ``min_frames``; arrays
-  ``points [S, 4, d]``, ``origins [S, 3]``, ``template [J, 3]``
+  ``points [S, 4, d]``, ``origins [S, 3]``, ``template [J, 3]``; at another ``frame_time`` than the
+  model's the clip is encoded on the model's grid, ``segments`` are the request's frames and
+  ``model_segments`` the model's
 * ``decode`` ``{"checkpoint", "device", "task", "segments", "lengths", "amplify", "timing",
   "principal", "keys"}`` + arrays ``points [P, 4, d]``, ``origins [P, 3]``, ``template [J, 3]``
   (and ``key_rotations [K, J, 4]``, ``key_positions [K, J, 3]`` when ``keys`` is not null):
   each listed segment decoded on its own (``lengths``: output frames, more or fewer than the
-  segment's to re-time it; edits as in ``backend.edits``) -> arrays ``rotations [sum, J, 4]``,
+  segment's to re-time it; edits as in ``backend.edits``; with ``model_segments`` (and ``model_keys`` for
+  in-betweened ones), as ``encode`` / ``inbetween`` answered them, each is decoded on the model's grid and
+  read back over its ``lengths``) -> arrays ``rotations [sum, J, 4]``,
   ``positions [sum, J, 3]``, the parts one after the other
 * ``mesh_encode``, ``mesh_inbetween``, ``mesh_decode``: mesh sequences (vertices ``[F, V, 3]``
   float32), described in backend/service/mesh.py

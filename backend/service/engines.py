@@ -61,11 +61,17 @@ def principal_amounts(engine, pca, row) -> list[float]:
     return amounts
 
 
-def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError) -> None:
-    """Refuse keys (sorted, from 0) with a gap above the model's window before anything is
-    allocated for their frames, in the words and error type the engine itself would use."""
-    from ..keyframes import validate_keys
+def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError, frame_time: float | None = None,
+               model_frame_time: float | None = None) -> None:
+    """Refuse keys (sorted, from 0) with a gap above the model's window (``max_gap`` model frames; keys at
+    ``frame_time`` are checked in their own frames) before anything is allocated for their frames, in the
+    words and error type the engine itself would use."""
+    from ..inbetween import checked_keys
+    from ..timebase import MODEL_FRAME_TIME
+    mft = model_frame_time or MODEL_FRAME_TIME
     try:
-        validate_keys(keys, keys[-1] + 1, max_gap)
+        if not keys:
+            raise ValueError("0 keys given; in-betweening needs at least two keys")
+        checked_keys(keys, int(keys[-1]) + 1, mft if frame_time is None else frame_time, max_gap, mft)
     except ValueError as e:
         raise error(f"{label}: {e}") from None

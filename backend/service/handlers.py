@@ -36,9 +36,9 @@ def inbetween(header: dict, arrays: dict) -> tuple[dict, dict]:
     t0 = time.perf_counter()
     rot, pos, c = motion.inbetween_with_controls(engine, arrays["offsets"], header["keys"], arrays["key_rotations"],
                                                  arrays["key_positions"], float(header.get("frame_time", 1.0 / 30.0)))
-    return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0,
-             "segments": [[int(a), int(b)] for a, b in c.segments]},
-            {"rotations": rot, "positions": pos, "points": c.points, "origins": c.origins, "template": c.template})
+    reply = {"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0,
+             **motion.segments_reply(header["keys"], c)}
+    return reply, {"rotations": rot, "positions": pos, "points": c.points, "origins": c.origins, "template": c.template}
 
 
 def encode(header: dict, arrays: dict) -> tuple[dict, dict]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import quat_np as Q
+from .. import timebase as T
 from .engines import check_gaps, check_reply_size, principal_amounts
 
 
@@ -28,7 +30,8 @@ def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions,
             or offsets.shape != (j, 3):
         raise ValueError(f"key arrays {key_rotations.shape}, {key_positions.shape}, offsets {offsets.shape} "
                          f"do not match {len(keys)} keys x {j} joints")
-    check_gaps(keys, engine.ckpt.window - 1, "blender")  # the clip's name below: refused before allocating
+    check_gaps(keys, engine.ckpt.window - 1, "blender", frame_time=frame_time,
+               model_frame_time=engine.frame_time)  # the clip's name below: refused before allocating
     f = keys[-1] + 1
     rot = np.zeros((f, j, 4))
     rot[..., 0] = 1.0
@@ -37,6 +40,19 @@ def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions,
     skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
     out, controls = engine.inbetween(Clip(skel, rot, pos, frame_time, "blender"), keys)
     return out.rotations, out.positions, controls
+
+
+def segments_reply(keys, controls) -> dict:
+    """The in-betweened segments in the request's frames (``segments``); at another frame rate also on the
+    model's grid (``model_segments``, ``model_keys``: a decode request names them).  Segments start and end
+    on keys, so each end maps to its key."""
+    keys = [int(k) for k in keys]
+    model = [[int(a), int(b)] for a, b in controls.segments]
+    if list(controls.keys) == keys:
+        return {"segments": model}
+    at = {int(m): k for m, k in zip(controls.keys, keys)}
+    return {"segments": [[at[a], at[b]] for a, b in model], "model_segments": model,
+            "model_keys": [int(m) for m in controls.keys]}
 
 
 def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, decode: bool = False):
@@ -56,15 +72,24 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
                          f"{j} joints")
     skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
-    c = engine.encode(Clip(skel, rotations, positions, frame_time, "blender"))
-    segs = [[int(a), int(b)] for a, b in c.segments]
+    model_rot, model_pos, n = rotations, positions, len(rotations)
+    resampled = not T.same_rate(frame_time, engine.frame_time)
+    if resampled:  # another frame rate: encoded on the model's grid, the segments mapped back (backend.timebase)
+        model_rot, model_pos = T.resample_uniform(Q.fix_hemisphere(rotations), positions,
+                                                  T.model_length(n, frame_time, engine.frame_time))
+    c = engine.encode(Clip(skel, model_rot, model_pos, engine.frame_time if resampled else frame_time, "blender"))
+    model_segs = [[int(a), int(b)] for a, b in c.segments]
+    segs = [[int(a), int(b)] for a, b in T.map_bounds(c.segments, len(model_rot), n)] if resampled else model_segs
     reply = {"segments": segs, "principal_names": engine.principal_names(),
              "principal_descriptions": engine.principal_descriptions(),
              "min_frames": engine.min_frames}
+    if resampled:
+        reply["model_segments"] = model_segs
     out = {"points": c.points, "origins": c.origins, "template": c.template}
     if decode:
         neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
-                   "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
+                   "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None,
+                   "model_segments": reply.get("model_segments")}
         out["rotations"], out["positions"] = decode_parts(engine, neutral, out)
         reply["fidelity"] = fidelity(engine, segs, rotations, positions, out["rotations"], out["positions"])
     return reply, out
@@ -102,6 +127,11 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     points, origins = np.asarray(arrays["points"], np.float64), np.asarray(arrays["origins"], np.float64)
     template = np.asarray(arrays["template"], np.float64)
     keys = header.get("keys")
+    model_segs = header.get("model_segments")  # a range encoded at another frame rate: its segments on the model's grid
+    if model_segs is not None and (len(model_segs) != len(segs) or any(int(b) - int(a) < 1 for a, b in model_segs)):
+        raise ValueError("decode: model_segments must give one span of at least 2 frames per segment")
+    if model_segs is not None and keys is not None and len(header.get("model_keys") or ()) != len(keys):
+        raise ValueError("decode: an in-betweened range at another frame rate needs model_keys, one per key")
     if not (len(segs) == len(lengths) == len(amplify) == len(timing) == len(principal) == len(points) == len(origins)):
         raise ValueError("decode: segments, lengths, edits and points differ in count")
     pca = engine.principal()
@@ -115,25 +145,41 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         if n < 2 or m < 2:
             raise ValueError(f"segment {a}-{b} -> {m} frames: a segment needs at least 2 frames")
         if keys is None:
-            feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n], (m - 1) / (n - 1),
-                                                  float(timing[i]))[0]
+            # encoded at another frame rate: decoded on the model's grid (times the range's stretch), spread
+            # back over the segment's frames (backend.timebase); both the edited and the neutral decode
+            # take this path, so the layer's difference is 0 at neutral
+            n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
+            n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
+            feat, origin = engine.decode_segments(pts[None], origins[i:i + 1], [n_model],
+                                                  (n_dec - 1) / (n_model - 1), float(timing[i]))[0]
             r, p = from_features(feat, engine.layout, origin, torch.as_tensor(template, dtype=torch.float32,
                                                                               device=engine.device), j)
             r, p = r.cpu().numpy().astype(np.float64), p.cpu().numpy().astype(np.float64)
+            if len(r) != m:
+                r, p = T.resample_uniform(Q.fix_hemisphere(r), p, m)
         else:
             if (m - 1) % (n - 1):
                 raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
             inside = [k for k, key in enumerate(keys) if a <= key <= b]
-            sub = Controls(pts[None], origins[i:i + 1], [(0, n - 1)], template, 1.0 / 30.0,
-                           keys=[int(keys[k]) - int(a) for k in inside],
+            s = (m - 1) // (n - 1)
+            # filled at another frame rate: decoded on the model's grid, read back at the scene's frames
+            # (backend.timebase: piecewise linear between the keys, exact at them)
+            am, bm = (int(a), int(b)) if model_segs is None else (int(model_segs[i][0]), int(model_segs[i][1]))
+            mkeys = keys if model_segs is None else header["model_keys"]
+            sub = Controls(pts[None], origins[i:i + 1], [(0, bm - am)], template, 1.0 / 30.0,
+                           keys=[int(mkeys[k]) - am for k in inside],
                            key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
                            key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
             guarded, engine.guard = engine.guard, bool(header.get("guard", True)) and engine.guard
             try:
-                out = decode_inbetween(engine, sub, sub.points, (m - 1) // (n - 1), float(timing[i]))
+                out = decode_inbetween(engine, sub, sub.points, s, float(timing[i]))
             finally:
                 engine.guard = guarded
             r, p = out.rotations, out.positions
+            if model_segs is not None:
+                times = T.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub.keys],
+                                      np.arange(m))
+                r, p = T.sample(Q.fix_hemisphere(r), p, times)
         if len(r) != m:
             raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")
         rots.append(r)

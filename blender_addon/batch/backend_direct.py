@@ -50,8 +50,10 @@ def check_clip(engine, clip) -> None:
 
 
 def encode(engine, clip):
+    """The clip's control points, encoded at the model's rate (a 24 fps file is resampled to it first: the
+    controls' ``frames`` and ``frame_time`` are the model's grid)."""
     check_clip(engine, clip)
-    return engine.encode(clip)
+    return engine.encode(bridge.backend_module("timebase").to_model_rate(clip, engine.frame_time))
 
 
 def edit(engine, clip, opts: dict):
@@ -69,11 +71,14 @@ def edit(engine, clip, opts: dict):
         edits.check_supersample(int(opts.get("supersample", 1)), min(clip.num_frames, engine.ckpt.window))
     except ValueError as e:
         raise JobError(str(e)) from None
-    controls = engine.encode(clip)
+    timebase = bridge.backend_module("timebase")
+    work = timebase.to_model_rate(clip, engine.frame_time)  # at the model's rate, and back on the file's frames
+    controls = engine.encode(work)
     pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,
                             amounts=amounts)
-    out = engine.decode(controls, scale=int(opts.get("supersample", 1)), timing=float(opts.get("timing", 0.0)),
-                        points=pts, like=clip)
+    scale = int(opts.get("supersample", 1))
+    out = engine.decode(controls, scale=scale, timing=float(opts.get("timing", 0.0)), points=pts, like=work)
+    out = timebase.to_clip_rate(out, clip, scale)
     if not opts.get("keep_duration"):
         out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
     if not (np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()):

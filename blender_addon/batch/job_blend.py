@@ -13,7 +13,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core import layer_math
+from ..core import constraints, layer_math
 from ..core.errors import Refusal
 from ..inbetween import fill
 from ..io import bone_map as bone_map_io
@@ -242,7 +242,7 @@ def inbetween(job: dict, state, entry: dict, progress):
             _skip({"name": obj.name, "status": "skipped", "reason": "no frame lies between its selected keys"}, entry)
             continue
         try:
-            *_, plan = fill.prepare(obj, state.backend, fill_opts)
+            *_, plan = fill.prepare(obj, state.backend, fill_opts, _fps(obj))
             message = fill.run(obj, state.backend, fill_opts, _fps(obj))
         except Refusal as e:
             entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
@@ -253,6 +253,9 @@ def inbetween(job: dict, state, entry: dict, progress):
                                                                                for g in gl}),
                "frames_written": len(written), "bones_written": len(plan.gaps), "message": message,
                "latent_controls": _latent_summary(obj)}
+        if plan.left:  # bones under constraints: left as they were, and said so
+            rec["constrained"] = dict(plan.left)
+            entry["warnings"].append(f"{obj.name}: {constraints.report(plan.left)}")
         entry["objects"].append(rec)
         progress(rec["frames_written"])
     _finish(entry, "in-betweened")
@@ -310,6 +313,11 @@ def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None
             continue
         rec = {"name": obj.name, "status": "ok", "message": message, "frames_written": frames,
                "latent_controls": _latent_summary(obj)}
+        if st.active and "left" in st and len(st["left"]):
+            rec["constrained"] = sorted(st["left"])
+            entry["warnings"].append(f"{obj.name}: {len(st['left'])} bone(s) driven by constraints are never written "
+                                     f"by the sliders: {', '.join(sorted(st['left']))}; mute the constraint or key "
+                                     "its controller")
         entry["objects"].append(rec)
         progress(rec["frames_written"])
     _finish(entry, "edited" if edit_opts is not None else "encoded")

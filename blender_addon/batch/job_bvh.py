@@ -31,7 +31,8 @@ def every_k(num_frames: int, k: int) -> list[int]:
     return keys + ([num_frames - 1] if keys[-1] != num_frames - 1 else [])
 
 
-def key_frames(clip, keys: dict, max_gap: int) -> list[int]:
+def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
+    """The job's key frames, checked; the gap limit is the model's 2 s in frames of the file's Frame Time."""
     if keys["source"] == "every":
         frames = every_k(clip.num_frames, int(keys["every"]))
     elif keys["source"] == "frames":
@@ -47,10 +48,12 @@ def key_frames(clip, keys: dict, max_gap: int) -> list[int]:
     if frames != sorted(set(frames)):
         raise JobError(f"keys must be increasing and distinct, got {frames}")
     gaps = np.diff(frames)
+    fps = 1.0 / clip.frame_time
+    max_gap = info.scene_max_gap(fps)
     if gaps.max() > max_gap:
         i = int(np.argmax(gaps))
         raise JobError(f"the gap between keys {frames[i]} and {frames[i + 1]} is {gaps[i]} frames; the model "
-                       f"fills gaps of up to {max_gap} frames")
+                       f"fills gaps of up to {max_gap} frames ({info.max_gap * info.frame_time:.3g} s at {fps:.4g} fps)")
     return frames
 
 
@@ -69,7 +72,7 @@ def inbetween(job: dict, state, entry: dict, progress):
     clip = read(job["source"], finite=False)  # the frames between keys are never read
     info = bridge.describe(state.backend)
     given = job["options"].get("bone_map")
-    keys = key_frames(clip, job["options"]["keys"], info.max_gap)
+    keys = key_frames(clip, job["options"]["keys"], info)
     k0, k1 = keys[0], keys[-1]
     ok = np.isfinite(clip.rotations).all((-1, -2)) & np.isfinite(clip.positions).all((-1, -2))
     if not ok[keys].all():

@@ -62,6 +62,8 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
     from .pool import Pool
     writes = args.command != "info"
     rep = report.Report(report_path, args.command, argv, options, {k: v for k, v in settings.items()}, args.jobs)
+    if report_path is not None and report_path.parent.is_dir():
+        safe_io.remove_dead_report_temps(report_path.parent)
     rep.doc["digest"] = digest
     jobs, ready = [], []
     for n, item in enumerate(items):

@@ -93,6 +93,32 @@ def remove_stale_temps(dest: Path) -> list[Path]:
     return gone
 
 
+def remove_dead_report_temps(folder: Path) -> list[Path]:
+    """Delete the half-written reports of earlier runs that were killed (SIGKILL, power loss):
+    a report's name carries its run's time, so no later run writes it again to clear its temp.
+    Only temps whose writing process is gone are touched."""
+    gone = []
+    for p in Path(folder).glob(f".splinetween-*.json{TEMP_TAG}*"):
+        pid = p.name.rsplit(TEMP_TAG, 1)[1].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                gone.append(p)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
 def _glob_escape(name: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]" else c for c in name)
 

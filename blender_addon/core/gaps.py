@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,8 @@ class PlanError(ValueError):
 class Plan:
     keys: list[int]  # model key frames (scene frames), sorted
     gaps: dict[str, list[tuple[int, int]]]  # bone -> (left key, right key), written strictly inside
+    left: dict[str, str] = field(default_factory=dict)  # bone -> why it is not written although it would be
+    left_gaps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # their gaps
 
     @property
     def start(self) -> int:
@@ -39,8 +41,10 @@ def _consecutive_gaps(frames: list[int]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(frames, frames[1:]) if b - a > 1]
 
 
-def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, max_gap: int) -> Plan:
-    """``selected``: bone -> frames of its selected keys (any channel); ``bones``: matched bones."""
+def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, max_gap: int,
+         fps: float | None = None, max_seconds: float | None = None) -> Plan:
+    """``selected``: bone -> frames of its selected keys (any channel); ``bones``: matched bones; ``max_gap``:
+    the longest gap in scene frames (at ``fps``: the model's limit of ``max_seconds`` in the scene's frames)."""
     whole = {}
     for bone in bones:
         frames = sorted(set(selected.get(bone, ())))
@@ -56,8 +60,9 @@ def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, ma
                         "the frames between consecutive selected keys are filled")
     for a, b in zip(keys, keys[1:]):
         if b - a > max_gap:
-            raise PlanError(f"the gap between the selected keys at frames {a} and {b} is {b - a} frames; "
-                            f"the model fills gaps of up to {max_gap} frames (select or add a key in between)")
+            raise PlanError(f"the gap between the selected keys at frames {a} and {b} is {b - a} frames"
+                            f"{_seconds(b - a, fps)}; the model fills gaps of up to {max_gap} frames"
+                            f"{_limit(max_seconds, fps)} (select or add a key in between)")
     if all_bones:
         gaps = {bone: _consecutive_gaps(keys) for bone in bones}
     else:
@@ -66,6 +71,20 @@ def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, ma
     if not gaps:
         raise PlanError("the selected keys are on neighbouring frames: there is no frame between them to fill")
     return Plan(keys, gaps)
+
+
+def _seconds(frames: int, fps: float | None) -> str:
+    return f" ({frames / fps:.3g} s)" if fps else ""
+
+
+def _limit(seconds: float | None, fps: float | None) -> str:
+    return f" ({seconds:.3g} s at {fps:.4g} fps)" if seconds and fps else ""
+
+
+def without(plan: Plan, left: dict[str, str]) -> Plan:
+    """The plan with ``left`` (bone -> why) not written: the key frames stay (their poses are still read)."""
+    return Plan(plan.keys, {b: g for b, g in plan.gaps.items() if b not in left}, {**plan.left, **left},
+                {**plan.left_gaps, **{b: g for b, g in plan.gaps.items() if b in left}})
 
 
 def sample_frames(a: int, b: int, step: int) -> np.ndarray:

@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import bridge
+from ..core import constraints
 from ..core import gaps
 from ..core import retarget
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
+from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from . import ik_targets
 from .writer import write
 
 
@@ -32,9 +35,10 @@ class Options:
     replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
 
 
-def prepare(obj, settings: bridge.BackendSettings, options: Options):
+def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0):
     """Checks and reads, no writes: -> (info, bag, conversion, bones, plan); ``bones`` are the mapped
-    bones in joint order (the grids' bone axis)."""
+    bones in joint order (the grids' bone axis).  The gap limit is the model's (2 s) in frames of a
+    scene at ``fps``."""
     bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
@@ -46,9 +50,17 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options):
     curves = scene_io.curves_by_bone(bag, bones)
     selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
     try:
-        plan = gaps.plan(selected, bones, options.all_bones, info.max_gap)
+        plan = gaps.plan(selected, bones, options.all_bones, info.scene_max_gap(fps), fps,
+                         info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
+    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, _on_mapped(rt, info.rotation_joints),
+                                                               _on_mapped(rt, info.position_joints)))
+    if driven:  # keys under a constraint change nothing visible: left as they were, and named
+        plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
+        if not plan.gaps:
+            raise Refusal(f"every bone to fill is driven by a constraint, nothing was changed: "
+                          f"{constraints.report(plan.left)}")
     return info, bag, rt, bones, plan
 
 
@@ -58,11 +70,22 @@ def _on_mapped(rt: retarget.Retarget, joints) -> list[int]:
     return [at[j] for j in joints if j in at]
 
 
+def written_channels(bone_gaps, bones: list[str], rotation_joints, position_joints) -> dict[str, set]:
+    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps
+    (``rotation_joints``/``position_joints``: indices into ``bones``)."""
+    out = {}
+    for j, bone in enumerate(bones):
+        if bone in bone_gaps:
+            out[bone] = ({constraints.ROTATION} if j in rotation_joints else set()) | \
+                        ({constraints.LOCATION} if j in position_joints else set())
+    return out
+
+
 def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0, progress=None) -> str:
     """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
     t0 = time.perf_counter()
     step = progress or (lambda done, total: None)
-    info, bag, rt, bones, plan = prepare(obj, settings, options)
+    info, bag, rt, bones, plan = prepare(obj, settings, options, fps)
     total = 2 + len(bones)
     step(0, total)
     rot, pos = rt.to_model(*scene_io.read_pose(obj, bag, rt.bones, plan.keys))
@@ -88,6 +111,9 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     own = bone_map_io.inner_pose(obj, bag, rt, frames)
     out_basis, out_loc = (x[:, rt.mapped] for x in rt.to_rig(out_rot, out_pos, *own))
     step(2, total)
+    # the IK targets of chains left unwritten: placed now (reads only), written with the bones
+    moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc,
+                                          _on_mapped(rt, info.position_joints), options.blend) if plan.left else ([], [])
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
@@ -106,6 +132,14 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt.scale, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
+    if plan.left:
+        note += "; " + constraints.report(plan.left)
+        moved = ik_targets.apply(moves)
+        if moved:
+            note += (f"; IK target{'s' * (len(moved) != 1)} {', '.join(moved)} in-betweened from the model's motion "
+                     "(the chain follows)")
+        if stayed:
+            note += f"; IK target{'s' * (len(stayed) != 1)} not moved: {', '.join(stayed)}"
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")

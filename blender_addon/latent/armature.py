@@ -120,6 +120,9 @@ def sync(obj, context=None, force: bool = False) -> bool:
             raise Refusal(why)
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
                                       frames, channels, base)
+    keep = writable(st, channels)
+    if keep is not None:  # bones under constraints: never written (Encode named them)
+        channels, values, base = [channels[c] for c in keep], values[:, keep], base[:, keep]
     write(obj, st, bag, channels, frames, values, base, whole)
     with latent.suspended():
         for s in changed:
@@ -128,6 +131,14 @@ def sync(obj, context=None, force: bool = False) -> bool:
             st.status = ""
     obj.update_tag(refresh={"TIME"})
     return True
+
+
+def writable(st, channels) -> list[int] | None:
+    """Columns of ``channels`` the layer may write: all (None) unless Encode found bones driven by constraints."""
+    if "left" not in st or not len(st["left"]):
+        return None
+    left = set(st["left"])
+    return [c for c, ch in enumerate(channels) if ch[0] not in left]
 
 
 def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool) -> None:
@@ -168,9 +179,12 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
             cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
             principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
-            key_positions=None) -> None:
+            key_positions=None, model_segments=None, model_keys=None, left=()) -> None:
     """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
-    and its original (``base`` keys when they differ from those before, ``values`` on every frame)."""
+    and its original (``base`` keys when they differ from those before, ``values`` on every frame).
+    ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
+    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
+    the sliders never write."""
     st = obj.splinetween_latent
     latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
                             principal_names=principal_names, principal_descriptions=principal_descriptions,
@@ -186,6 +200,12 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
             latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
             latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+        if left:
+            latent.store(st, "left", sorted(left))
+        if model_segments is not None:
+            latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
+        if model_keys is not None:
+            latent.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
         latent.store(st, "original", LM.pack_curves(snapshot))
         if base is not None:
             latent.store(st, "base", LM.pack_curves(base))

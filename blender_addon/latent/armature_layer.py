@@ -40,6 +40,11 @@ def decode(st, path: Path, settings, jobs) -> dict:
                   "segments": [[seg.start, seg.end] for seg in segs], "lengths": [j[6] for j in todo],
                   "amplify": [j[3] for j in todo], "timing": [j[4] for j in todo],
                   "principal": [list(j[5]) for j in todo], "keys": keys, "guard": False}
+        if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
+            model = latent.array(st, "model_segments", (-1, 2), dtype=np.int64)
+            header["model_segments"] = [model[j[0]].tolist() for j in todo]
+            if "model_keys" in st:
+                header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
         n = len(st["bones"])
         arrays = {"points": np.stack([j[2] for j in todo]),
                   "origins": latent.array(st, "origins", (-1, 3))[[j[0] for j in todo]],

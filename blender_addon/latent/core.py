@@ -61,7 +61,8 @@ def checkpoint_meta(path) -> dict:
         info = doc.get("info", {})
         return {"task": info.get("task", "autoencoder"), "min_frames": int(info.get("config", {}).get("min_window", 2)),
                 "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", [])),
-                "principal_descriptions": list(info.get("principal_descriptions", []))}
+                "principal_descriptions": list(info.get("principal_descriptions", [])),
+                "frame_time": info.get("frame_time")}
     except OSError as e:
         raise Refusal(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > Add-ons > "
                       "Splinetween") from None

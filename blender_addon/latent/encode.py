@@ -11,11 +11,13 @@ import bpy
 import numpy as np
 
 from .. import bridge
+from ..core import constraints
 from ..core import latent_math as LM
 from ..core import layer_math as L
 from ..core import rig_math
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
+from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
 from . import armature, armature_layer
@@ -58,15 +60,23 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
                       "(Preferences > Add-ons > Splinetween > Autoencoder)")
     n = end - start + 1
-    if n < meta["min_frames"]:
+    timebase = bridge.numpy_module("timebase")
+    model_ft = timebase.model_frame_time({"frame_time": meta.get("frame_time")})
+    if timebase.model_length(n, 1.0 / fps, model_ft) < meta["min_frames"]:  # the model counts its own frames
+        least = next((k for k in range(2, 1000 * meta["min_frames"])
+                      if timebase.model_length(k, 1.0 / fps, model_ft) >= meta["min_frames"]), n + 1)
         raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
-                      f"{meta['min_frames']} (encode a longer range)")
+                      f"{least} at {fps:.4g} fps (encode a longer range)")
     try:
         info = bridge.describe(bridge.BackendSettings(checkpoint=str(path)))
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
     bones = native_bones(obj, info, bone_map)
     rig = scene_io.rig_frames(obj, bones, info.offsets)
+    written = {b: {constraints.ROTATION} if j in info.rotation_joints else set() for j, b in enumerate(bones)}
+    for j in info.position_joints:
+        written[bones[j]].add(constraints.LOCATION)
+    left = {b: d.describe() for b, d in constraints_io.driven_bones(obj, written).items()}
     frames = np.arange(start, end + 1, dtype=np.float64)
     curves = latent_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
@@ -88,13 +98,15 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                      cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
-                     fidelity=reply.get("fidelity"), snapshot=snap, values=values)
+                     fidelity=reply.get("fidelity"), snapshot=snap, values=values,
+                     model_segments=reply.get("model_segments"), left=list(left))
     armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"])
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
             f"in {1e3 * (time.perf_counter() - t0):.0f} ms; the keys are unchanged"
-            + (f". {poor}" if poor else ""))
+            + (f". {poor}" if poor else "") + (f"; {constraints.report(left)} (the sliders never write them)"
+                                               if left else ""))
 
 
 def native_bones(obj, info, given: dict | None = None) -> list[str]:
@@ -125,4 +137,5 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, cm_per_unit
                      rotation_joints=info.rotation_joints, position_joints=info.position_joints,
                      cm_per_unit=cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
-                     keys=keys, key_rotations=key_rot, key_positions=key_pos)
+                     keys=keys, key_rotations=key_rot, key_positions=key_pos,
+                     model_segments=reply.get("model_segments"), model_keys=reply.get("model_keys"))
