@@ -26,7 +26,31 @@ import numpy as np
 from . import rest_pose
 from . import rig_math as R
 
-qmul, qrotate, qconj = R.qmul, R.qrotate, R.qconj
+qconj = R.qconj
+
+
+def qmul(a, b):
+    """``rig_math.qmul`` (``backend.quat_np.mul``) term for term (the same numbers), faster on small arrays."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack(np.broadcast_arrays(aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                                        aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), -1)
+
+
+def _cross(a, b):
+    """``np.cross`` over the last axis, term for term (the same numbers), without its per-call overhead."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack(np.broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+
+
+def qrotate(q, v):
+    """``rig_math.qrotate`` (``backend.quat_np.rotate``) with the same arithmetic, faster on small arrays."""
+    q, v = np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    w, xyz = q[..., :1], q[..., 1:]
+    t = 2.0 * _cross(xyz, v)
+    return v + w * t + _cross(xyz, t)
 _C = R.BVH_TO_BLENDER
 _C_INV = R.qconj(_C)
 _ID = np.array([1.0, 0.0, 0.0, 0.0])

@@ -72,13 +72,27 @@ def store(obj, bm: BM.BoneMap, joint_names) -> None:
     st.preset = bm.preset
 
 
+_found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig
+
+
+def _detected(obj, joint_names, joint_parents) -> BM.BoneMap:
+    geo = geometry(obj)
+    key = (tuple(joint_names), tuple(joint_parents), tuple((n, g[0], g[1], g[2]) for n, g in geo.items()))
+    if key not in _found:
+        if len(_found) > 32:
+            _found.clear()
+        _found[key] = BM.detect(joint_names, joint_parents, geo)
+    bm = _found[key]
+    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, list(bm.notes))
+
+
 def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
     """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
     their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
     model is a Refusal naming what is missing and how to map it."""
     bm = None if given else stored(obj)
     if bm is None:
-        bm = BM.detect(joint_names, joint_parents, geometry(obj))
+        bm = _detected(obj, joint_names, joint_parents)
         if given:
             bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
     try:
