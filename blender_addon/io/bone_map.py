@@ -47,10 +47,22 @@ def parents(obj) -> dict:
     return {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
 
 
-def rig_bones(obj) -> dict:
-    """``{bone: RigBone}``: what the conversion reads of every bone's rest pose."""
+def rig_bones(obj, mapped=None) -> dict:
+    """``{bone: RigBone}``: what the conversion reads of the rest pose of every bone, or (``mapped``: bone
+    names) of those bones and every bone above them (a Rigify rig has 700 bones; a map needs ~40)."""
+    data = obj.data.bones
+    if mapped is None:
+        chosen = list(data)
+    else:
+        chosen, seen = [], set()
+        for name in mapped:
+            b = data[name]
+            while b is not None and b.name not in seen:
+                seen.add(b.name)
+                chosen.append(b)
+                b = b.parent
     return {b.name: retarget.RigBone(b.parent.name if b.parent else None, np.array(b.matrix_local),
-                                     b.use_local_location) for b in obj.data.bones}
+                                     b.use_local_location) for b in chosen}
 
 
 # -- stored map -----------------------------------------------------------------------------------
@@ -115,7 +127,7 @@ _built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts 
 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
-    rig = rig_bones(obj)
+    rig = rig_bones(obj, [b for b in joint_bones if b])
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
            tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()))
     if key not in _built:

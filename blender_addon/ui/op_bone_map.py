@@ -52,7 +52,8 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
             names, parents = _joints(context)
             bm = BM.detect(names, parents, bone_map_io.geometry(obj))
             bone_map_io.store(obj, bm, names)
-            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}"
+            found = f"; by name and position: {', '.join(bm.notes)}" if bm.notes else ""
+            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}{found}"
         return run_reported(self, work)
 
 
