@@ -68,6 +68,9 @@ def made(request):
     rig = generate_rigify() if request.param == "rigify" else mixamo()
     bpy.context.view_layer.objects.active = rig
     yield request.param, rig.name
+    if request.param == "rigify":  # nothing of Rigify's stays for the tests after this one
+        import addon_utils
+        addon_utils.disable("rigify", default_set=True)
     disable_addon()
 
 
