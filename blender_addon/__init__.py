@@ -15,13 +15,15 @@ _unregister_classes = None
 def _classes():
     from . import preferences
     from .inbetween import op_inbetween
+    from .io import bone_map
     from .latent import op_bake, op_encode, op_redecode, op_remove, op_resample, op_reset, props
     from .mesh import op_encode as op_mesh_encode, op_inbetween as op_mesh_inbetween
-    from .ui import latent_panel, mesh_panel, op_check_backend, panel, settings
-    return (preferences.classes + settings.classes + props.classes + op_inbetween.classes
+    from .ui import bone_map_panel, latent_panel, mesh_panel, op_bone_map, op_check_backend, panel, settings
+    return (preferences.classes + bone_map.classes + settings.classes + props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
             + op_reset.classes + op_redecode.classes + op_resample.classes + op_mesh_encode.classes
-            + op_mesh_inbetween.classes + panel.classes + latent_panel.classes + mesh_panel.classes)
+            + op_mesh_inbetween.classes + panel.classes + bone_map_panel.classes + op_bone_map.classes + latent_panel.classes
+            + mesh_panel.classes)
 
 
 def register() -> None:
@@ -33,6 +35,8 @@ def register() -> None:
     global _unregister_classes
     register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes() + op_train.classes)
     register_classes()
+    from .io import bone_map
+    bone_map.register_props()
     settings.register_props()
     props.register_props()
     panel.register_menus()
@@ -49,6 +53,8 @@ def unregister() -> None:
     panel.unregister_menus()
     props.unregister_props()
     settings.unregister_props()
+    from .io import bone_map
+    bone_map.unregister_props()
     if _unregister_classes is not None:
         _unregister_classes()
     bridge.shutdown()

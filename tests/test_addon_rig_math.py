@@ -111,18 +111,6 @@ def test_units_snap_to_powers_of_ten():
     assert R.cm_per_unit(sk * 10, sk) == 0.1
 
 
-def test_match_bones():
-    names, parents = ("root", "hips", "spine", "arm"), (-1, 0, 1, 2)
-    rig = {"root": None, "hips": "root", "spine": "hips", "arm": "spine", "prop": None}
-    assert R.match_bones(names, parents, rig) == list(names)
-    with pytest.raises(R.RigMismatch, match="missing bones: arm"):
-        R.match_bones(names, parents, {k: v for k, v in rig.items() if k != "arm"})
-    with pytest.raises(R.RigMismatch, match="another parent: arm"):
-        R.match_bones(names, parents, dict(rig, arm="hips"))
-    renamed = {"root": None, "hips": "root", "spine": "hips", "UpperArm": "spine"}
-    assert R.match_bones(names, parents, renamed, {"arm": "UpperArm"})[-1] == "UpperArm"
-
-
 def test_plan_per_bone_and_all_bones():
     sel = {"a": [1.0, 16.0, 31.0], "b": [1.0, 31.0], "c": []}
     p = gaps.plan(sel, ["a", "b", "c"], all_bones=False, max_gap=60)

@@ -86,6 +86,10 @@ def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = Tr
     p.add_argument("--interpreter", default="", help="Python for --backend process (default: as the add-on)")
     p.add_argument("--checkpoint", default="", help="checkpoint .json (default: the shipped one for the command)")
     p.add_argument("--report", type=Path, help="the JSON report (default: OUT_DIR/splinetween-COMMAND-TIME.json)")
+    if what == "armatures":
+        p.add_argument("--bone-map", type=Path, metavar="FILE.json", help=".blend: the model joint -> bone map "
+                       "(a preset exported from the Bone Map panel) for every armature; by default each armature's "
+                       "own map, else auto-detection")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds one file may take before its worker is "
                    "stopped and the file reported failed (0: no limit; default %(default)g)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -165,6 +169,8 @@ def _options(args) -> dict:
     """The options that change a file's output (they go into the done marker's digest)."""
     opts = {"objects": sorted(args.objects), "checkpoint": str(Path(args.checkpoint).expanduser().resolve())
             if args.checkpoint else ""}
+    if getattr(args, "bone_map_bones", None) is not None:
+        opts["bone_map"] = args.bone_map_bones
     if args.command == "inbetween":
         src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
                else args.key_source or "selected")
@@ -184,7 +190,20 @@ def _options(args) -> dict:
     return opts
 
 
+def _bone_map(ap, path: Path) -> dict:
+    """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
+    from ..core import bone_map
+    try:
+        return bone_map.from_json(Path(path).expanduser().read_text(encoding="utf-8")).bones
+    except (OSError, UnicodeDecodeError) as e:
+        ap.error(f"--bone-map {path}: {getattr(e, 'strerror', None) or e}")
+    except bone_map.BoneMapError as e:
+        ap.error(f"--bone-map {path}: {e}")
+
+
 def _validate(ap, args) -> None:
+    if getattr(args, "bone_map", None) is not None:
+        args.bone_map_bones = _bone_map(ap, args.bone_map)
     if args.command == "inbetween" and not 0.0 <= args.blend <= 1.0:
         ap.error("--blend must be between 0 and 1")
     if args.command == "edit" and not -1.0 <= args.timing <= 1.0:

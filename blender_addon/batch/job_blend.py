@@ -13,9 +13,10 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core import constraints, layer_math, rig_math
+from ..core import constraints, layer_math
 from ..core.errors import Refusal
 from ..inbetween import fill
+from ..io import bone_map as bone_map_io
 from ..io import scene as scene_io
 from ..latent import core as latent
 from ..latent import encode as latent_encode
@@ -103,12 +104,14 @@ def skip_linked(patterns: list[str], entry: dict) -> None:
                   entry)
 
 
-def match(obj, info: bridge.ModelInfo) -> list[str] | str:
-    """The armature's bones in the model's joint order, or why it does not fit."""
+def match(obj, info: bridge.ModelInfo, given: dict | None = None) -> list[str] | str:
+    """The armature's mapped bones in the model's joint order (``given`` map, else the armature's own,
+    else detected), or why it does not fit."""
     try:
-        return rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj))
-    except rig_math.RigMismatch as e:
-        return f"does not match the model's skeleton ({e})"
+        _, bones = bone_map_io.resolve(obj, info.names, info.parents, given)
+    except Refusal as e:
+        return f"does not fit the model's skeleton ({e})"
+    return [b for b in bones if b]
 
 
 def key_range(curves: dict) -> tuple[int, int] | None:
@@ -173,9 +176,9 @@ def _fps(obj) -> float:
     return scene.render.fps / scene.render.fps_base
 
 
-def _prepare(obj, info, entry: dict, need_keys: bool = True):
+def _prepare(obj, info, entry: dict, need_keys: bool = True, given: dict | None = None):
     """(bones, bag, curves) for an armature that can take part, else a skip record."""
-    bones = match(obj, info)
+    bones = match(obj, info, given)
     if isinstance(bones, str):
         return {"name": obj.name, "status": "skipped", "reason": bones}
     bag = scene_io.channelbag(obj)
@@ -206,10 +209,11 @@ def inbetween(job: dict, state, entry: dict, progress):
                              step=max(2, int(opts.get("write_every", 1))),
                              all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
                              editable=bool(opts.get("editable", True)),
-                             replace_latent=bool(opts.get("replace_latent")))
+                             replace_latent=bool(opts.get("replace_latent")),
+                             name_map=dict(opts.get("bone_map") or {}))
     skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
-        got = _prepare(obj, info, entry)
+        got = _prepare(obj, info, entry, given=opts.get("bone_map"))
         if isinstance(got, dict):
             _skip(got, entry)
             continue
@@ -238,7 +242,7 @@ def inbetween(job: dict, state, entry: dict, progress):
             _skip({"name": obj.name, "status": "skipped", "reason": "no frame lies between its selected keys"}, entry)
             continue
         try:
-            _, _, _, plan = fill.prepare(obj, state.backend, fill_opts, _fps(obj))
+            *_, plan = fill.prepare(obj, state.backend, fill_opts, _fps(obj))
             message = fill.run(obj, state.backend, fill_opts, _fps(obj))
         except Refusal as e:
             entry["objects"].append({"name": obj.name, "status": "failed", "error": str(e)})
@@ -276,7 +280,8 @@ def _latent_summary(obj) -> dict | None:
 def _encode(obj, state, opts: dict) -> str:
     """The Encode button on one armature (range: --range, else the action's frame range)."""
     a, b = opts["range"] if opts.get("range") else latent_encode.action_range(obj)
-    return latent_encode.encode(obj, state.backend, state.autoencoder, int(a), int(b), _fps(obj))
+    return latent_encode.encode(obj, state.backend, state.autoencoder, int(a), int(b), _fps(obj),
+                                opts.get("bone_map"))
 
 
 def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None):
@@ -287,7 +292,7 @@ def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None
     info = bridge.describe(dataclasses.replace(state.backend, checkpoint=str(state.autoencoder)))
     skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
-        got = _prepare(obj, info, entry)
+        got = _prepare(obj, info, entry, given=opts.get("bone_map"))
         if isinstance(got, dict):
             _skip(got, entry)
             continue
@@ -357,7 +362,7 @@ def info(job: dict, state, entry: dict, progress):
     open_blend(job["source"], entry)
     model = bridge.describe(state.backend)
     for obj in armatures(opts.get("objects") or [], entry):
-        bones = match(obj, model)
+        bones = match(obj, model, opts.get("bone_map"))
         rec = {"name": obj.name, "bones": len(obj.data.bones), "fits_model": not isinstance(bones, str)}
         if isinstance(bones, str):
             rec["reason"] = bones

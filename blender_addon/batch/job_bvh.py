@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
-from . import backend_direct
+from . import backend_direct, bvh_map
 from .errors import JobError
 
 
@@ -57,24 +57,21 @@ def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
     return frames
 
 
-def _check_skeleton(clip, info: bridge.ModelInfo) -> None:
-    names, parents = tuple(clip.skeleton.names), tuple(int(p) for p in clip.skeleton.parents)
-    if names != info.names or parents != info.parents:
-        missing = [n for n in info.names if n not in names]
-        raise JobError(f"the skeleton does not match the model's ({info.path.name})"
-                       + (f": missing joints {', '.join(missing)}" if missing else ": other joints or parents"))
-
-
 def _text_writer(text: str):
     def write(tmp: Path) -> None:
         tmp.write_text(text, encoding="utf-8")
     return write
 
 
+def _fits(clip, info: bridge.ModelInfo) -> bool:
+    return tuple(clip.skeleton.names) == tuple(info.names) and \
+        tuple(int(p) for p in clip.skeleton.parents) == tuple(info.parents)
+
+
 def inbetween(job: dict, state, entry: dict, progress):
     clip = read(job["source"], finite=False)  # the frames between keys are never read
     info = bridge.describe(state.backend)
-    _check_skeleton(clip, info)
+    given = job["options"].get("bone_map")
     keys = key_frames(clip, job["options"]["keys"], info)
     k0, k1 = keys[0], keys[-1]
     ok = np.isfinite(clip.rotations).all((-1, -2)) & np.isfinite(clip.positions).all((-1, -2))
@@ -84,8 +81,11 @@ def inbetween(job: dict, state, entry: dict, progress):
     if outside:
         raise JobError(f"NaN or infinite values in frame(s) {outside[:5]}, outside the keys {k0}..{k1} (they would "
                        "be copied as they are; add keys that cover them)")
-    rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
-                                clip.rotations[keys], clip.positions[keys], clip.frame_time)
+    if _fits(clip, info) and not given:  # the model's own skeleton: its poses as they are
+        rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
+                                    clip.rotations[keys], clip.positions[keys], clip.frame_time)
+    else:  # another skeleton: through a bone map (--bone-map, else detected)
+        rot, pos = bvh_map.inbetween(bridge, state.backend, clip, info, keys, given)
     if rot.shape != (k1 - k0 + 1,) + clip.rotations.shape[1:] or not np.isfinite(rot).all():
         raise JobError("the backend returned an unusable result (wrong size or NaN)")
     out_rot, out_pos = clip.rotations.copy(), clip.positions.copy()
@@ -132,7 +132,9 @@ def info(job: dict, state, entry: dict, progress):
     rec = {"name": clip.name, "frames": clip.num_frames, "frame_time": clip.frame_time,
            "joints": clip.skeleton.num_joints, "fits_model": True}
     try:
-        _check_skeleton(clip, model)
+        if not _fits(clip, model) or job["options"].get("bone_map"):
+            rt = bvh_map.conversion(clip, model, job["options"].get("bone_map"))
+            rec["bone_map"] = {model.names[j]: rt.bone_of(j) for j in rt.mapped}
     except JobError as e:
         rec.update(fits_model=False, reason=str(e))
     entry["objects"].append(rec)

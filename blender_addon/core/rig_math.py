@@ -26,8 +26,8 @@ importer in tests/test_addon_scene_io.py):
   channels, but their values are re-decomposed in each bone's rest frame, so they are not the
   file's numbers; the file's own ZXY triple is Blender's ``Euler(..., 'YXZ')`` in BVH axes.
 
-These hold for any rig whose bones match the checkpoint skeleton by name and hierarchy and
-whose rest pose is the skeleton's rest pose (joint frames aligned, as a BVH import gives).
+These hold for a rig that is the checkpoint skeleton (one bone per joint, its rest pose the skeleton's:
+joint frames aligned, as a BVH import gives); ``retarget`` extends them to any rig through a bone map.
 """
 from __future__ import annotations
 
@@ -242,34 +242,3 @@ def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:
     if a <= 0 or b <= 0:
         return 1.0
     return float(10.0 ** np.round(np.log10(a / b)))
-
-
-# -- matching ---------------------------------------------------------------------------------
-class RigMismatch(ValueError):
-    """The armature's bones do not carry the checkpoint skeleton; the message lists why."""
-
-    def __init__(self, missing: list[str], reparented: list[str]):
-        parts = []
-        if missing:
-            parts.append(f"missing bones: {', '.join(missing)}")
-        if reparented:
-            parts.append(f"bones with another parent: {', '.join(reparented)}")
-        super().__init__("; ".join(parts))
-        self.missing, self.reparented = missing, reparented
-
-
-def match_bones(joint_names, joint_parents, bone_parent: dict, name_map: dict | None = None) -> list[str]:
-    """Bone name for each checkpoint joint (``name_map`` joint -> bone, identity by default).
-
-    ``bone_parent`` maps every bone name of the armature to its parent's name (None at a root).
-    A joint's bone must exist and be parented to the bone of the joint's parent; the skeleton's
-    root joint may sit under any bone (its motion is then relative to that bone)."""
-    name_map = name_map or {}
-    bones = [name_map.get(n, n) for n in joint_names]
-    missing = [b for b in bones if b not in bone_parent]
-    reparented = [b for j, b in enumerate(bones)  # (under a missing bone is already reported)
-                  if b in bone_parent and joint_parents[j] >= 0 and bones[joint_parents[j]] in bone_parent
-                  and bone_parent[b] != bones[joint_parents[j]]]
-    if missing or reparented:
-        raise RigMismatch(missing, reparented)
-    return bones

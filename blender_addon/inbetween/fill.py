@@ -14,8 +14,9 @@ import numpy as np
 from .. import bridge
 from ..core import constraints
 from ..core import gaps
-from ..core import rig_math
+from ..core import retarget
 from ..core.errors import Refusal
+from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
@@ -29,23 +30,23 @@ class Options:
     key_mode: str = "EVERY_FRAME"  # or "EVERY_N": BEZIER keys every ``step`` frames
     step: int = 5
     all_bones: bool = False  # write every matched bone, not only those with selected keys
-    name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (identity by default)
+    name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (else the stored map, else detected)
     editable: bool = False  # keep the control points as latent controls (when every frame of every bone is filled)
     replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
 
 
 def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0):
-    """Checks and reads, no writes: -> (info, bag, bones, plan).  The gap limit is the model's (2 s) in
-    frames of a scene at ``fps``."""
+    """Checks and reads, no writes: -> (info, bag, conversion, bones, plan); ``bones`` are the mapped
+    bones in joint order (the grids' bone axis).  The gap limit is the model's (2 s) in frames of a
+    scene at ``fps``."""
     bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
-    try:
-        bones = rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj), options.name_map)
-    except rig_math.RigMismatch as e:
-        raise Refusal(f"{obj.name} does not match the model's skeleton ({info.path.name}): {e}") from None
+    _, joint_bones = bone_map_io.resolve(obj, info.names, info.parents, options.name_map)
+    rt = bone_map_io.conversion(obj, info, joint_bones)
+    bones = [rt.bone_of(j) for j in rt.mapped]
     curves = scene_io.curves_by_bone(bag, bones)
     selected = {b: scene_io.selected_frames(c) for b, c in curves.items()}
     try:
@@ -53,22 +54,30 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
                          info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
-    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, info))
+    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, _on_mapped(rt, info.rotation_joints),
+                                                               _on_mapped(rt, info.position_joints)))
     if driven:  # keys under a constraint change nothing visible: left as they were, and named
         plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
         if not plan.gaps:
             raise Refusal(f"every bone to fill is driven by a constraint, nothing was changed: "
                           f"{constraints.report(plan.left)}")
-    return info, bag, bones, plan
+    return info, bag, rt, bones, plan
 
 
-def written_channels(bone_gaps, bones: list[str], info) -> dict[str, set]:
-    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps."""
+def _on_mapped(rt: retarget.Retarget, joints) -> list[int]:
+    """Joint indices -> indices into the mapped bones (unmapped joints are not written)."""
+    at = {j: i for i, j in enumerate(rt.mapped)}
+    return [at[j] for j in joints if j in at]
+
+
+def written_channels(bone_gaps, bones: list[str], rotation_joints, position_joints) -> dict[str, set]:
+    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps
+    (``rotation_joints``/``position_joints``: indices into ``bones``)."""
     out = {}
     for j, bone in enumerate(bones):
         if bone in bone_gaps:
-            out[bone] = ({constraints.ROTATION} if j in info.rotation_joints else set()) | \
-                        ({constraints.LOCATION} if j in info.position_joints else set())
+            out[bone] = ({constraints.ROTATION} if j in rotation_joints else set()) | \
+                        ({constraints.LOCATION} if j in position_joints else set())
     return out
 
 
@@ -76,35 +85,35 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
     t0 = time.perf_counter()
     step = progress or (lambda done, total: None)
-    info, bag, bones, plan = prepare(obj, settings, options, fps)
+    info, bag, rt, bones, plan = prepare(obj, settings, options, fps)
     total = 2 + len(bones)
     step(0, total)
-    rig = scene_io.rig_frames(obj, bones, info.offsets)
-    basis, loc = scene_io.read_pose(obj, bag, bones, plan.keys)
-    rot, pos = rig_math.blender_to_bvh(rig, basis, loc)
+    rot, pos = rt.to_model(*scene_io.read_pose(obj, bag, rt.bones, plan.keys))
     keys = [k - plan.start for k in plan.keys]
     step(1, total)
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
-        and not locked
+        and not locked and rt.native  # (the latent layer converts with the data set's own skeleton only)
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
-            reply, latent_out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "key_rotations": rot,
+            reply, latent_out = bridge.request(settings, header, {"offsets": rt.offsets, "key_rotations": rot,
                                                                   "key_positions": pos})
             out_rot, out_pos = latent_out["rotations"], latent_out["positions"]
         else:
-            out_rot, out_pos = bridge.inbetween(settings, rig.bvh_offsets(), keys, rot, pos, 1.0 / fps)
+            out_rot, out_pos = bridge.inbetween(settings, rt.offsets, keys, rot, pos, 1.0 / fps)
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-    if out_rot.shape != (plan.num_frames, len(bones), 4) or not np.isfinite(out_rot).all() \
+    if out_rot.shape != (plan.num_frames, len(info.names), 4) or not np.isfinite(out_rot).all() \
             or not np.isfinite(out_pos).all():
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
-    out_basis, out_loc = rig_math.bvh_to_blender(rig, out_rot, out_pos)
+    frames = np.arange(plan.start, plan.start + plan.num_frames, dtype=np.float64)
+    own = bone_map_io.inner_pose(obj, bag, rt, frames)
+    out_basis, out_loc = (x[:, rt.mapped] for x in rt.to_rig(out_rot, out_pos, *own))
     step(2, total)
     # the IK targets of chains left unwritten: placed now (reads only), written with the bones
-    moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc, info.position_joints,
-                                          options.blend) if plan.left else ([], [])
+    moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc,
+                                          _on_mapped(rt, info.position_joints), options.blend) if plan.left else ([], [])
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
@@ -116,11 +125,11 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     if editable:
         channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
-    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, info.rotation_joints,
-                             info.position_joints, locked, lambda j: step(3 + j, total))
+    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, _on_mapped(rt, info.rotation_joints),
+                             _on_mapped(rt, info.position_joints), locked, lambda j: step(3 + j, total))
     if editable:
         from ..latent import encode
-        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rig, rot, pos, reply, latent_out,
+        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt.scale, rot, pos, reply, latent_out,
                                       snap, out_rot, out_pos)
         note += "; editable in Latent Controls"
     if plan.left:
@@ -134,6 +143,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     if skipped:
         note += (f"; {len(skipped)} locked F-curve{'s' * (len(skipped) != 1)} left as they were: "
                  f"{', '.join(skipped[:8])}{' ...' if len(skipped) > 8 else ''} (unlock them to fill them)")
+    note += bone_map_io.unmapped_note(info.names, [rt.bone_of(j) if j in rt.mapped else None
+                                                   for j in range(len(info.names))])
     n_gaps = len({g for g_list in plan.gaps.values() for g in g_list})
     return (f"Inbetweened {n_gaps} gap{'s' * (n_gaps != 1)} on {written} bone{'s' * (written != 1)} "
             f"({len(plan.keys)} key frames) in {1e3 * (time.perf_counter() - t0):.0f} ms{note}")

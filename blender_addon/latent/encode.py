@@ -16,6 +16,7 @@ from ..core import latent_math as LM
 from ..core import layer_math as L
 from ..core import rig_math
 from ..core.errors import Refusal
+from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
@@ -41,7 +42,8 @@ def action_range(obj) -> tuple[int, int]:
     return int(round(a)), int(round(b))
 
 
-def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fps: float = 30.0) -> str:
+def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fps: float = 30.0,
+           bone_map: dict | None = None) -> str:
     """Encode scene frames ``start..end`` of the armature's driven channels.  Nothing is written: the
     keys stay the user's, and the sliders edit them as a layer (``armature``)."""
     t0 = time.perf_counter()
@@ -67,11 +69,9 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                       f"{least} at {fps:.4g} fps (encode a longer range)")
     try:
         info = bridge.describe(bridge.BackendSettings(checkpoint=str(path)))
-        bones = rig_math.match_bones(info.names, info.parents, scene_io.bone_parents(obj))
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
-    except rig_math.RigMismatch as e:
-        raise Refusal(f"{obj.name} does not match the model's skeleton ({path.name}): {e}") from None
+    bones = native_bones(obj, info, bone_map)
     rig = scene_io.rig_frames(obj, bones, info.offsets)
     written = {b: {constraints.ROTATION} if j in info.rotation_joints else set() for j, b in enumerate(bones)}
     for j in info.position_joints:
@@ -109,7 +109,19 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                                                if left else ""))
 
 
-def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_rot, key_pos, reply, out,
+def native_bones(obj, info, given: dict | None = None) -> list[str]:
+    """The armature's bone of every joint through its bone map (stored, else detected), for a rig the
+    latent layer can convert: one bone per joint, parented as the joints, the data set's rest posture."""
+    bm, joint_bones = bone_map_io.resolve(obj, info.names, info.parents, given)
+    rt = bone_map_io.conversion(obj, info, joint_bones)
+    if not rt.native:
+        raise Refusal(f"{obj.name} maps the model's joints through other bones ({bm.preset}): latent controls "
+                      "need one bone per joint, parented as the model's joints, resting in the data set's pose; "
+                      "Inbetween works on this rig")
+    return joint_bones
+
+
+def install_inbetween(obj, path, plan_start: int, keys, bones, info, cm_per_unit: float, key_rot, key_pos, reply, out,
                       snap, out_rot, out_pos) -> None:
     """After Inbetween wrote every frame between its keys: keep its control points editable.  The fill
     it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores."""
@@ -123,7 +135,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rig, key_ro
                               curves)
     armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                     cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
+                     cm_per_unit=cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
                      keys=keys, key_rotations=key_rot, key_positions=key_pos,
                      model_segments=reply.get("model_segments"), model_keys=reply.get("model_keys"))

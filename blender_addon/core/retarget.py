@@ -1,0 +1,316 @@
+"""Any rig <-> the model's skeleton, through a bone map: chains of bones, rest-pose differences, scale.
+
+Pure numpy (no bpy).  Notation as in ``rig_math``: a bone ``b`` contributes the armature-axes rotation
+``c_b = M_b B_b M_b^T`` (``M_b`` its rest orientation, ``B_b`` its rotation channels), so its rotation
+relative to rest is ``G_b = G_parent c_b``.  A mapped joint ``j`` whose nearest mapped ancestor joint is
+``a`` sees the chain of bones below ``a``'s bone down to ``j``'s bone: ``K_j = G_a^-1 G_j`` is the
+product of their contributions (bones in between keep their own animation and count here at every
+frame, on the way in and on the way back).
+
+The model's global rotation of a mapped joint is ``G_model_j = C^T G_j C D_j`` (``C`` the BVH -> Blender
+axis change, ``D_j`` the rest-pose difference: the model's global rotation when the rig is at rest,
+see ``rest_pose``), so its local rotation is ``R_j = N^-1 D_a^-1 C^T K_j C D_j`` with ``N`` the neutral
+local rotations of the unmapped joints between ``a`` and ``j``.  Positions: the displacement along the
+chain in ``a``'s frame, ``s D_a^-1 C^T (...)`` with ``s`` model centimetres per Blender unit (the ratio
+of leg lengths for another body, the power of ten of ``rig_math.cm_per_unit`` for the data set's own).
+
+For a rig that *is* the model's skeleton (every joint on a bone parented to its parent joint's bone,
+the same rest posture) every ``D`` is the identity and this is ``rig_math.blender_to_bvh`` exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import rest_pose
+from . import rig_math as R
+
+qconj = R.qconj
+
+
+def qmul(a, b):
+    """``rig_math.qmul`` (``backend.quat_np.mul``) term for term (the same numbers), faster on small arrays."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack(np.broadcast_arrays(aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                                        aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), -1)
+
+
+def _cross(a, b):
+    """``np.cross`` over the last axis, term for term (the same numbers), without its per-call overhead."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack(np.broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+
+
+def qrotate(q, v):
+    """``rig_math.qrotate`` (``backend.quat_np.rotate``) with the same arithmetic, faster on small arrays."""
+    q, v = np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    w, xyz = q[..., :1], q[..., 1:]
+    t = 2.0 * _cross(xyz, v)
+    return v + w * t + _cross(xyz, t)
+_C = R.BVH_TO_BLENDER
+_C_INV = R.qconj(_C)
+_ID = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+@dataclass
+class RigBone:
+    """What the conversion needs of one bone: its parent, rest matrix (``matrix_local``), location frame."""
+    parent: str | None
+    matrix: np.ndarray  # [4, 4] armature space
+    local_location: bool = True
+
+
+@dataclass
+class Retarget:
+    joint_bone: list  # [J] index into ``bones`` of each joint's bone, -1 where unmapped
+    above: np.ndarray  # [J] nearest mapped ancestor joint, -1 at the top
+    between: list  # [J] unmapped joints strictly between ``above`` and the joint, top-down
+    chains: list  # [J] bone indices below ``above``'s bone down to the joint's bone, top-down (mapped joints)
+    bones: list  # every bone the conversion reads, parents before children
+    bone_parent: np.ndarray  # [B] index into ``bones``, -1 at a root
+    rest: np.ndarray  # [B, 4]
+    heads: np.ndarray  # [B, 3] rest heads, armature space
+    loc_frame: np.ndarray  # [B, 4]
+    scale: float  # model centimetres per Blender unit
+    rest_diff: np.ndarray | None  # [J, 4] D_j, None when all are the identity
+    neutral: np.ndarray  # [J, 4] local rotations of unmapped joints
+    offsets: np.ndarray  # [J, 3] the rest offsets sent with the poses (cm, model axes)
+    parents: np.ndarray  # [J] the model's joint parents
+    position_joints: tuple
+    native: bool  # the data set's own skeleton (one bone per joint, direct parents, same rest posture)
+    reference: str = "the data set's rest pose"  # the posture the rest-pose differences are measured against
+
+    @property
+    def mapped(self) -> list[int]:
+        return [j for j, b in enumerate(self.joint_bone) if b >= 0]
+
+    def bone_of(self, j: int) -> str:
+        return self.bones[self.joint_bone[j]]
+
+    # -- rig -> model ---------------------------------------------------------------------------
+    def contributions(self, basis: np.ndarray) -> np.ndarray:
+        """``c_b = M_b B_b M_b^T`` for every bone: ``basis [..., B, 4]`` -> ``[..., B, 4]``."""
+        return qmul(qmul(self.rest, basis), qconj(self.rest))
+
+    def _walk(self, chain, c, loc):
+        """(K, displacement) along a chain: the product of its contributions and the last bone's head
+        relative to the head of the bone above the chain, in that bone's rest-relative frame."""
+        k, disp = None, None
+        for b in chain:
+            q = self.bone_parent[b]
+            off = self.heads[b] - (self.heads[q] if q >= 0 else 0.0)
+            step = off + qrotate(self.loc_frame[b], loc[..., b, :])
+            disp = step if k is None else disp + qrotate(k, step)
+            k = c[..., b, :] if k is None else qmul(k, c[..., b, :])
+        return k, disp
+
+    def _off(self, bones) -> np.ndarray:
+        """Rest head minus the rest head of the parent (the origin at a root), armature space."""
+        q = self.bone_parent[bones]
+        return self.heads[bones] - np.where((q >= 0)[:, None], self.heads[np.maximum(q, 0)], 0.0)
+
+    def _split(self) -> tuple[list[int], list[int]]:
+        """Mapped joints on a bone right under their parent joint's bone (converted all at once), and the rest."""
+        simple = [j for j in self.mapped if len(self.chains[j]) == 1 and not self.between[j]]
+        return simple, [j for j in self.mapped if j not in simple]
+
+    def _above_diff(self, js) -> np.ndarray:
+        return np.array([self.rest_diff[self.above[j]] if self.above[j] >= 0 else _ID for j in js]).reshape(-1, 4)
+
+    def inner_bones(self) -> list[int]:
+        """Indices of the bones in between (their channels are needed on the way back)."""
+        return sorted({b for ch in self.chains for b in ch[:-1]})
+
+    def to_model(self, basis: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every read bone's channels (``basis [F, B, 4]``, ``loc [F, B, 3]``) -> the model's local
+        rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes)."""
+        f, j_count = basis.shape[0], len(self.joint_bone)
+        c = self.contributions(basis)
+        rot = np.broadcast_to(self.neutral, (f, j_count, 4)).copy()
+        pos = np.broadcast_to(self.offsets, (f, j_count, 3)).copy()
+        d = self.rest_diff
+        simple, other = self._split()
+        if simple:  # one step each, vectorised over the joints
+            bs = [self.chains[j][0] for j in simple]
+            step = self._off(bs) + qrotate(self.loc_frame[bs], loc[:, bs])
+            r = qmul(qmul(_C_INV, c[:, bs]), _C)
+            p = self.scale * qrotate(_C_INV, step)
+            if d is not None:
+                da_inv = qconj(self._above_diff(simple))
+                r = qmul(qmul(da_inv, r), d[simple])
+                p = qrotate(da_inv, p)
+            rot[:, simple], pos[:, simple] = r, p
+        for j in other:
+            k, disp = self._walk(self.chains[j], c, loc)
+            r = qmul(qmul(_C_INV, k), _C)
+            p = self.scale * qrotate(_C_INV, disp)
+            a = self.above[j]
+            if d is not None:
+                da_inv = qconj(d[a]) if a >= 0 else _ID
+                r = qmul(qmul(da_inv, r), d[j])
+                p = qrotate(da_inv, p)
+            for n in self.between[j]:  # the neutral joints in between: R_j = N_n^-1 ... N_1^-1 (...)
+                r = qmul(qconj(self.neutral[n]), r)
+                p = qrotate(qconj(self.neutral[n]), p - self.offsets[n])
+            rot[:, j] = r
+            pos[:, j] = p
+        return rot, pos
+
+    # -- model -> rig ---------------------------------------------------------------------------
+    def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None) -> tuple[np.ndarray, np.ndarray]:
+        """The model's motion (``rot [F, J, 4]``, ``pos [F, J, 3]``) -> channels of the mapped bones
+        (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
+        the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
+        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs)."""
+        f, j_count = rot.shape[:2]
+        c = None if basis is None else self.contributions(basis)  # (None: no chain has bones in between)
+        out_b = np.zeros((f, j_count, 4))
+        out_b[..., 0] = 1.0
+        out_l = np.zeros((f, j_count, 3))
+        d = self.rest_diff
+        simple, other = self._split()
+        if simple:
+            bs = [self.chains[j][0] for j in simple]
+            r, p = rot[:, simple], pos[:, simple]
+            if d is not None:
+                da = self._above_diff(simple)
+                r = qmul(qmul(da, r), qconj(d[simple]))
+                p = qrotate(da, p)
+            k = qmul(qmul(_C, r), _C_INV)
+            disp = qrotate(_C, p) / self.scale
+            out_b[:, simple] = qmul(qmul(qconj(self.rest[bs]), k), self.rest[bs])
+            out_l[:, simple] = qrotate(qconj(self.loc_frame[bs]), disp - self._off(bs))
+        for j in other:
+            chain = self.chains[j]
+            r, p = rot[:, j], pos[:, j]
+            a = self.above[j]
+            for n in reversed(self.between[j]):  # the model's own motion of unmapped joints in between;
+                if a < 0:  # above every mapped joint (a root the rig has no bone for): neutral, as on the way in
+                    p = self.offsets[n] + qrotate(self.neutral[n], p)
+                    r = qmul(self.neutral[n], r)
+                    continue
+                p = pos[:, n] + qrotate(rot[:, n], p)
+                r = qmul(rot[:, n], r)
+            if d is not None:
+                da = d[a] if a >= 0 else _ID
+                r = qmul(qmul(da, r), qconj(d[j]))
+                p = qrotate(da, p)
+            k = qmul(qmul(_C, r), _C_INV)
+            disp = qrotate(_C, p) / self.scale
+            kin, din = self._walk(chain[:-1], c, loc)  # the bones in between, as they are
+            b = chain[-1]
+            if kin is not None:
+                k = qmul(qconj(kin), k)
+                disp = qrotate(qconj(kin), disp - din)
+            out_b[:, j] = qmul(qmul(qconj(self.rest[b]), k), self.rest[b])
+            out_l[:, j] = qrotate(qconj(self.loc_frame[b]), disp - self._off([b])[0])
+        return out_b, out_l
+
+
+def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_joints=(1,)) -> Retarget:
+    """The conversion for a checked map (``joint_bones [J]`` bone name or None, ``bone_map.check``);
+    ``rig``: ``{bone: RigBone}`` of the whole armature."""
+    parents = np.asarray(parents)
+    j_count = len(names)
+    needed: list[str] = []
+    for b in joint_bones:  # the mapped bones and all their ancestors, parents first
+        if not b:
+            continue
+        line = [b]
+        p = rig[b].parent
+        while p is not None:
+            line.append(p)
+            p = rig[p].parent
+        for x in reversed(line):
+            if x not in needed:
+                needed.append(x)
+    index = {b: i for i, b in enumerate(needed)}
+    bone_parent = np.array([index[rig[b].parent] if rig[b].parent is not None else -1 for b in needed], dtype=int)
+    mats = np.array([np.asarray(rig[b].matrix, dtype=np.float64) for b in needed]).reshape(-1, 4, 4)
+    rest = R.q_from_matrix(mats[:, :3, :3]) if needed else np.zeros((0, 4))
+    par_rest = np.array([rest[q] if q >= 0 else _ID for q in bone_parent]).reshape(-1, 4)
+    local = np.array([rig[b].local_location for b in needed], dtype=bool)
+    loc_frame = np.where(local[:, None], rest, par_rest)
+    heads = mats[:, :3, 3]
+    joint_bone = [index[b] if b else -1 for b in joint_bones]
+    above = np.full(j_count, -1)
+    between, chains = [], []
+    for j in range(j_count):
+        p, mid = parents[j], []
+        while p >= 0 and joint_bone[p] < 0:
+            mid.append(int(p))
+            p = parents[p]
+        above[j] = p
+        between.append(mid[::-1])
+        chain = []
+        if joint_bone[j] >= 0:
+            stop = joint_bone[p] if p >= 0 else -1
+            b = joint_bone[j]
+            while b != stop and b >= 0:
+                chain.append(b)
+                b = bone_parent[b]
+            chain = chain[::-1]
+        chains.append(chain)
+    model_offsets = np.asarray(model_offsets, dtype=np.float64)
+    mapped = np.array([b >= 0 for b in joint_bone])
+    heads_j = np.zeros((j_count, 3))
+    heads_j[mapped] = qrotate(_C_INV, heads[[b for b in joint_bone if b >= 0]])
+    reference, d, neutral, dev = rest_pose.choose(names, parents, model_offsets, heads_j, mapped, tuple(position_joints))
+    far = [j for j in range(j_count) if mapped[j] and dev[j] > rest_pose.MAX_DEGREES]
+    if far:
+        raise rest_pose.RestPoseError(
+            "the rest pose is too far from a standing human to convert: "
+            + ", ".join(f"{names[j]} ({needed[joint_bone[j]]}, {dev[j]:.0f} degrees off)" for j in far)
+            + f" (more than {rest_pose.MAX_DEGREES:.0f} degrees from {reference}); give the rig a T- or A-pose rest "
+              "pose (pose it, then Pose > Apply > Apply Pose as Rest Pose) or map other bones")
+    # Exactly the identity where the rig rests as the data set does (float32 rest matrices differ by ~1e-5 deg).
+    small = np.array([rest_pose.angle_deg(q) < rest_pose.SNAP_DEGREES for q in d]) & \
+        (reference == "the data set's rest pose")
+    d[small] = _ID
+    identity = bool(small[mapped].all()) and reference == "the data set's rest pose"
+    direct = identity and all(b >= 0 for b in joint_bone) and all(len(ch) == 1 for ch in chains) and \
+        all((bone_parent[joint_bone[j]] == (joint_bone[parents[j]] if parents[j] >= 0 else bone_parent[joint_bone[j]]))
+            for j in range(j_count))
+    rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
+        if direct else None
+    scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
+    if identity:
+        neutral = np.tile(_ID, (j_count, 1))
+    rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,
+                  None if identity else d, neutral, model_offsets.copy(), parents, tuple(position_joints), direct,
+                  reference)
+    rt.offsets = rest_offsets(rt)
+    return rt
+
+
+def rest_offsets(rt: Retarget) -> np.ndarray:
+    """The offsets sent with the poses: the rig's rest pose seen by the model (its bones' rest offsets
+    in the model's axes and scale), the model's own for unmapped joints."""
+    b = len(rt.bones)
+    basis = np.zeros((1, b, 4))
+    basis[..., 0] = 1.0
+    return rt.to_model(basis, np.zeros((1, b, 3)))[1][0]
+
+
+_LEG = (("UpperLeg_L", "LowerLeg_L", "Foot_L"), ("UpperLeg_R", "LowerLeg_R", "Foot_R"))
+
+
+def leg_scale(names, heads, joint_bone, model_offsets) -> float:
+    """Model centimetres per Blender unit from the legs (hip to ankle), the model's over the rig's;
+    without both legs mapped, from all mapped joints' distances to their mapped ancestors."""
+    idx = {n: i for i, n in enumerate(names)}
+    model, user = 0.0, 0.0
+    for leg in _LEG:
+        if all(n in idx and joint_bone[idx[n]] >= 0 for n in leg):
+            for a, b in zip(leg, leg[1:]):
+                model += float(np.linalg.norm(model_offsets[idx[b]]))
+                user += float(np.linalg.norm(heads[joint_bone[idx[b]]] - heads[joint_bone[idx[a]]]))
+    if model <= 0 or user <= 0:
+        return 1.0
+    ratio = model / user
+    near = 10.0 ** np.round(np.log10(ratio))
+    return float(near) if abs(ratio / near - 1.0) < 1e-3 else float(ratio)  # the same body in other units

@@ -1,0 +1,155 @@
+"""The bone map on the armature (``Armature.splinetween_bone_map``) and the rig as the math needs it.
+
+Inbetween, Encode and the batch call :func:`resolve`: the map given to them (``--bone-map``), else the
+one stored on the armature (the Bone Map panel), else auto-detection; then the check that refuses a
+map with too little.  The stored map is plain data (joint and bone names), JSON-serialisable.
+"""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..core import bone_map as BM
+from ..core import rest_pose, retarget
+from ..core.errors import Refusal
+
+
+class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
+    joint: bpy.props.StringProperty(name="Joint", description="The model's joint")
+    bone: bpy.props.StringProperty(name="Bone", description="The armature's bone that carries this joint "
+                                   "(empty: the model fills it neutrally and nothing is written)")
+
+
+class SplinetweenBoneMap(bpy.types.PropertyGroup):
+    entries: bpy.props.CollectionProperty(type=SplinetweenBoneMapEntry)
+    preset: bpy.props.StringProperty(name="Detected", default="", description="The preset the map was detected as")
+
+
+def register_props() -> None:
+    bpy.types.Armature.splinetween_bone_map = bpy.props.PointerProperty(type=SplinetweenBoneMap)
+
+
+def unregister_props() -> None:
+    del bpy.types.Armature.splinetween_bone_map
+
+
+classes = (SplinetweenBoneMapEntry, SplinetweenBoneMap)
+
+
+# -- the rig ------------------------------------------------------------------------------------
+def geometry(obj) -> dict:
+    """``{bone: (parent, head, tail)}`` in armature space (rest), for detection."""
+    return {b.name: (b.parent.name if b.parent else None, tuple(b.head_local), tuple(b.tail_local))
+            for b in obj.data.bones}
+
+
+def parents(obj) -> dict:
+    return {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
+
+
+def rig_bones(obj, mapped=None) -> dict:
+    """``{bone: RigBone}``: what the conversion reads of the rest pose of every bone, or (``mapped``: bone
+    names) of those bones and every bone above them (a Rigify rig has 700 bones; a map needs ~40)."""
+    data = obj.data.bones
+    if mapped is None:
+        chosen = list(data)
+    else:
+        chosen, seen = [], set()
+        for name in mapped:
+            b = data[name]
+            while b is not None and b.name not in seen:
+                seen.add(b.name)
+                chosen.append(b)
+                b = b.parent
+    return {b.name: retarget.RigBone(b.parent.name if b.parent else None, np.array(b.matrix_local),
+                                     b.use_local_location) for b in chosen}
+
+
+# -- stored map -----------------------------------------------------------------------------------
+def stored(obj) -> BM.BoneMap | None:
+    """The map saved on the armature, or None when it has none."""
+    st = getattr(obj.data, "splinetween_bone_map", None)
+    if st is None or not len(st.entries):
+        return None
+    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom")
+
+
+def store(obj, bm: BM.BoneMap, joint_names) -> None:
+    """Save ``bm`` on the armature, one entry per model joint (in the model's order)."""
+    st = obj.data.splinetween_bone_map
+    st.entries.clear()
+    for j in joint_names:
+        e = st.entries.add()
+        e.joint, e.bone = j, bm.bones.get(j) or ""
+    st.preset = bm.preset
+
+
+_found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig
+
+
+def _detected(obj, joint_names, joint_parents) -> BM.BoneMap:
+    geo = geometry(obj)
+    key = (tuple(joint_names), tuple(joint_parents), tuple((n, g[0], g[1], g[2]) for n, g in geo.items()))
+    if key not in _found:
+        if len(_found) > 32:
+            _found.clear()
+        _found[key] = BM.detect(joint_names, joint_parents, geo)
+    bm = _found[key]
+    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, list(bm.notes))
+
+
+def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
+    """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
+    their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
+    model is a Refusal naming what is missing and how to map it."""
+    bm = None if given else stored(obj)
+    if bm is None:
+        bm = _detected(obj, joint_names, joint_parents)
+        if given:
+            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
+    try:
+        bones = BM.check(joint_names, joint_parents, parents(obj), bm.bones)
+    except BM.BoneMapError as e:
+        how = "the armature's bone map" if not given and stored(obj) is not None else \
+            ("the given bone map" if given else f"detected as {bm.preset}")
+        raise Refusal(f"{obj.name} cannot drive the model ({how}): {e}") from None
+    return bm, bones
+
+
+def unmapped_note(joint_names, bones) -> str:
+    """The report's note on joints filled neutrally (empty when every joint has a bone)."""
+    left = [j for j, b in zip(joint_names, bones) if not b]
+    return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
+
+
+_built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts the same way until it changes
+
+
+def conversion(obj, info, joint_bones) -> retarget.Retarget:
+    """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
+    rig = rig_bones(obj, [b for b in joint_bones if b])
+    key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
+           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()))
+    if key not in _built:
+        try:
+            rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
+        except rest_pose.RestPoseError as e:
+            raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        if len(_built) > 32:
+            _built.clear()
+        _built[key] = rt
+    return _built[key]
+
+
+def inner_pose(obj, bag, rt: retarget.Retarget, frames) -> tuple:
+    """``(basis [F, B, 4], loc [F, B, 3])`` with the channels of the bones in between read at ``frames``
+    (the identity elsewhere: not used), or ``(None, None)`` when no chain has bones in between."""
+    from . import scene as scene_io
+    inner = rt.inner_bones()
+    if not inner:
+        return None, None
+    n = len(frames)
+    basis, loc = np.zeros((n, len(rt.bones), 4)), np.zeros((n, len(rt.bones), 3))
+    basis[..., 0] = 1.0
+    basis[:, inner], loc[:, inner] = scene_io.read_pose(obj, bag, [rt.bones[b] for b in inner], frames)
+    return basis, loc

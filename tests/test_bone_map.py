@@ -1,0 +1,115 @@
+"""blender_addon.core.bone_map on its own: presets detected on rigs named as each tool names them, the
+ancestry rule, refusals that say what is missing, the JSON preset format."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+import rig_builders as RB
+from blender_addon.core import bone_map as BM
+
+NAMES = ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head", "Shoulder_L", "UpperArm_L", "LowerArm_L", "Hand_L",
+         "Shoulder_R", "UpperArm_R", "LowerArm_R", "Hand_R", "UpperLeg_L", "LowerLeg_L", "Foot_L", "Toes_L",
+         "UpperLeg_R", "LowerLeg_R", "Foot_R", "Toes_R"]
+PARENTS = [-1, 0, 1, 2, 3, 4, 3, 6, 7, 8, 3, 10, 11, 12, 1, 14, 15, 16, 1, 18, 19, 20]
+
+
+def parents_of(bones):
+    return {b: v[0] for b, v in bones.items()}
+
+
+def detected(bones):
+    bm = BM.detect(NAMES, PARENTS, bones)
+    BM.check(NAMES, PARENTS, parents_of(bones), bm.bones)  # accepted as it is: no user step
+    return bm
+
+
+def test_the_data_sets_own_names_map_to_themselves():
+    names = {k: v for k, v in zip(["root", "hips", "spine1", "spine3", "neck", "head"],
+                                   ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head"])}
+    names.update(RB.sided({"shoulder_L": "Shoulder_{s}", "upperarm_L": "UpperArm_{s}", "lowerarm_L": "LowerArm_{s}",
+                           "hand_L": "Hand_{s}", "upleg_L": "UpperLeg_{s}", "leg_L": "LowerLeg_{s}",
+                           "foot_L": "Foot_{s}", "toe_L": "Toes_{s}"}, "L", "R"))
+    bm = detected(RB.rig(names))
+    assert bm.bones == {n: n for n in NAMES}
+    assert bm.preset == "Splinetween data set" and bm.score == 1.0
+
+
+@pytest.mark.parametrize("names, expect, preset", [
+    (RB.MIXAMO, RB.MIXAMO_EXPECT, "Mixamo (mixamorig:)"),
+    (RB.RIGIFY_DEF, RB.RIGIFY_EXPECT, "Rigify (deform bones)"),
+    (RB.UNREAL, RB.UNREAL_EXPECT, "Unreal mannequin"),
+    (RB.CMU, RB.CMU_EXPECT, "BVH / CMU"),
+])
+def test_presets_map_every_required_joint(names, expect, preset):
+    bm = detected(RB.rig(names))
+    assert bm.preset == preset
+    for joint, bone in expect.items():
+        assert bm.bones[joint] == bone, joint
+
+
+def test_rigify_twist_segments_and_unreal_twist_leaves_are_passed_over():
+    """Rigify's DEF chain has a second segment per limb bone (the next joint's bone sits under it);
+    Unreal's twist bones are leaves beside the chain: neither is taken for a joint."""
+    twist = [("DEF-upper_arm.L.001", "DEF-upper_arm.L", (0.3, 0, 1.45)),
+             ("DEF-thigh.L.001", "DEF-thigh.L", (0.1, 0, 0.75)), ("DEF-pelvis.L", "DEF-spine", (0.05, 0, 1.0))]
+    bones = RB.rig(RB.RIGIFY_DEF, twist)
+    bones["DEF-forearm.L"] = ("DEF-upper_arm.L.001",) + bones["DEF-forearm.L"][1:]
+    bones["DEF-shin.L"] = ("DEF-thigh.L.001",) + bones["DEF-shin.L"][1:]
+    bm = detected(bones)
+    assert bm.bones["LowerArm_L"] == "DEF-forearm.L" and bm.bones["LowerLeg_L"] == "DEF-shin.L"
+    ue = RB.rig(RB.UNREAL, [("upperarm_twist_01_l", "upperarm_l", (0.2, 0, 1.45)),
+                            ("ik_foot_root", "root", (0, 0, 0)), ("ik_foot_l", "ik_foot_root", (0.1, 0, 0.08))])
+    assert detected(ue).bones["Foot_L"] == "foot_l"
+
+
+def test_unknown_names_fall_back_to_name_similarity_and_the_side_by_position():
+    """A studio rig with its own spelling and no side in some names: the fallback finds the joints."""
+    names = {"hips": "pelvis_jnt", "spine1": "spine_a", "spine3": "chest_jnt", "neck": "neck_jnt", "head": "head_jnt",
+             "upperarm_L": "arm_up.left", "lowerarm_L": "forearm.left", "hand_L": "wrist.left",
+             "upperarm_R": "arm_up.right", "lowerarm_R": "forearm.right", "hand_R": "wrist.right",
+             "upleg_L": "thighA", "leg_L": "kneeA", "foot_L": "ankleA",
+             "upleg_R": "thighB", "leg_R": "kneeB", "foot_R": "ankleB"}
+    bm = detected(RB.rig(names))
+    assert bm.bones["Hips"] == "pelvis_jnt" and bm.bones["Chest"] == "chest_jnt" and bm.bones["Head"] == "head_jnt"
+    assert bm.bones["Hand_L"] == "wrist.left" and bm.bones["LowerArm_R"] == "forearm.right"
+    assert (bm.bones["UpperLeg_L"], bm.bones["Foot_R"]) == ("thighA", "ankleB")  # sides from the heads' x
+    assert bm.bones["Toes_L"] is None and bm.bones["Shoulder_L"] is None  # optional, left unmapped
+
+
+def test_a_map_with_too_little_is_refused_naming_what_is_missing():
+    bones = RB.rig({k: v for k, v in RB.MIXAMO.items() if "arm" not in k.lower() and "hand" not in k})
+    bm = BM.detect(NAMES, PARENTS, bones)
+    with pytest.raises(BM.BoneMapError) as e:
+        BM.check(NAMES, PARENTS, parents_of(bones), bm.bones)
+    msg = str(e.value)
+    assert msg.startswith("no bone for UpperArm_L, LowerArm_L, Hand_L, UpperArm_R, LowerArm_R, Hand_R")
+    assert "Bone Map panel" in msg
+    full = RB.rig(RB.MIXAMO)
+    with pytest.raises(BM.BoneMapError, match=r"^no bone for Spine or Chest \("):
+        BM.check(NAMES, PARENTS, parents_of(full), dict(detected(full).bones, Spine=None, Chest=None))
+
+
+def test_a_joint_must_sit_under_its_parent_joints_bone():
+    bones = RB.rig(RB.MIXAMO)
+    bm = detected(bones)
+    wrong = dict(bm.bones, LowerArm_L="mixamorig:RightForeArm", LowerArm_R=None)
+    with pytest.raises(BM.BoneMapError, match=r"LowerArm_L \(mixamorig:RightForeArm is not under "
+                                              r"mixamorig:LeftArm\)"):
+        BM.check(NAMES, PARENTS, parents_of(bones), wrong)
+    with pytest.raises(BM.BoneMapError, match=r"bones not in the armature: Head -> Kopf"):
+        BM.check(NAMES, PARENTS, parents_of(bones), dict(bm.bones, Head="Kopf"))
+
+
+def test_json_round_trip_and_bad_files():
+    bm = detected(RB.rig(RB.UNREAL))
+    back = BM.from_json(bm.to_json(), NAMES)
+    assert back.bones == bm.bones and back.preset == bm.preset
+    for text, why in [("{", "not JSON"), ("[]", "not a bone map file"),
+                      (json.dumps({"format": BM.FORMAT, "version": 9, "bones": {}}), "version 9"),
+                      (json.dumps({"format": BM.FORMAT, "version": 1, "bones": {"Hips": 3}}), "joint name -> bone"),
+                      (json.dumps({"format": BM.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
+        with pytest.raises(BM.BoneMapError, match=why):
+            BM.from_json(text, NAMES)

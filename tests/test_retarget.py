@@ -1,0 +1,135 @@
+"""blender_addon.core.retarget and core.rest_pose on their own (numpy): rigs of other tools, bone axes and rolls,
+chains with bones in between, A/T-pose rests.  What the model sees is the rig's world motion in its own
+convention (checked by forward kinematics on both sides), and the way back returns the rig's channels."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+import rig_builders as RB
+from blender_addon.core import bone_map as BM
+from blender_addon.core import rest_pose as RP
+from blender_addon.core import retarget as RT
+from blender_addon.core import rig_math as R
+
+CK = json.loads((addon_helpers.ROOT / "backend" / "checkpoints" / "inbetween.json").read_text())["skeleton"]
+NAMES, PARENTS, OFFSETS = CK["names"], CK["parents"], np.array(CK["offsets"])
+C = R.BVH_TO_BLENDER
+RNG = np.random.default_rng(3)
+
+
+def rest_matrix(head, tail, rng):
+    """A bone's ``matrix_local``: Y along the bone, a random roll (any tool's bone axes)."""
+    y = np.subtract(tail, head)
+    y = y / np.linalg.norm(y)
+    x = np.cross(y, rng.normal(size=3))
+    x /= np.linalg.norm(x)
+    m = np.eye(4)
+    m[:3, 0], m[:3, 1], m[:3, 2], m[:3, 3] = x, y, np.cross(x, y), head
+    return m
+
+
+def converted(names_table, extra=()):
+    bones = RB.rig(names_table, extra)
+    bm = BM.detect(NAMES, PARENTS, bones)
+    joint_bones = BM.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bm.bones)
+    rig = {b: RT.RigBone(v[0], rest_matrix(v[1], v[2], RNG), bool(RNG.integers(2))) for b, v in bones.items()}
+    return RT.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
+
+
+def rig_fk(rt, basis, loc):
+    """Blender's pose: every read bone's rotation against rest (armature axes) and posed head."""
+    c = rt.contributions(basis)
+    g, h = np.zeros_like(c), np.zeros(basis.shape[:-1] + (3,))
+    for b, q in enumerate(rt.bone_parent):
+        off = rt.heads[b] - (rt.heads[q] if q >= 0 else 0.0)
+        step = off + R.qrotate(rt.loc_frame[b], loc[:, b])
+        g[:, b] = c[:, b] if q < 0 else R.qmul(g[:, q], c[:, b])
+        h[:, b] = step if q < 0 else h[:, q] + R.qrotate(g[:, q], step)
+    return g, h
+
+
+def model_fk(rot, pos):
+    g, x = np.zeros_like(rot), np.zeros(rot.shape[:-1] + (3,))
+    for j, p in enumerate(PARENTS):
+        g[:, j] = rot[:, j] if p < 0 else R.qmul(g[:, p], rot[:, j])
+        x[:, j] = pos[:, j] if p < 0 else x[:, p] + R.qrotate(g[:, p], pos[:, j])
+    return g, x
+
+
+def random_pose(rt, frames=6, amount=0.6):
+    b = len(rt.bones)
+    basis = R.qnormalize(np.concatenate([np.ones((frames, b, 1)), amount * RNG.normal(size=(frames, b, 3))], -1))
+    return basis, 0.05 * RNG.normal(size=(frames, b, 3))
+
+
+def same_rotation(a, b, atol=1e-9):
+    np.testing.assert_allclose(np.abs(np.sum(a * b, -1)), 1.0, atol=atol)
+
+
+@pytest.mark.parametrize("table", [RB.MIXAMO, RB.RIGIFY_DEF, RB.UNREAL, RB.CMU], ids=["mixamo", "rigify", "ue", "cmu"])
+def test_the_model_sees_the_rigs_world_motion_and_the_way_back_returns_the_channels(table):
+    rt = converted(table)
+    assert rt.reference == "a standing T-pose" and not rt.native and rt.inner_bones()
+    basis, loc = random_pose(rt)
+    rot, pos = rt.to_model(basis, loc)
+    g_rig, h_rig = rig_fk(rt, basis, loc)
+    g_model, x_model = model_fk(rot, pos)
+    d = rt.rest_diff
+    for j in rt.mapped:  # G_model = C^T G_rig C D, positions scaled, in the model's axes
+        b = rt.joint_bone[j]
+        same_rotation(g_model[:, j], R.qmul(R.qmul(R.qmul(R.qconj(C), g_rig[:, b]), C), d[j]))
+        if j == 1:  # hips: where the rig's hips are (cm)
+            np.testing.assert_allclose(x_model[:, j], rt.scale * R.qrotate(R.qconj(C), h_rig[:, b]), atol=1e-9)
+    back_b, back_l = rt.to_rig(rot, pos, basis, loc)
+    for j in rt.mapped:
+        same_rotation(back_b[:, j], basis[:, rt.joint_bone[j]])
+    np.testing.assert_allclose(back_l[:, 1], loc[:, rt.joint_bone[1]], atol=1e-9)
+
+
+def test_standing_rigs_face_and_stand_as_the_models_reference():
+    """A Mixamo rig at rest is the model's standing T-pose: spine up, legs down, arms out to the sides."""
+    rt = converted(RB.MIXAMO)
+    b = len(rt.bones)
+    rest = np.zeros((1, b, 4))
+    rest[..., 0] = 1.0
+    rot, pos = rt.to_model(rest, np.zeros((1, b, 3)))
+    _, x = model_fk(rot, pos)
+    x = x[0]
+    i = {n: k for k, n in enumerate(NAMES)}
+
+    def direction(a, z):
+        v = x[i[z]] - x[i[a]]
+        return v / np.linalg.norm(v)
+    assert direction("Hips", "Head")[1] > 0.99 and direction("UpperLeg_L", "Foot_L")[1] < -0.99
+    assert direction("UpperArm_L", "Hand_L")[0] > 0.99 and direction("UpperArm_R", "Hand_R")[0] < -0.99
+    assert direction("Foot_L", "Toes_L")[2] > 0.5  # the feet point forward (+Z, the model's facing)
+    assert 91 < rt.scale < 93  # model cm per metre of this 1.6 m rig: by the legs
+
+
+def test_a_rest_pose_far_from_a_standing_human_is_refused_naming_the_bones():
+    bones = RB.rig(RB.MIXAMO)
+    for side, sx in (("Left", 1), ("Right", -1)):  # arms hanging straight down in the rest pose
+        for k, z in (("Arm", 1.45), ("ForeArm", 1.18), ("Hand", 0.94)):
+            name = f"mixamorig:{side}{k}"
+            parent, _, _ = bones[name]
+            bones[name] = (parent, (sx * 0.15, 0, z), (sx * 0.15, 0, z - 0.2))
+    joint_bones = BM.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, BM.detect(NAMES, PARENTS, bones).bones)
+    rig = {b: RT.RigBone(v[0], rest_matrix(v[1], v[2], RNG)) for b, v in bones.items()}
+    with pytest.raises(RP.RestPoseError, match=r"too far from a standing human to convert: UpperArm_L "
+                                               r"\(mixamorig:LeftArm, 9\d degrees off\)"):
+        RT.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
+
+
+def test_swing_and_kabsch():
+    a, b = RNG.normal(size=3), RNG.normal(size=3)
+    q = RP.swing(a, b)
+    np.testing.assert_allclose(R.qrotate(q, a / np.linalg.norm(a)), b / np.linalg.norm(b), atol=1e-12)
+    np.testing.assert_allclose(RP.swing(a, a), [1, 0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(R.qrotate(RP.swing(a, -a), a), -a, atol=1e-12)
+    turn = R.qnormalize(RNG.normal(size=4))
+    src = RNG.normal(size=(3, 3))
+    same_rotation(RP.kabsch(src, R.qrotate(turn, src)), turn, atol=1e-12)
