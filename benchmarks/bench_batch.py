@@ -142,7 +142,7 @@ def profile(shots: Path, out: Path) -> None:
 
     timed(job_mesh, "open_blend", "open the .blend")
     timed(mesh, "_read", "read the mesh over frames 1-60 (cloth simulated)")
-    timed(mesh, "_request", "the model (13 key frames -> 60 frames)")
+    timed(mesh, "request", "the model (13 key frames -> 60 frames)")
     timed(mesh, "_install", "install: PC2 written, MeshCache modifier and driver")
     timed(jobs, "_publish", "save the .blend (temporary file, renamed)")
     timed(safe_io, "write_marker", "the done marker")
