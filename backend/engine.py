@@ -14,7 +14,7 @@ from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
-from .inbetween import decode_inbetween, guard_weight, inbetween
+from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
 from .splines import ease_weights
 from .skeleton import Clip
@@ -74,13 +74,7 @@ class Engine(EngineBase):
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
         key = self._guard_key(controls.keys, controls.key_rotations, controls.key_positions)
         if key not in self._guard_weights:
-            n = controls.num_frames
-            rot = np.zeros((n, skeleton.num_joints, 4))
-            rot[..., 0] = 1.0
-            pos = np.zeros((n, skeleton.num_joints, 3))
-            rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
-            clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
-            self._guard_weights[key] = guard_weight(self, clip, list(controls.keys))
+            self._guard_weights[key] = guard_weight(self, keys_clip(controls, skeleton), list(controls.keys))
         return self._guard_weights[key]
 
     def require(self, task: str):

@@ -27,6 +27,16 @@ def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return rot, pos
 
 
+def keys_clip(controls, skeleton) -> Clip:
+    """A clip holding only the key poses stored in in-betweened ``controls`` (the rest is never read)."""
+    n = controls.num_frames
+    rot = np.zeros((n, skeleton.num_joints, 4))
+    rot[..., 0] = 1.0
+    pos = np.zeros((n, skeleton.num_joints, 3))
+    rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
+    return Clip(skeleton, rot, pos, controls.frame_time, controls.name)
+
+
 def fill(engine, items, with_base: bool = True):
     """Model and Hermite-base fills of ``items`` [(clip, keys)] (keys validated), batched by segment
     length: per item (rot, pos, base_rot, base_pos [F, J, *] numpy, controls [S, K, d], origins [S, 3],
@@ -276,13 +286,7 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
     key = ("mirror",) + (engine._guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
     cache = engine._guard_weights
     if key not in cache:
-        n = controls.num_frames
-        rot = np.zeros((n, skeleton.num_joints, 4))
-        rot[..., 0] = 1.0
-        pos = np.zeros((n, skeleton.num_joints, 3))
-        rot[controls.keys], pos[controls.keys] = controls.key_rotations, controls.key_positions
-        clip = Clip(skeleton, rot, pos, controls.frame_time, controls.name)
-        keys = list(controls.keys)
+        clip, keys = keys_clip(controls, skeleton), list(controls.keys)
         own, = fill(engine, [(clip, keys)], with_base=False)
         sym, = fill_symmetric(engine, [(clip, keys)], with_base=False)
         cache[key] = (Q.normalize(Q.mul(sym[0], Q.inv(own[0]))), sym[1] - own[1])
