@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           prefs, snapshot, use_test_backend)
+                           keys_on, prefs, select_keys, snapshot, thin_keys, use_test_backend)
 from latent_helpers import AUTOENCODER
 
 bpy = bpy()
@@ -218,5 +218,72 @@ def test_unmapped_toes_are_named_and_never_written(walk, capfd):
                 assert_same_keys(before[key], after[key])
         st.segments[1].amplify = 1.0
         same(before, snapshot(rig))
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_inbetween_editable_on_a_twist_rig(walk):
+    """Inbetween (Editable) on the Mixamo rig with the twist bone keeps its control points: a slider moves
+    the fill between the keys (never the keys, never the twist bone), back to neutral gives the fill bit for bit."""
+    rig = twist_copy(walk)
+    bpy.context.view_layer.objects.active = rig
+    keys = list(range(1, F + 1, 15))
+    thin_keys(rig, keys)
+    select_keys(rig, keys)
+    try:
+        before = snapshot(rig)
+        assert bpy.ops.anim.splinetween_inbetween(editable=True) == {"FINISHED"}
+        st = rig.splinetween_latent
+        assert st.active and st.kind == "INBETWEEN"
+        fill, at_rest = snapshot(rig), heads(rig, FRAMES)
+        for k, v in fill.items():  # the user's keys stay; the twist bone is not in-betweened
+            if TWIST in k[0]:
+                assert_same_keys(before[k], v)
+        st.segments[1].amplify = 2.0
+        assert st.status == ""
+        moved = np.linalg.norm(heads(rig, FRAMES) - at_rest, axis=-1).max(1) * walk["cm"]
+        assert moved.max() > 0.5
+        assert moved[np.array(keys) - 1].max() < 1e-4  # the keys themselves are never written
+        edited = snapshot(rig)
+        for k, v in edited.items():
+            kept = keys_on(v, keys)
+            assert np.array_equal(v["co"][kept], fill[k]["co"][keys_on(fill[k], keys)]), k
+            if TWIST in k[0]:
+                assert_same_keys(fill[k], v)
+        st.segments[1].amplify = 1.0
+        same(fill, snapshot(rig))
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_a_root_bone_keyed_after_encode_turns_the_edit_with_it(walk):
+    """Bones above the mapped ones keep their own animation: turning the unmapped root bone (Mixamo's
+    "Ground") after Encode turns the character, and the next slider change turns the edit's displacement
+    of the hips with it (the same curves as with every cache cold)."""
+    from blender_addon.latent import armature, armature_retarget
+    rig = twist_copy(walk)
+    bpy.context.view_layer.objects.active = rig
+    try:
+        assert encode() == {"FINISHED"}
+        st = rig.splinetween_latent
+        st.segments[1].amplify = 1.5
+        first = snapshot(rig)
+        pb = rig.pose.bones["mixamorig:Ground"]
+        pb.rotation_mode = "QUATERNION"
+        pb.rotation_quaternion = (np.cos(0.4), 0.0, np.sin(0.4), 0.0)
+        for f in FRAMES:
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+        st.segments[1].amplify = 1.6
+        st.segments[1].amplify = 1.5
+        warm = snapshot(rig)
+        armature_retarget.forget(st.token)  # the original's view made afresh from the curves
+        armature.sync(rig, force=True)
+        cold = snapshot(rig)
+        hips = [k for k in warm if k[0] == 'pose.bones["mixamorig:Hips"].location']
+        assert len(hips) == 3
+        for k in hips:
+            np.testing.assert_array_equal(warm[k]["co"], cold[k]["co"])
+        turned = max(np.abs(first[k]["co"][:, 1] - warm[k]["co"][:, 1]).max() for k in hips)
+        assert turned * walk["cm"] > 0.1, turned  # the root's turn counts
     finally:
         bpy.data.objects.remove(rig)

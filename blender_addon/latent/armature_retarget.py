@@ -11,6 +11,8 @@ for them.  A range keeps its joint -> bone map (``joint_bones``, "" where unmapp
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .. import bridge
@@ -66,8 +68,26 @@ def model_pose(obj, bag, rt: retarget.Retarget, channels, bones, values, frames,
     return rot, pos, basis, loc
 
 
+def _others(obj, rt, channels) -> bytes:
+    """A fingerprint of the curves the conversion reads besides the layer's own channels (bones in
+    between and above, other channels of the mapped bones, their rotation modes): editing a twist bone's
+    keys after Encode moves the layer with it."""
+    own = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
+    read = set(rt.bones)
+    digest = hashlib.blake2b(repr([obj.pose.bones[b].rotation_mode for b in rt.bones]).encode(), digest_size=16)
+    bag = scene_io.channelbag(obj)
+    for fc in bag.fcurves:
+        path = fc.data_path
+        if path.startswith('pose.bones["') and path.split('"')[1] in read and (path, fc.array_index) not in own:
+            co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
+            fc.keyframe_points.foreach_get("co", co)
+            for part in (path.encode(), bytes([fc.array_index % 256]), co.tobytes()):
+                digest.update(part)
+    return digest.digest()
+
+
 def _view(obj, st, rt, channels, base):
-    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels), id(rt))
+    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels), id(rt), _others(obj, rt, channels))
     if key not in _views:
         forget(st.token)
         bones = list(st["bones"])

@@ -130,21 +130,24 @@ def joint_bones(obj, info, given: dict | None = None):
             [at[j] for j in info.position_joints if j in at])
 
 
-def install_inbetween(obj, path, plan_start: int, keys, bones, info, cm_per_unit: float, key_rot, key_pos, reply, out,
-                      snap, out_rot, out_pos) -> None:
+def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot, key_pos, reply, out, snap) -> None:
     """After Inbetween wrote every frame between its keys: keep its control points editable.  The fill
-    it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores."""
+    it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores.
+    ``bones``: the mapped joints' bones (``rt``: the conversion the fill was written with)."""
     points = np.asarray(out["points"], dtype=np.float64)
     n = keys[-1] + 1
+    at = {j: i for i, j in enumerate(rt.mapped)}
+    rot_j, pos_j = [at[j] for j in info.rotation_joints if j in at], [at[j] for j in info.position_joints if j in at]
+    mapped = None if rt.native else [rt.bone_of(j) if j in at else "" for j in range(len(info.names))]
     bag = scene_io.channelbag(obj)
     curves = latent_io.curve_map(bag)
-    channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
+    channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
     armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
-                     rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                     cm_per_unit=cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
+                     rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
+                     cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
                      keys=keys, key_rotations=key_rot, key_positions=key_pos,
                      model_segments=reply.get("model_segments"), model_keys=reply.get("model_keys"))
