@@ -70,8 +70,8 @@ def model_pose(obj, bag, rt: retarget.Retarget, channels, bones, values, frames,
 
 def _others(obj, rt, channels) -> bytes:
     """A fingerprint of the curves the conversion reads besides the layer's own channels (bones in
-    between and above, other channels of the mapped bones, their rotation modes): editing a twist bone's
-    keys after Encode moves the layer with it."""
+    between and above, other channels of the mapped bones, their rotation modes): their curves edited
+    after Encode count at the next slider change (an unmapped root's turn turns the hips' displacement)."""
     own = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
     read = set(rt.bones)
     digest = hashlib.blake2b(repr([obj.pose.bones[b].rotation_mode for b in rt.bones]).encode(), digest_size=16)
