@@ -93,7 +93,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     step(1, total)
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
-        and not locked and rt.native  # (the latent layer converts with the data set's own skeleton only)
+        and not locked
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
@@ -123,14 +123,14 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
         armature.bake(obj)
     if editable:
-        channels = latent_io.driven_channels(obj, bones, info.rotation_joints, info.position_joints)
+        channels = latent_io.driven_channels(obj, bones, _on_mapped(rt, info.rotation_joints),
+                                             _on_mapped(rt, info.position_joints))
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
     written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, _on_mapped(rt, info.rotation_joints),
                              _on_mapped(rt, info.position_joints), locked, lambda j: step(3 + j, total))
     if editable:
         from ..latent import encode
-        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt.scale, rot, pos, reply, latent_out,
-                                      snap, out_rot, out_pos)
+        encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt, rot, pos, reply, latent_out, snap)
         note += "; editable in Latent Controls"
     if plan.left:
         note += "; " + constraints.report(plan.left)

@@ -205,12 +205,13 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
             cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
             principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
-            key_positions=None, model_segments=None, model_keys=None, left=()) -> None:
+            key_positions=None, model_segments=None, model_keys=None, left=(), joint_bones=None) -> None:
     """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
     and its original (``base`` keys when they differ from those before, ``values`` on every frame).
     ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
     grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
-    the sliders never write."""
+    the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
+    joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
     st = obj.splinetween_latent
     latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
                             principal_names=principal_names, principal_descriptions=principal_descriptions,
@@ -228,6 +229,8 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
             latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
         if left:
             latent.store(st, "left", sorted(left))
+        if joint_bones is not None:
+            latent.store(st, "joint_bones", list(joint_bones))
         if model_segments is not None:
             latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
         if model_keys is not None:

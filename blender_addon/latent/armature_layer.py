@@ -14,6 +14,7 @@ from ..core import layer_math as L
 from ..core import slider_math as SM
 from ..core.errors import Refusal
 from ..io import latent as latent_io
+from . import armature_retarget as retarget
 from . import core as latent
 
 decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
@@ -29,6 +30,7 @@ def forget(token: str) -> None:
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
     _inputs.pop(token, None)
+    retarget.forget(token)
 
 
 _inputs: dict = {}  # token -> (origins, template, encoded points): what Encode stored, read once per range
@@ -36,8 +38,7 @@ _inputs: dict = {}  # token -> (origins, template, encoded points): what Encode 
 
 def _stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if st.token not in _inputs:
-        n = len(st["bones"])
-        _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (n, 3)),
+        _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (-1, 3)),
                              latent.encoded_points(st))
     return _inputs[st.token]
 
@@ -160,6 +161,9 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
         jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
     got = decode(st, path, settings, jobs)
     e_rot, e_pos = _joined(st, {s: got[s, sigs[s]] for s in need}, lambda s: sigs[s], bounds, plan, seams)
+    if retarget.is_mapped(st):  # another rig than the data set's skeleton: through its conversion
+        n_rot, n_pos = _joined(st, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
+        return order, retarget.layer_values(obj, st, path, channels, base, order, e_rot, e_pos, n_rot, n_pos)
     view = _original(obj, st, channels, base)
     maps, n_pos = _neutral(st, view, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
     rot = SM.layered_rotations(maps, e_rot)

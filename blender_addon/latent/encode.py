@@ -20,7 +20,7 @@ from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
-from . import armature, armature_layer
+from . import armature, armature_layer, armature_retarget
 from . import core as latent
 
 
@@ -71,31 +71,37 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         info = bridge.describe(bridge.BackendSettings(checkpoint=str(path)))
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
-    bones = native_bones(obj, info, bone_map)
-    rig = scene_io.rig_frames(obj, bones, info.offsets)
-    written = {b: {constraints.ROTATION} if j in info.rotation_joints else set() for j, b in enumerate(bones)}
-    for j in info.position_joints:
+    rt, bones, rot_j, pos_j = joint_bones(obj, info, bone_map)
+    written = {b: {constraints.ROTATION} if j in rot_j else set() for j, b in enumerate(bones)}
+    for j in pos_j:
         written[bones[j]].add(constraints.LOCATION)
     left = {b: d.describe() for b, d in constraints_io.driven_bones(obj, written).items()}
     frames = np.arange(start, end + 1, dtype=np.float64)
     curves = latent_io.curve_map(bag)
-    channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
+    channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, frames, curves)
-    rot, pos = rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, values))
+    if rt.native:  # the data set's skeleton: each bone converts on its own (``rig_math``)
+        rig = scene_io.rig_frames(obj, bones, info.offsets)
+        offsets, cm_per_unit, mapped = rig.bvh_offsets(), rig.cm_per_unit, None
+        rot, pos = rig_math.blender_to_bvh(rig, *latent_io.values_to_pose(channels, bones, values))
+    else:  # through the bone map's conversion, as Inbetween reads the rig
+        offsets, cm_per_unit = rt.offsets, rt.scale
+        mapped = [rt.bone_of(j) if j in rt.mapped else "" for j in range(len(info.names))]
+        rot, pos = armature_retarget.model_pose(obj, bag, rt, channels, bones, values, frames)[:2]
     bad = ~(np.isfinite(rot).all((1, 2)) & np.isfinite(pos).all((1, 2)))
     if bad.any():
         raise Refusal(f"the curves hold NaN or infinite values at frame(s) {frames[bad][:5].astype(int).tolist()}")
     header = {"op": "encode", "checkpoint": str(path), "frame_time": 1.0 / fps, "decode": True}
     try:
-        reply, out = bridge.request(settings, header, {"offsets": rig.bvh_offsets(), "rotations": rot,
+        reply, out = bridge.request(settings, header, {"offsets": offsets, "rotations": rot,
                                                        "positions": pos})
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
     armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
-                     rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                     cm_per_unit=rig.cm_per_unit, segments=reply["segments"], points=out["points"],
+                     rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
+                     cm_per_unit=cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
                      fidelity=reply.get("fidelity"), snapshot=snap, values=values,
@@ -106,36 +112,42 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
             f"in {1e3 * (time.perf_counter() - t0):.0f} ms; the keys are unchanged"
             + (f". {poor}" if poor else "") + (f"; {constraints.report(left)} (the sliders never write them)"
-                                               if left else ""))
+                                               if left else "")
+            + (bone_map_io.unmapped_note(info.names, [b or None for b in mapped]) if mapped else ""))
 
 
-def native_bones(obj, info, given: dict | None = None) -> list[str]:
-    """The armature's bone of every joint through its bone map (stored, else detected), for a rig the
-    latent layer can convert: one bone per joint, parented as the joints, the data set's rest posture."""
-    bm, joint_bones = bone_map_io.resolve(obj, info.names, info.parents, given)
-    rt = bone_map_io.conversion(obj, info, joint_bones)
-    if not rt.native:
-        raise Refusal(f"{obj.name} maps the model's joints through other bones ({bm.preset}): latent controls "
-                      "need one bone per joint, parented as the model's joints, resting in the data set's pose; "
-                      "Inbetween works on this rig")
-    return joint_bones
+def joint_bones(obj, info, given: dict | None = None):
+    """-> (conversion, the bones the layer writes, their rotation and position joints as indices into
+    them), through the armature's bone map (given, else stored, else detected).  The data set's skeleton:
+    a bone per joint in joint order; any other rig: the mapped joints' bones (unmapped joints are not
+    written; bones in between keep their animation)."""
+    _, mapped = bone_map_io.resolve(obj, info.names, info.parents, given)
+    rt = bone_map_io.conversion(obj, info, mapped)
+    if rt.native:
+        return rt, list(mapped), list(info.rotation_joints), list(info.position_joints)
+    at = {j: i for i, j in enumerate(rt.mapped)}
+    return (rt, [rt.bone_of(j) for j in rt.mapped], [at[j] for j in info.rotation_joints if j in at],
+            [at[j] for j in info.position_joints if j in at])
 
 
-def install_inbetween(obj, path, plan_start: int, keys, bones, info, cm_per_unit: float, key_rot, key_pos, reply, out,
-                      snap, out_rot, out_pos) -> None:
+def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot, key_pos, reply, out, snap) -> None:
     """After Inbetween wrote every frame between its keys: keep its control points editable.  The fill
-    it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores."""
+    it wrote is the layer's original (``base``); ``snap`` (the keys before it) is what Remove restores.
+    ``bones``: the mapped joints' bones (``rt``: the conversion the fill was written with)."""
     points = np.asarray(out["points"], dtype=np.float64)
     n = keys[-1] + 1
+    at = {j: i for i, j in enumerate(rt.mapped)}
+    rot_j, pos_j = [at[j] for j in info.rotation_joints if j in at], [at[j] for j in info.position_joints if j in at]
+    mapped = None if rt.native else [rt.bone_of(j) if j in at else "" for j in range(len(info.names))]
     bag = scene_io.channelbag(obj)
     curves = latent_io.curve_map(bag)
-    channels = latent_io.channel_list(obj, bones, set(info.rotation_joints), set(info.position_joints))
+    channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
     armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
-                     rotation_joints=info.rotation_joints, position_joints=info.position_joints,
-                     cm_per_unit=cm_per_unit, segments=reply["segments"], points=points, origins=out["origins"],
+                     rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
+                     cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,
                      keys=keys, key_rotations=key_rot, key_positions=key_pos,
                      model_segments=reply.get("model_segments"), model_keys=reply.get("model_keys"))

@@ -1,0 +1,289 @@
+"""Latent controls on rigs other than the data set's own, in real (headless) Blender (issue 16, item 5):
+Encode, the sliders and Resample through the bone map's conversion, as Inbetween.
+
+Each rig is a copy of the test clip's armature (own action, every frame keyed) changed as a user's rig
+differs, re-keyed so that its world motion is the original's: Mixamo's names (no bone for joint_Root)
+with a twist bone between UpperArm_L and LowerArm_L, and an A-pose rest (arms 45 degrees down).  The
+same edit on the original rig is the reference for the world motion."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
+                           keys_on, prefs, select_keys, snapshot, thin_keys, use_test_backend)
+from latent_helpers import AUTOENCODER
+
+bpy = bpy()
+from mathutils import Matrix  # noqa: E402  (after bpy)
+
+pytestmark = pytest.mark.blender
+F = 121  # frames encoded (the model's 61-frame windows: 2+ segments)
+FRAMES = range(1, F + 1)
+ARMS = {"L": ("UpperArm_L", "LowerArm_L", "Hand_L"), "R": ("UpperArm_R", "LowerArm_R", "Hand_R")}
+MIXAMO = {"joint_Root": "mixamorig:Ground", "Hips": "mixamorig:Hips", "Spine": "mixamorig:Spine",
+          "Chest": "mixamorig:Spine2", "Neck": "mixamorig:Neck", "Head": "mixamorig:Head"}
+for _s, _w in (("L", "Left"), ("R", "Right")):
+    MIXAMO.update({f"Shoulder_{_s}": f"mixamorig:{_w}Shoulder", f"UpperArm_{_s}": f"mixamorig:{_w}Arm",
+                   f"LowerArm_{_s}": f"mixamorig:{_w}ForeArm", f"Hand_{_s}": f"mixamorig:{_w}Hand",
+                   f"UpperLeg_{_s}": f"mixamorig:{_w}UpLeg", f"LowerLeg_{_s}": f"mixamorig:{_w}Leg",
+                   f"Foot_{_s}": f"mixamorig:{_w}Foot", f"Toes_{_s}": f"mixamorig:{_w}ToeBase"})
+TWIST = "mixamorig:LeftArm_twist"
+
+
+def heads(obj, frames, names=None):
+    """World bone heads ``[frames, bones, 3]`` of ``names`` (the original rig's bones, by their name on
+    this rig; all when None): adding a bone reorders an armature's bones."""
+    names = names or [pb.name for pb in obj.pose.bones]
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(int(f))
+        out.append([tuple(obj.matrix_world @ obj.pose.bones[b].head) for b in names])
+    return np.array(out)
+
+
+def names_on(rig, walk):
+    """The original rig's bone names as this rig calls them."""
+    return [MIXAMO.get(b, b) if TWIST in rig.pose.bones else b for b in walk["names"]]
+
+
+def encode():
+    return bpy.ops.anim.splinetween_encode(frame_range="CUSTOM", frame_start=1, frame_end=F)
+
+
+@pytest.fixture(scope="module")
+def walk():
+    fresh_scene_with_addon()
+    use_test_backend()
+    prefs().autoencoder = str(AUTOENCODER)
+    obj = import_bvh()
+    ref = copy_armature(obj, "reference")
+    bpy.context.view_layer.objects.active = obj
+    at_rest = heads(obj, FRAMES)
+    assert encode() == {"FINISHED"}
+    st = obj.splinetween_latent
+    st.segments[1].amplify = 1.5  # the original rig's edit: what the other rigs' edits must show
+    edited = heads(obj, FRAMES)
+    yield {"name": obj.name, "ref": ref.name, "at_rest": at_rest, "edited": edited, "cm": st.cm_per_unit,
+           "names": [pb.name for pb in obj.pose.bones]}
+    disable_addon()
+
+
+def twist_copy(walk):
+    """Mixamo's names, a twist bone between the left upper arm and forearm keyed with a 30-degree twist on
+    every frame, the forearm re-keyed so that its world pose is the original's."""
+    ref = bpy.data.objects[walk["ref"]]
+    rig = copy_armature(ref, "mixamo_twist")
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = rig.data.edit_bones
+    tw = eb.new("UpperArm_twist_L")
+    tw.head, tw.tail = eb["LowerArm_L"].head, eb["LowerArm_L"].head + (eb["LowerArm_L"].tail - eb["LowerArm_L"].head) * 0.3
+    tw.parent = eb["UpperArm_L"]
+    eb["LowerArm_L"].use_connect = False
+    eb["LowerArm_L"].parent = tw
+    bpy.ops.object.mode_set(mode="OBJECT")
+    pb = rig.pose.bones["UpperArm_twist_L"]
+    pb.rotation_mode = "QUATERNION"
+    pb.rotation_quaternion = (np.cos(np.radians(15)), 0.0, np.sin(np.radians(15)), 0.0)
+    low = rig.pose.bones["LowerArm_L"]
+    for f in FRAMES:
+        pb.keyframe_insert("rotation_quaternion", frame=f)
+    for f in FRAMES:  # the same world pose of the forearm on every frame, under the twist
+        bpy.context.scene.frame_set(f)
+        bpy.context.view_layer.update()
+        low.matrix = ref.pose.bones["LowerArm_L"].matrix.copy()
+        bpy.context.view_layer.update()
+        low.keyframe_insert("rotation_euler", frame=f)
+    for joint, bone in MIXAMO.items():
+        rig.data.bones[joint].name = bone
+    rig.data.bones["UpperArm_twist_L"].name = TWIST
+    return rig
+
+
+def a_pose_copy(walk, degrees=45.0):
+    """The rig with its arms turned down in the rest pose, re-keyed to the reference's world poses
+    (as ``test_rig_rest_pose``, on every frame)."""
+    ref = bpy.data.objects[walk["ref"]]
+    arm = copy_armature(ref, "a_pose")
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = arm.data.edit_bones
+    turns = {}
+    for side, chain in ARMS.items():
+        pivot = eb[chain[0]].head.copy()
+        sign = 1.0 if side == "L" else -1.0
+        turn = Matrix.Translation(pivot) @ Matrix.Rotation(np.radians(sign * degrees), 4, "Y") @ \
+            Matrix.Translation(-pivot)
+        for name in chain:
+            eb[name].transform(turn)
+            turns[name] = turn
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for f in FRAMES:
+        bpy.context.scene.frame_set(f)
+        for chain in ARMS.values():
+            for name in chain:
+                bpy.context.view_layer.update()
+                deform = ref.pose.bones[name].matrix @ ref.data.bones[name].matrix_local.inverted()
+                pb = arm.pose.bones[name]
+                pb.matrix = deform @ turns[name].inverted() @ arm.data.bones[name].matrix_local
+                bpy.context.view_layer.update()
+                pb.keyframe_insert("rotation_euler", frame=f)
+    return arm
+
+
+def same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert_same_keys(a[k], b[k])
+
+
+@pytest.mark.parametrize("make, tolerance_cm", [(twist_copy, 0.01), (a_pose_copy, 1e-3)], ids=["mixamo_twist", "a_pose"])
+def test_sliders_edit_another_rig_as_the_original(walk, make, tolerance_cm, record_property):
+    """Neutral: the keys bit for bit.  Amplify 1.5: the motion moves (> 0.5 cm) and its world motion is
+    the same edit on the original rig (Mixamo's: within the float noise of the unmapped root, as Inbetween
+    on it).  Back to 1: the keys bit for bit.  The twist bone is never written."""
+    rig = make(walk)
+    bpy.context.view_layer.objects.active = rig
+    try:
+        names, cm = names_on(rig, walk), walk["cm"]
+        before, at_rest = snapshot(rig), heads(rig, FRAMES, names)
+        np.testing.assert_allclose(at_rest, walk["at_rest"], atol=1e-3 / cm)  # the original's world motion
+        assert encode() == {"FINISHED"}
+        st = rig.splinetween_latent
+        assert st.active
+        same(before, snapshot(rig))
+        st.segments[1].amplify = 1.5
+        assert st.status == ""
+        moved = heads(rig, FRAMES, names)
+        assert np.linalg.norm(moved - at_rest, axis=-1).max() * cm > 0.5
+        err = np.linalg.norm(moved - walk["edited"], axis=-1) * cm
+        record_property("edit_vs_original_cm", f"{err.max():.2e}")
+        print(f"{rig.name}: the edit vs the original rig's, world joint positions: mean {err.mean():.2e} cm, "
+              f"max {err.max():.2e} cm")
+        assert err.max() < tolerance_cm
+        after = snapshot(rig)
+        for key in after:
+            if TWIST in key[0]:
+                assert_same_keys(before[key], after[key])
+        st.segments[1].amplify = 1.0
+        same(before, snapshot(rig))
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_resample_and_the_sliders_on_a_twist_rig(walk):
+    """Resample 2x on the Mixamo rig with the twist bone: the range doubles, the twist bone's keys are
+    re-timed with it (never layered) and the sliders still move the motion."""
+    rig = twist_copy(walk)
+    bpy.context.view_layer.objects.active = rig
+    try:
+        assert encode() == {"FINISHED"}
+        assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
+        st = rig.splinetween_latent
+        assert st.frames == 2 * F - 1
+        frames = range(1, 2 * F)
+        twist = {k: v for k, v in snapshot(rig).items() if TWIST in k[0]}
+        at_rest = heads(rig, frames)
+        st.segments[1].amplify = 1.5
+        assert st.status == ""
+        assert np.linalg.norm(heads(rig, frames) - at_rest, axis=-1).max() * walk["cm"] > 0.5
+        for k, v in snapshot(rig).items():
+            if TWIST in k[0]:
+                assert_same_keys(twist[k], v)
+        st.segments[1].amplify = 1.0
+        np.testing.assert_array_equal(heads(rig, frames), at_rest)
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_unmapped_toes_are_named_and_never_written(walk, capfd):
+    """Toes the bone map leaves out: Encode names them, the model fills them neutrally, the sliders move
+    the rest of the body and never write the toes' keys; back to neutral: every key bit for bit."""
+    rig = copy_armature(bpy.data.objects[walk["ref"]], "no_toes")
+    for side in "LR":
+        rig.data.bones[f"Toes_{side}"].name = f"Zeh_{side}x"
+    bpy.context.view_layer.objects.active = rig
+    try:
+        before, at_rest = snapshot(rig), heads(rig, FRAMES)
+        capfd.readouterr()
+        assert encode() == {"FINISHED"}
+        assert "the keys are unchanged; not mapped (filled neutrally, not written): Toes_L, Toes_R" in \
+            capfd.readouterr().out  # (the operator's report, as Blender prints it)
+        st = rig.splinetween_latent
+        st.segments[1].amplify = 1.5
+        assert st.status == ""
+        assert np.linalg.norm(heads(rig, FRAMES) - at_rest, axis=-1).max() * walk["cm"] > 0.5
+        after = snapshot(rig)
+        for key in before:
+            if "Zeh_" in key[0]:
+                assert_same_keys(before[key], after[key])
+        st.segments[1].amplify = 1.0
+        same(before, snapshot(rig))
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_inbetween_editable_on_a_twist_rig(walk):
+    """Inbetween (Editable) on the Mixamo rig with the twist bone keeps its control points: a slider moves
+    the fill between the keys (never the keys, never the twist bone), back to neutral gives the fill bit for bit."""
+    rig = twist_copy(walk)
+    bpy.context.view_layer.objects.active = rig
+    keys = list(range(1, F + 1, 15))
+    thin_keys(rig, keys)
+    select_keys(rig, keys)
+    try:
+        before = snapshot(rig)
+        assert bpy.ops.anim.splinetween_inbetween(editable=True) == {"FINISHED"}
+        st = rig.splinetween_latent
+        assert st.active and st.kind == "INBETWEEN"
+        fill, at_rest = snapshot(rig), heads(rig, FRAMES)
+        for k, v in fill.items():  # the user's keys stay; the twist bone is not in-betweened
+            if TWIST in k[0]:
+                assert_same_keys(before[k], v)
+        st.segments[1].amplify = 2.0
+        assert st.status == ""
+        moved = np.linalg.norm(heads(rig, FRAMES) - at_rest, axis=-1).max(1) * walk["cm"]
+        assert moved.max() > 0.5
+        assert moved[np.array(keys) - 1].max() < 1e-4  # the keys themselves are never written
+        edited = snapshot(rig)
+        for k, v in edited.items():
+            kept = keys_on(v, keys)
+            assert np.array_equal(v["co"][kept], fill[k]["co"][keys_on(fill[k], keys)]), k
+            if TWIST in k[0]:
+                assert_same_keys(fill[k], v)
+        st.segments[1].amplify = 1.0
+        same(fill, snapshot(rig))
+    finally:
+        bpy.data.objects.remove(rig)
+
+
+def test_a_root_bone_keyed_after_encode_turns_the_edit_with_it(walk):
+    """Bones above the mapped ones keep their own animation: turning the unmapped root bone (Mixamo's
+    "Ground") after Encode turns the character, and the next slider change turns the edit's displacement
+    of the hips with it (the same curves as with every cache cold)."""
+    from blender_addon.latent import armature, armature_retarget
+    rig = twist_copy(walk)
+    bpy.context.view_layer.objects.active = rig
+    try:
+        assert encode() == {"FINISHED"}
+        st = rig.splinetween_latent
+        st.segments[1].amplify = 1.5
+        first = snapshot(rig)
+        pb = rig.pose.bones["mixamorig:Ground"]
+        pb.rotation_mode = "QUATERNION"
+        pb.rotation_quaternion = (np.cos(0.4), 0.0, np.sin(0.4), 0.0)
+        for f in FRAMES:
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+        st.segments[1].amplify = 1.6
+        st.segments[1].amplify = 1.5
+        warm = snapshot(rig)
+        armature_retarget.forget(st.token)  # the original's view made afresh from the curves
+        armature.sync(rig, force=True)
+        cold = snapshot(rig)
+        hips = [k for k in warm if k[0] == 'pose.bones["mixamorig:Hips"].location']
+        assert len(hips) == 3
+        for k in hips:
+            np.testing.assert_array_equal(warm[k]["co"], cold[k]["co"])
+        turned = max(np.abs(first[k]["co"][:, 1] - warm[k]["co"][:, 1]).max() for k in hips)
+        assert turned * walk["cm"] > 0.1, turned  # the root's turn counts
+    finally:
+        bpy.data.objects.remove(rig)
