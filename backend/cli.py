@@ -84,7 +84,11 @@ def _load_inputs(paths, prepare, out_dir: Path, finite: bool = True):
 
 
 def _named(p, e) -> str:
-    return str(e) if str(p) in str(e) else f"{p}: {e}"
+    text = str(e) if str(p) in str(e) else f"{p}: {e}"
+    if "skeleton does not match the checkpoint" in text:  # another skeleton: the batch command maps it
+        text += (f"; a BVH of another skeleton in-betweens through a bone map (detected, or --bone-map "
+                 f"MAP.json): python -m blender_addon.batch inbetween {p} --out-dir DIR")
+    return text
 
 
 def _out_dir(path: Path) -> Path:

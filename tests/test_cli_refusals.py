@@ -223,3 +223,13 @@ def test_ctrl_c_during_a_long_native_call_exits_130_and_removes_temporaries(tmp_
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and time.perf_counter() - t0 < 5
     assert "interrupted: stopped" in err and not list(tmp_path.iterdir())
+
+
+def test_another_skeleton_is_refused_with_the_command_that_maps_it(tiny_inbetween, tmp_path):
+    other = tmp_path / "mannequin.bvh"
+    other.write_text(CLIP.read_text().replace("Hips", "pelvis"))
+    r = run("inbetween", other, "--every", "15", "--out-dir", tmp_path / "out", "--checkpoint", tiny_inbetween)
+    assert r.returncode == 1
+    assert "missing joints: Hips" in r.stderr and "extra joints: pelvis" in r.stderr
+    assert f"python -m blender_addon.batch inbetween {other} --out-dir DIR" in r.stderr and "--bone-map" in r.stderr
+    assert _files(tmp_path / "out") == []
