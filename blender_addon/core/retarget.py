@@ -91,73 +91,62 @@ class Retarget:
     def bone_of(self, j: int) -> str:
         return self.bones[self.joint_bone[j]]
 
+    def _padded_joints(self, pl) -> tuple[np.ndarray, np.ndarray]:
+        """Neutral rotations and offsets ``[J + 1, ...]`` with the identity joint last (not cached:
+        ``build`` sets ``offsets`` after a first conversion)."""
+        if not len(pl.between):
+            return self.neutral, self.offsets
+        return np.concatenate([self.neutral, _ID[None]]), np.concatenate([self.offsets, np.zeros((1, 3))])
+
     # -- rig -> model ---------------------------------------------------------------------------
     def contributions(self, basis: np.ndarray) -> np.ndarray:
         """``c_b = M_b B_b M_b^T`` for every bone: ``basis [..., B, 4]`` -> ``[..., B, 4]``."""
         return qmul(qmul(self.rest, basis), qconj(self.rest))
-
-    def _walk(self, chain, c, loc):
-        """(K, displacement) along a chain: the product of its contributions and the last bone's head
-        relative to the head of the bone above the chain, in that bone's rest-relative frame."""
-        k, disp = None, None
-        for b in chain:
-            q = self.bone_parent[b]
-            off = self.heads[b] - (self.heads[q] if q >= 0 else 0.0)
-            step = off + qrotate(self.loc_frame[b], loc[..., b, :])
-            disp = step if k is None else disp + qrotate(k, step)
-            k = c[..., b, :] if k is None else qmul(k, c[..., b, :])
-        return k, disp
 
     def _off(self, bones) -> np.ndarray:
         """Rest head minus the rest head of the parent (the origin at a root), armature space."""
         q = self.bone_parent[bones]
         return self.heads[bones] - np.where((q >= 0)[:, None], self.heads[np.maximum(q, 0)], 0.0)
 
-    def _split(self) -> tuple[list[int], list[int]]:
-        """Mapped joints on a bone right under their parent joint's bone (converted all at once), and the rest."""
-        simple = [j for j in self.mapped if len(self.chains[j]) == 1 and not self.between[j]]
-        return simple, [j for j in self.mapped if j not in simple]
-
-    def _above_diff(self, js) -> np.ndarray:
-        return np.array([self.rest_diff[self.above[j]] if self.above[j] >= 0 else _ID for j in js]).reshape(-1, 4)
-
     def inner_bones(self) -> list[int]:
         """Indices of the bones in between (their channels are needed on the way back)."""
         return sorted({b for ch in self.chains for b in ch[:-1]})
 
+    def _plan(self) -> _Plan:
+        """The chains and the joints in between as index arrays over the mapped joints (made once)."""
+        plan = self.__dict__.get("_plan_cache")
+        if plan is None:
+            plan = self.__dict__["_plan_cache"] = _Plan.of(self)
+        return plan
+
+    # -- rig -> model ---------------------------------------------------------------------------
     def to_model(self, basis: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every read bone's channels (``basis [F, B, 4]``, ``loc [F, B, 3]``) -> the model's local
-        rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes)."""
+        rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes).
+
+        All mapped joints at once: chains are padded at the top, joints in between at the end, with a
+        bone/joint that is the identity (rotation (1, 0, 0, 0), zero offset), and multiplying by the
+        identity or adding zero gives the same floats, so this is the per-joint walk number for number."""
         f, j_count = basis.shape[0], len(self.joint_bone)
-        c = self.contributions(basis)
+        pl = self._plan()
         rot = np.broadcast_to(self.neutral, (f, j_count, 4)).copy()
         pos = np.broadcast_to(self.offsets, (f, j_count, 3)).copy()
-        d = self.rest_diff
-        simple, other = self._split()
-        if simple:  # one step each, vectorised over the joints
-            bs = [self.chains[j][0] for j in simple]
-            step = self._off(bs) + qrotate(self.loc_frame[bs], loc[:, bs])
-            r = qmul(qmul(_C_INV, c[:, bs]), _C)
-            p = self.scale * qrotate(_C_INV, step)
-            if d is not None:
-                da_inv = qconj(self._above_diff(simple))
-                r = qmul(qmul(da_inv, r), d[simple])
-                p = qrotate(da_inv, p)
-            rot[:, simple], pos[:, simple] = r, p
-        for j in other:
-            k, disp = self._walk(self.chains[j], c, loc)
-            r = qmul(qmul(_C_INV, k), _C)
-            p = self.scale * qrotate(_C_INV, disp)
-            a = self.above[j]
-            if d is not None:
-                da_inv = qconj(d[a]) if a >= 0 else _ID
-                r = qmul(qmul(da_inv, r), d[j])
-                p = qrotate(da_inv, p)
-            for n in self.between[j]:  # the neutral joints in between: R_j = N_n^-1 ... N_1^-1 (...)
-                r = qmul(qconj(self.neutral[n]), r)
-                p = qrotate(qconj(self.neutral[n]), p - self.offsets[n])
-            rot[:, j] = r
-            pos[:, j] = p
+        if not pl.js:
+            return rot, pos
+        c, loc = pl.padded(self.contributions(basis), loc)
+        k, disp = pl.walk(c, loc, pl.steps)
+        r = qmul(qmul(_C_INV, k), _C)
+        p = self.scale * qrotate(_C_INV, disp)
+        if pl.diff is not None:
+            da_inv = qconj(pl.above_diff)
+            r = qmul(qmul(da_inv, r), pl.diff)
+            p = qrotate(da_inv, p)
+        neutral, offsets = self._padded_joints(pl)
+        for n in pl.between:  # the neutral joints in between, top-down: R_j = N_n^-1 ... N_1^-1 (...)
+            inv = qconj(neutral[n])
+            r = qmul(inv, r)
+            p = qrotate(inv, p - offsets[n])
+        rot[:, pl.js], pos[:, pl.js] = r, p
         return rot, pos
 
     # -- model -> rig ---------------------------------------------------------------------------
@@ -165,50 +154,92 @@ class Retarget:
         """The model's motion (``rot [F, J, 4]``, ``pos [F, J, 3]``) -> channels of the mapped bones
         (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
         the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
-        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs)."""
+        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs).
+        All mapped joints at once, padded with the identity as in ``to_model``."""
         f, j_count = rot.shape[:2]
-        c = None if basis is None else self.contributions(basis)  # (None: no chain has bones in between)
+        pl = self._plan()
         out_b = np.zeros((f, j_count, 4))
         out_b[..., 0] = 1.0
         out_l = np.zeros((f, j_count, 3))
-        d = self.rest_diff
-        simple, other = self._split()
-        if simple:
-            bs = [self.chains[j][0] for j in simple]
-            r, p = rot[:, simple], pos[:, simple]
-            if d is not None:
-                da = self._above_diff(simple)
-                r = qmul(qmul(da, r), qconj(d[simple]))
-                p = qrotate(da, p)
-            k = qmul(qmul(_C, r), _C_INV)
-            disp = qrotate(_C, p) / self.scale
-            out_b[:, simple] = qmul(qmul(qconj(self.rest[bs]), k), self.rest[bs])
-            out_l[:, simple] = qrotate(qconj(self.loc_frame[bs]), disp - self._off(bs))
-        for j in other:
-            chain = self.chains[j]
-            r, p = rot[:, j], pos[:, j]
-            a = self.above[j]
-            for n in reversed(self.between[j]):  # the model's own motion of unmapped joints in between;
-                if a < 0:  # above every mapped joint (a root the rig has no bone for): neutral, as on the way in
-                    p = self.offsets[n] + qrotate(self.neutral[n], p)
-                    r = qmul(self.neutral[n], r)
-                    continue
-                p = pos[:, n] + qrotate(rot[:, n], p)
-                r = qmul(rot[:, n], r)
-            if d is not None:
-                da = d[a] if a >= 0 else _ID
-                r = qmul(qmul(da, r), qconj(d[j]))
-                p = qrotate(da, p)
-            k = qmul(qmul(_C, r), _C_INV)
-            disp = qrotate(_C, p) / self.scale
-            kin, din = self._walk(chain[:-1], c, loc)  # the bones in between, as they are
-            b = chain[-1]
-            if kin is not None:
-                k = qmul(qconj(kin), k)
-                disp = qrotate(qconj(kin), disp - din)
-            out_b[:, j] = qmul(qmul(qconj(self.rest[b]), k), self.rest[b])
-            out_l[:, j] = qrotate(qconj(self.loc_frame[b]), disp - self._off([b])[0])
+        if not pl.js:
+            return out_b, out_l
+        r, p = rot[:, pl.js], pos[:, pl.js]
+        if len(pl.between):  # the model's own motion of unmapped joints in between (neutral above every mapped joint)
+            rot_x = np.concatenate([rot, np.broadcast_to(_ID, (f, 1, 4))], 1)
+            pos_x = np.concatenate([pos, np.zeros((f, 1, 3))], 1)
+            neutral, offsets = self._padded_joints(pl)
+            for n in pl.between[::-1]:
+                q = np.where(pl.top[:, None], neutral[n], rot_x[:, n])
+                p = np.where(pl.top[:, None], offsets[n], pos_x[:, n]) + qrotate(q, p)
+                r = qmul(q, r)
+        if pl.diff is not None:
+            r = qmul(qmul(pl.above_diff, r), qconj(pl.diff))
+            p = qrotate(pl.above_diff, p)
+        k = qmul(qmul(_C, r), _C_INV)
+        disp = qrotate(_C, p) / self.scale
+        if len(pl.steps) > 1:  # the bones in between, as they are
+            inner = pl.inner
+            c = np.empty((f, len(self.bones) + 1, 4))
+            c[:, -1] = _ID
+            c[:, inner] = qmul(qmul(self.rest[inner], basis[:, inner]), qconj(self.rest[inner]))
+            c, loc = pl.padded(c, loc, extended=True)
+            kin, din = pl.walk(c, loc, pl.steps[:-1])
+            k = qmul(qconj(kin), k)
+            disp = qrotate(qconj(kin), disp - din)
+        b = pl.steps[-1]
+        out_b[:, pl.js] = qmul(qmul(qconj(self.rest[b]), k), self.rest[b])
+        out_l[:, pl.js] = qrotate(qconj(self.loc_frame[b]), disp - self._off(b))
         return out_b, out_l
+
+
+@dataclass
+class _Plan:
+    """A Retarget's mapped joints ``js`` with their chains as rows ``steps [L, len(js)]`` of bone indices
+    (top-down, padded at the top with the extra identity bone ``B``; the last row is each joint's bone) and
+    the joints in between as rows ``between [M, len(js)]`` (top-down, padded at the end with the extra
+    identity joint ``J``)."""
+    js: list
+    steps: np.ndarray
+    between: np.ndarray
+    top: np.ndarray  # [len(js)] no mapped joint above
+    inner: list  # the bones in between (rows but the last)
+    off: np.ndarray  # [B + 1, 3] rest head minus the parent's, zero for the identity bone
+    loc_frame: np.ndarray  # [B + 1, 4]
+    diff: np.ndarray | None  # [len(js), 4] D_j
+    above_diff: np.ndarray | None  # [len(js), 4] D_a (the identity at the top)
+
+    @classmethod
+    def of(cls, rt: Retarget) -> _Plan:
+        js = rt.mapped
+        b_count, j_count = len(rt.bones), len(rt.joint_bone)
+        depth = max((len(rt.chains[j]) for j in js), default=1)
+        steps = np.array([[b_count] * (depth - len(rt.chains[j])) + list(rt.chains[j]) for j in js], dtype=int)
+        depth = max((len(rt.between[j]) for j in js), default=0)
+        between = np.array([list(rt.between[j]) + [j_count] * (depth - len(rt.between[j])) for j in js], dtype=int)
+        d = rt.rest_diff
+        above = rt.above[js]
+        return cls(js, steps.T.reshape(-1, len(js)), between.T.reshape(-1, len(js)), above < 0, rt.inner_bones(),
+                   np.concatenate([rt._off(np.arange(b_count)).reshape(-1, 3), np.zeros((1, 3))]),
+                   np.concatenate([rt.loc_frame.reshape(-1, 4), _ID[None]]),
+                   None if d is None else d[js],
+                   None if d is None else np.where((above >= 0)[:, None], d[np.maximum(above, 0)], _ID))
+
+    def padded(self, c, loc, extended=False):
+        """Contributions and locations ``[F, B + 1, ...]`` with the identity bone last."""
+        f = c.shape[0]
+        if not extended:
+            c = np.concatenate([c, np.broadcast_to(_ID, (f, 1, 4))], 1)
+        return c, np.concatenate([loc, np.zeros((f, 1, 3))], 1)
+
+    def walk(self, c, loc, steps):
+        """(K, displacement) along the chains' rows ``steps``: the product of the contributions and the
+        last bone's head relative to the head of the bone above the chain, in that bone's rest-relative frame."""
+        k, disp = None, None
+        for b in steps:
+            step = self.off[b] + qrotate(self.loc_frame[b], loc[:, b])
+            disp = step if k is None else disp + qrotate(k, step)
+            k = c[:, b] if k is None else qmul(k, c[:, b])
+        return k, disp
 
 
 def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_joints=(1,)) -> Retarget:
