@@ -37,10 +37,18 @@ classes = (SplinetweenBoneMapEntry, SplinetweenBoneMap)
 
 
 # -- the rig ------------------------------------------------------------------------------------
+def _rest(bones, prop: str, width: int) -> np.ndarray:
+    """One rest-pose property of every bone, ``[n, width]`` (one foreach_get: the same float32 values)."""
+    buf = np.empty(len(bones) * width, dtype=np.float32)
+    bones.foreach_get(prop, buf)
+    return buf.reshape(len(bones), width)
+
+
 def geometry(obj) -> dict:
     """``{bone: (parent, head, tail)}`` in armature space (rest), for detection."""
-    return {b.name: (b.parent.name if b.parent else None, tuple(b.head_local), tuple(b.tail_local))
-            for b in obj.data.bones}
+    data = obj.data.bones
+    heads, tails = _rest(data, "head_local", 3).tolist(), _rest(data, "tail_local", 3).tolist()
+    return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
 
 
 def parents(obj) -> dict:
@@ -61,7 +69,7 @@ def rig_bones(obj, mapped=None) -> dict:
                 seen.add(b.name)
                 chosen.append(b)
                 b = b.parent
-    return {b.name: retarget.RigBone(b.parent.name if b.parent else None, np.array(b.matrix_local),
+    return {b.name: retarget.RigBone(p.name if (p := b.parent) else None, np.array(b.matrix_local),
                                      b.use_local_location) for b in chosen}
 
 
