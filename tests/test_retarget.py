@@ -93,13 +93,14 @@ def test_the_model_sees_the_rigs_world_motion_and_the_way_back_returns_the_chann
 
 
 @pytest.mark.parametrize("table, unmap", [(RB.MIXAMO, ()), (RB.RIGIFY_DEF, ()), (RB.UNREAL, ()), (RB.CMU, ()),
-                                          (RB.MIXAMO, ("Spine", "Neck", "LowerArm_L")), (RB.UNREAL, ("Chest", "UpperLeg_R"))],
+                                          (RB.MIXAMO, ("Spine", "Neck", "LowerArm_L")),
+                                          (RB.UNREAL, ("Chest", "UpperLeg_R"))],
                          ids=["mixamo", "rigify", "ue", "cmu", "mixamo-unmapped-middle", "ue-unmapped-chest-thigh"])
 def test_the_conversion_over_all_joints_at_once_equals_the_per_joint_loops_bit_for_bit(table, unmap):
     """to_model/to_rig pad chains and joints in between with the identity to convert every joint at once:
     the very same floats as walking joint by joint (retarget_loops, the code before)."""
     rt = converted(table, unmap=unmap)
-    assert rt.inner_bones() and (table is not RB.MIXAMO or rt.between[NAMES.index("Hips")])  # no root bone
+    assert rt.inner_bones() and (table is not RB.MIXAMO or rt.between[NAMES.index("Hips")])  # (no root bone)
     assert any(rt.above[j] >= 0 and rt.between[j] for j in rt.mapped) == bool(set(unmap) - {"Hips"})
     basis, loc = random_pose(rt, frames=9)
     new, old = rt.to_model(basis, loc), retarget_loops.to_model(rt, basis, loc)
