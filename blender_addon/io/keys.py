@@ -55,6 +55,16 @@ class Curves:
         return fc
 
 
+class Find:
+    """``Curves.get`` without the pass over the bag (each look-up searches it): for a few channels."""
+
+    def __init__(self, bag):
+        self.fcurves = bag.fcurves
+
+    def get(self, path: str, index: int):
+        return self.fcurves.find(path, index=index)
+
+
 def read(fc, attrs=tuple(ATTRS)) -> dict[str, np.ndarray]:
     """The curve's keys, attribute by attribute (all of them by default)."""
     kp = fc.keyframe_points
@@ -201,7 +211,8 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
     evaluates in float32), ``evaluate`` elsewhere and on curves with modifiers.  ``co``: the keys'
     ``[n, 2]`` when already read."""
     frames = np.asarray(frames, dtype=np.float64)
-    if frames.size < FEW:  # (evaluate costs less than reading the keys)
+    if frames.size < FEW or (co is None and 4 * len(fc.keyframe_points) < frames.size):
+        # (evaluate costs less than reading the keys; with few keys, most frames fall between them anyway)
         return np.array([fc.evaluate(f) for f in frames.tolist()], dtype=np.float64).reshape(frames.shape)
     if co is None:
         co = read(fc, ("co",))["co"]

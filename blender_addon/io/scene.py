@@ -138,7 +138,7 @@ def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarra
     if not n or not bones:
         return np.zeros((n, len(bones), 4)) + [1.0, 0, 0, 0], np.zeros((n, len(bones), 3))
     few = frames.tolist() if n < keys_io.FEW else None  # values_at evaluates these one by one
-    curves = keys_io.Curves(bag)
+    curves = keys_io.Curves(bag) if len(bones) > 4 else keys_io.Find(bag)  # (the bones in between: a few)
     rows, modes = [], []  # per bone: location x, y, z, then its rotation channels
     pose_bones = obj.pose.bones
     for b in bones:
