@@ -89,7 +89,8 @@ def test_values_at_is_what_evaluate_gives(bag):
     x = K.read(fc)["co"][:, 0]
     on = x.astype(np.float64)
     between = np.linspace(x[0] - 5, x[-1] + 5, 97)
-    for frames in (on[:3], on, between, np.concatenate([on, between])):
+    for frames in (on[:3], on, between, np.concatenate([on, between]), np.concatenate([on, on[::-1]])):  # (the last
+        # reads the keys: as many frames as keys; the others evaluate, as with few keys)
         want = np.array([fc.evaluate(f) for f in frames])
         assert np.array_equal(K.values_at(fc, frames), want)
     mod = fc.modifiers.new("NOISE")  # a modifier changes the value on the keys too

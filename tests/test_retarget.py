@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+import retarget_loops
 import rig_builders as RB
 from blender_addon.core import bone_map as BM
 from blender_addon.core import rest_pose as RP
@@ -32,10 +33,11 @@ def rest_matrix(head, tail, rng):
     return m
 
 
-def converted(names_table, extra=()):
+def converted(names_table, extra=(), unmap=()):
     bones = RB.rig(names_table, extra)
     bm = BM.detect(NAMES, PARENTS, bones)
     joint_bones = BM.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bm.bones)
+    joint_bones = [None if n in unmap else b for n, b in zip(NAMES, joint_bones)]
     rig = {b: RT.RigBone(v[0], rest_matrix(v[1], v[2], RNG), bool(RNG.integers(2))) for b, v in bones.items()}
     return RT.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
 
@@ -88,6 +90,40 @@ def test_the_model_sees_the_rigs_world_motion_and_the_way_back_returns_the_chann
     for j in rt.mapped:
         same_rotation(back_b[:, j], basis[:, rt.joint_bone[j]])
     np.testing.assert_allclose(back_l[:, 1], loc[:, rt.joint_bone[1]], atol=1e-9)
+
+
+@pytest.mark.parametrize("table, unmap", [(RB.MIXAMO, ()), (RB.RIGIFY_DEF, ()), (RB.UNREAL, ()), (RB.CMU, ()),
+                                          (RB.MIXAMO, ("Spine", "Neck", "LowerArm_L")),
+                                          (RB.UNREAL, ("Chest", "UpperLeg_R"))],
+                         ids=["mixamo", "rigify", "ue", "cmu", "mixamo-unmapped-middle", "ue-unmapped-chest-thigh"])
+def test_the_conversion_over_all_joints_at_once_equals_the_per_joint_loops_bit_for_bit(table, unmap):
+    """to_model/to_rig pad chains and joints in between with the identity to convert every joint at once:
+    the very same floats as walking joint by joint (retarget_loops, the code before)."""
+    rt = converted(table, unmap=unmap)
+    assert rt.inner_bones() and (table is not RB.MIXAMO or rt.between[NAMES.index("Hips")])  # (no root bone)
+    assert any(rt.above[j] >= 0 and rt.between[j] for j in rt.mapped) == bool(set(unmap) - {"Hips"})
+    basis, loc = random_pose(rt, frames=9)
+    new, old = rt.to_model(basis, loc), retarget_loops.to_model(rt, basis, loc)
+    rot, pos = random_pose(rt, frames=9)[0][:, :len(NAMES)], 3.0 * RNG.normal(size=(9, len(NAMES), 3))
+    back_new, back_old = rt.to_rig(rot, pos, basis, loc), retarget_loops.to_rig(rt, rot, pos, basis, loc)
+    for a, b in zip(new + back_new, old + back_old):
+        assert a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_the_data_sets_own_skeleton_converts_as_before():
+    """One bone per joint, the data set's rest: no padding, no rest differences, the same floats."""
+    rig = {}
+    for j, (n, p) in enumerate(zip(NAMES, PARENTS)):
+        m = np.eye(4)
+        m[:3, 3] = R.qrotate(C, OFFSETS[j]) / 100.0 + (rig[NAMES[p]].matrix[:3, 3] if p >= 0 else 0.0)
+        rig[n] = RT.RigBone(NAMES[p] if p >= 0 else None, m, True)
+    rt = RT.build(NAMES, PARENTS, OFFSETS, list(NAMES), rig)
+    assert rt.native and rt.rest_diff is None and not rt.inner_bones()
+    basis, loc = random_pose(rt, frames=9)
+    rot, pos = rt.to_model(basis, loc)
+    assert all(np.array_equal(a, b) for a, b in zip((rot, pos), retarget_loops.to_model(rt, basis, loc)))
+    np.testing.assert_allclose(rot, R.qmul(R.qmul(R.qconj(C), basis), C), atol=1e-12)
+    assert all(np.array_equal(a, b) for a, b in zip(rt.to_rig(rot, pos), retarget_loops.to_rig(rt, rot, pos)))
 
 
 def test_standing_rigs_face_and_stand_as_the_models_reference():

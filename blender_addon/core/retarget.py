@@ -19,7 +19,7 @@ the same rest posture) every ``D`` is the identity and this is ``rig_math.blende
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -91,124 +91,238 @@ class Retarget:
     def bone_of(self, j: int) -> str:
         return self.bones[self.joint_bone[j]]
 
-    # -- rig -> model ---------------------------------------------------------------------------
     def contributions(self, basis: np.ndarray) -> np.ndarray:
         """``c_b = M_b B_b M_b^T`` for every bone: ``basis [..., B, 4]`` -> ``[..., B, 4]``."""
         return qmul(qmul(self.rest, basis), qconj(self.rest))
-
-    def _walk(self, chain, c, loc):
-        """(K, displacement) along a chain: the product of its contributions and the last bone's head
-        relative to the head of the bone above the chain, in that bone's rest-relative frame."""
-        k, disp = None, None
-        for b in chain:
-            q = self.bone_parent[b]
-            off = self.heads[b] - (self.heads[q] if q >= 0 else 0.0)
-            step = off + qrotate(self.loc_frame[b], loc[..., b, :])
-            disp = step if k is None else disp + qrotate(k, step)
-            k = c[..., b, :] if k is None else qmul(k, c[..., b, :])
-        return k, disp
 
     def _off(self, bones) -> np.ndarray:
         """Rest head minus the rest head of the parent (the origin at a root), armature space."""
         q = self.bone_parent[bones]
         return self.heads[bones] - np.where((q >= 0)[:, None], self.heads[np.maximum(q, 0)], 0.0)
 
-    def _split(self) -> tuple[list[int], list[int]]:
-        """Mapped joints on a bone right under their parent joint's bone (converted all at once), and the rest."""
-        simple = [j for j in self.mapped if len(self.chains[j]) == 1 and not self.between[j]]
-        return simple, [j for j in self.mapped if j not in simple]
-
-    def _above_diff(self, js) -> np.ndarray:
-        return np.array([self.rest_diff[self.above[j]] if self.above[j] >= 0 else _ID for j in js]).reshape(-1, 4)
-
     def inner_bones(self) -> list[int]:
         """Indices of the bones in between (their channels are needed on the way back)."""
         return sorted({b for ch in self.chains for b in ch[:-1]})
 
+    def _plan(self) -> _Plan:
+        """The chains and the joints in between as index arrays over the mapped joints (made once)."""
+        plan = self.__dict__.get("_plan_cache")
+        if plan is None:
+            plan = self.__dict__["_plan_cache"] = _Plan.of(self)
+        return plan
+
+    # -- rig -> model ---------------------------------------------------------------------------
     def to_model(self, basis: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every read bone's channels (``basis [F, B, 4]``, ``loc [F, B, 3]``) -> the model's local
-        rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes)."""
+        rotations ``[F, J, 4]`` and positions ``[F, J, 3]`` (cm, BVH axes).
+
+        All mapped joints at once: chains are padded at the top, joints in between at the end, with a
+        bone/joint that is the identity (rotation (1, 0, 0, 0), zero offset), and multiplying by the
+        identity or adding zero gives the same floats, so this is the per-joint walk number for number
+        (computed component by component, ``[4, F, joints]``, the same arithmetic as ``qmul``/``qrotate``)."""
         f, j_count = basis.shape[0], len(self.joint_bone)
-        c = self.contributions(basis)
+        pl = self._plan()
         rot = np.broadcast_to(self.neutral, (f, j_count, 4)).copy()
         pos = np.broadcast_to(self.offsets, (f, j_count, 3)).copy()
-        d = self.rest_diff
-        simple, other = self._split()
-        if simple:  # one step each, vectorised over the joints
-            bs = [self.chains[j][0] for j in simple]
-            step = self._off(bs) + qrotate(self.loc_frame[bs], loc[:, bs])
-            r = qmul(qmul(_C_INV, c[:, bs]), _C)
-            p = self.scale * qrotate(_C_INV, step)
-            if d is not None:
-                da_inv = qconj(self._above_diff(simple))
-                r = qmul(qmul(da_inv, r), d[simple])
-                p = qrotate(da_inv, p)
-            rot[:, simple], pos[:, simple] = r, p
-        for j in other:
-            k, disp = self._walk(self.chains[j], c, loc)
-            r = qmul(qmul(_C_INV, k), _C)
-            p = self.scale * qrotate(_C_INV, disp)
-            a = self.above[j]
-            if d is not None:
-                da_inv = qconj(d[a]) if a >= 0 else _ID
-                r = qmul(qmul(da_inv, r), d[j])
-                p = qrotate(da_inv, p)
-            for n in self.between[j]:  # the neutral joints in between: R_j = N_n^-1 ... N_1^-1 (...)
-                r = qmul(qconj(self.neutral[n]), r)
-                p = qrotate(qconj(self.neutral[n]), p - self.offsets[n])
-            rot[:, j] = r
-            pos[:, j] = p
+        if not pl.js:
+            return rot, pos
+        rest = pl.full("rest", f, lambda: pl.rest[:, :, :-1])
+        rest_inv = pl.full("rest~", f, lambda: _qconj_c(pl.rest[:, :, :-1]))
+        c = _cat_id(_qmul_c(_qmul_c(rest, _comp(basis)), rest_inv))
+        k, disp = pl.walk(c, _cat_zero(_comp(loc)), pl.steps, "chain", f)
+        r = _mul_c(_c_mul(-_CX, k), _CX)  # C^-1 K C
+        p = self.scale * _c_rot(-_CX, disp)
+        if pl.diff is not None:
+            da_inv = pl.full("da~", f, lambda: _qconj_c(pl.above_diff))
+            r = _qmul_c(_qmul_c(da_inv, r), pl.full("d", f, lambda: pl.diff))
+            p = _qrot_c(da_inv, p)
+        if len(pl.between):
+            neutral, offsets = self._padded_joints()
+            for n in pl.between:  # the neutral joints in between, top-down: R_j = N_n^-1 ... N_1^-1 (...)
+                inv = _qconj_c(neutral[:, None, n])
+                r = _qmul_c(inv, r)
+                p = _qrot_c(inv, p - offsets[:, None, n])
+        rot[:, pl.js], pos[:, pl.js] = np.moveaxis(r, 0, -1), np.moveaxis(p, 0, -1)
         return rot, pos
+
+    def _padded_joints(self) -> tuple[np.ndarray, np.ndarray]:
+        """Neutral rotations ``[4, J + 1]`` and offsets ``[3, J + 1]`` with the identity joint last (not
+        kept in the plan: ``build`` sets ``offsets`` after a first conversion)."""
+        return _cat_id(_comp(self.neutral)), _cat_zero(_comp(self.offsets))
 
     # -- model -> rig ---------------------------------------------------------------------------
     def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None) -> tuple[np.ndarray, np.ndarray]:
         """The model's motion (``rot [F, J, 4]``, ``pos [F, J, 3]``) -> channels of the mapped bones
         (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
         the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
-        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs)."""
+        same frames (only the bones in between, ``inner_bones``, are used: they keep theirs).
+        All mapped joints at once, padded with the identity as in ``to_model``."""
         f, j_count = rot.shape[:2]
-        c = None if basis is None else self.contributions(basis)  # (None: no chain has bones in between)
+        pl = self._plan()
         out_b = np.zeros((f, j_count, 4))
         out_b[..., 0] = 1.0
         out_l = np.zeros((f, j_count, 3))
-        d = self.rest_diff
-        simple, other = self._split()
-        if simple:
-            bs = [self.chains[j][0] for j in simple]
-            r, p = rot[:, simple], pos[:, simple]
-            if d is not None:
-                da = self._above_diff(simple)
-                r = qmul(qmul(da, r), qconj(d[simple]))
-                p = qrotate(da, p)
-            k = qmul(qmul(_C, r), _C_INV)
-            disp = qrotate(_C, p) / self.scale
-            out_b[:, simple] = qmul(qmul(qconj(self.rest[bs]), k), self.rest[bs])
-            out_l[:, simple] = qrotate(qconj(self.loc_frame[bs]), disp - self._off(bs))
-        for j in other:
-            chain = self.chains[j]
-            r, p = rot[:, j], pos[:, j]
-            a = self.above[j]
-            for n in reversed(self.between[j]):  # the model's own motion of unmapped joints in between;
-                if a < 0:  # above every mapped joint (a root the rig has no bone for): neutral, as on the way in
-                    p = self.offsets[n] + qrotate(self.neutral[n], p)
-                    r = qmul(self.neutral[n], r)
-                    continue
-                p = pos[:, n] + qrotate(rot[:, n], p)
-                r = qmul(rot[:, n], r)
-            if d is not None:
-                da = d[a] if a >= 0 else _ID
-                r = qmul(qmul(da, r), qconj(d[j]))
-                p = qrotate(da, p)
-            k = qmul(qmul(_C, r), _C_INV)
-            disp = qrotate(_C, p) / self.scale
-            kin, din = self._walk(chain[:-1], c, loc)  # the bones in between, as they are
-            b = chain[-1]
-            if kin is not None:
-                k = qmul(qconj(kin), k)
-                disp = qrotate(qconj(kin), disp - din)
-            out_b[:, j] = qmul(qmul(qconj(self.rest[b]), k), self.rest[b])
-            out_l[:, j] = qrotate(qconj(self.loc_frame[b]), disp - self._off([b])[0])
+        if not pl.js:
+            return out_b, out_l
+        rot_c, pos_c = _comp(rot), _comp(pos)
+        r, p = rot_c[:, :, pl.js], pos_c[:, :, pl.js]
+        wb, wi = pl.with_between, pl.with_inner  # (only these joints: the identity steps change nothing)
+        if wb:  # the model's own motion of unmapped joints in between (neutral above every mapped joint)
+            neutral, offsets = self._padded_joints()
+            rot_x, pos_x = _cat_id(rot_c), _cat_zero(pos_c)
+            top, rb, pb = pl.top[wb], r[:, :, wb], p[:, :, wb]
+            for n in pl.between[::-1, wb]:
+                q = np.where(top, neutral[:, None, n], rot_x[:, :, n])
+                pb = np.where(top, offsets[:, None, n], pos_x[:, :, n]) + _qrot_c(q, pb)
+                rb = _qmul_c(q, rb)
+            r[:, :, wb], p[:, :, wb] = rb, pb
+        if pl.diff is not None:
+            da = pl.full("da", f, lambda: pl.above_diff)
+            r = _qmul_c(_qmul_c(da, r), pl.full("d~", f, lambda: _qconj_c(pl.diff)))
+            p = _qrot_c(da, p)
+        k = _mul_c(_c_mul(_CX, r), -_CX)  # C R C^-1
+        disp = _c_rot(_CX, p) / self.scale
+        if wi:  # the bones in between, as they are
+            inner = pl.inner
+            c = np.empty((4, f, len(self.bones) + 1))
+            c[:, :, -1] = _ID[:, None]
+            rest = pl.rest[:, :, inner]
+            c[:, :, inner] = _qmul_c(_qmul_c(rest, _comp(basis[:, inner])), _qconj_c(rest))
+            kin, din = pl.walk(c, _cat_zero(_comp(loc)), pl.steps[:-1, wi], "inner", f)
+            kin = _qconj_c(kin)
+            k[:, :, wi] = _qmul_c(kin, k[:, :, wi])
+            disp[:, :, wi] = _qrot_c(kin, disp[:, :, wi] - din)
+        b = pl.steps[-1]
+        rest = pl.full("rest b", f, lambda: pl.rest[:, :, b])
+        rest_inv = pl.full("rest b~", f, lambda: _qconj_c(pl.rest[:, :, b]))
+        out_b[:, pl.js] = np.moveaxis(_qmul_c(_qmul_c(rest_inv, k), rest), 0, -1)
+        frame_inv = pl.full("loc frame b~", f, lambda: _qconj_c(pl.loc_frame[:, :, b]))
+        out_l[:, pl.js] = np.moveaxis(_qrot_c(frame_inv, disp - pl.full("off b", f, lambda: pl.off[:, :, b])), 0, -1)
         return out_b, out_l
+
+
+# Quaternions component by component (``[4, ...]``, vectors ``[3, ...]``): ``qmul``/``qrotate``'s arithmetic
+# term for term (the same floats) on contiguous arrays, a third faster than on the last axis.
+def _comp(x) -> np.ndarray:
+    """``[..., k]`` -> ``[k, ...]``."""
+    return np.ascontiguousarray(np.moveaxis(np.asarray(x, dtype=np.float64), -1, 0))
+
+
+def _cat_id(q) -> np.ndarray:
+    """``[4, ..., n]`` -> ``[4, ..., n + 1]`` with the identity last."""
+    return np.concatenate([q, np.broadcast_to(_ID.reshape((4,) + (1,) * (q.ndim - 1)), q.shape[:-1] + (1,))], -1)
+
+
+def _cat_zero(v) -> np.ndarray:
+    return np.concatenate([v, np.zeros(v.shape[:-1] + (1,))], -1)
+
+
+def _qmul_c(a, b):
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw))
+
+
+def _qconj_c(q):
+    return np.stack((q[0], -q[1], -q[2], -q[3]))
+
+
+def _qrot_c(q, v):
+    w, x, y, z = q
+    v0, v1, v2 = v
+    t0, t1, t2 = 2.0 * (y * v2 - z * v1), 2.0 * (z * v0 - x * v2), 2.0 * (x * v1 - y * v0)
+    return np.stack((v0 + w * t0 + (y * t2 - z * t1), v1 + w * t1 + (z * t0 - x * t2), v2 + w * t2 + (x * t1 - y * t0)))
+
+
+# The axis change C = (w, x, 0, 0): qmul/qrotate with its zero terms left out (adding a zero product changes
+# no float, only the sign of a zero), a third of the operations.
+_CW, _CX = float(_C[0]), float(_C[1])
+
+
+def _c_mul(cx, b):
+    """``qmul((w, cx, 0, 0), b)`` for C (``cx = x``) or C^-1 (``cx = -x``)."""
+    bw, bx, by, bz = b
+    return np.stack((_CW * bw - cx * bx, _CW * bx + cx * bw, _CW * by - cx * bz, _CW * bz + cx * by))
+
+
+def _mul_c(a, cx):
+    """``qmul(a, (w, cx, 0, 0))``."""
+    aw, ax, ay, az = a
+    return np.stack((aw * _CW - ax * cx, aw * cx + ax * _CW, ay * _CW + az * cx, az * _CW - ay * cx))
+
+
+def _c_rot(cx, v):
+    """``qrotate((w, cx, 0, 0), v)``."""
+    v0, v1, v2 = v
+    t1, t2 = -2.0 * (cx * v2), 2.0 * (cx * v1)
+    return np.stack((v0, v1 + _CW * t1 - cx * t2, v2 + _CW * t2 + cx * t1))
+
+
+@dataclass
+class _Plan:
+    """A Retarget's mapped joints ``js`` with their chains as rows ``steps [L, len(js)]`` of bone indices
+    (top-down, padded at the top with the extra identity bone ``B``; the last row is each joint's bone) and
+    the joints in between as rows ``between [M, len(js)]`` (top-down, padded at the end with the extra
+    identity joint ``J``).  Per-bone and per-joint arrays are component-major ``[k, 1, n]``."""
+    js: list
+    steps: np.ndarray
+    between: np.ndarray
+    top: np.ndarray  # [len(js)] no mapped joint above
+    inner: list  # the bones in between (rows but the last)
+    with_between: list  # columns of the joints with joints in between
+    with_inner: list  # columns of the joints with bones in between
+    rest: np.ndarray  # [4, 1, B + 1]
+    off: np.ndarray  # [3, 1, B + 1] rest head minus the parent's, zero for the identity bone
+    loc_frame: np.ndarray  # [4, 1, B + 1]
+    diff: np.ndarray | None  # [4, 1, len(js)] D_j
+    above_diff: np.ndarray | None  # [4, 1, len(js)] D_a (the identity at the top)
+    _full: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, rt: Retarget) -> _Plan:
+        js = rt.mapped
+        b_count, j_count = len(rt.bones), len(rt.joint_bone)
+        depth = max((len(rt.chains[j]) for j in js), default=1)
+        steps = np.array([[b_count] * (depth - len(rt.chains[j])) + list(rt.chains[j]) for j in js], dtype=int)
+        depth = max((len(rt.between[j]) for j in js), default=0)
+        between = np.array([list(rt.between[j]) + [j_count] * (depth - len(rt.between[j])) for j in js], dtype=int)
+        d = rt.rest_diff
+        above = rt.above[js]
+
+        def per(x):
+            return _comp(x)[:, None, :]
+        return cls(js, steps.T.reshape(-1, len(js)), between.T.reshape(-1, len(js)), above < 0, rt.inner_bones(),
+                   [i for i, j in enumerate(js) if rt.between[j]],
+                   [i for i, j in enumerate(js) if len(rt.chains[j]) > 1],
+                   per(np.concatenate([rt.rest.reshape(-1, 4), _ID[None]])),
+                   per(np.concatenate([rt._off(np.arange(b_count)).reshape(-1, 3), np.zeros((1, 3))])),
+                   per(np.concatenate([rt.loc_frame.reshape(-1, 4), _ID[None]])),
+                   None if d is None else per(d[js]),
+                   None if d is None else per(np.where((above >= 0)[:, None], d[np.maximum(above, 0)], _ID)))
+
+    def full(self, name: str, f: int, make) -> np.ndarray:
+        """``make()`` (``[k, 1, n]``, per joint) spread over ``f`` frames and kept: numpy's arithmetic runs
+        a third faster on whole arrays than broadcast along the frames (and gives the same floats)."""
+        got = self._full.get((name, f))
+        if got is None:
+            if len(self._full) > 64:
+                self._full.clear()
+            x = make()
+            got = self._full[name, f] = np.ascontiguousarray(np.broadcast_to(x, (x.shape[0], f, x.shape[2])))
+        return got
+
+    def walk(self, c, loc, steps, name: str, f: int):
+        """(K, displacement) along the chains' rows ``steps`` (``c [4, F, B + 1]``, ``loc [3, F, B + 1]``):
+        the product of the contributions and the last bone's head relative to the head of the bone above
+        the chain, in that bone's rest-relative frame."""
+        k, disp = None, None
+        for s, b in enumerate(steps):
+            off = self.full(f"{name} off {s}", f, lambda: self.off[:, :, b])
+            step = off + _qrot_c(self.full(f"{name} frame {s}", f, lambda: self.loc_frame[:, :, b]), loc[:, :, b])
+            disp = step if k is None else disp + _qrot_c(k, step)
+            k = c[:, :, b] if k is None else _qmul_c(k, c[:, :, b])
+        return k, disp
 
 
 def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_joints=(1,)) -> Retarget:

@@ -37,10 +37,18 @@ classes = (SplinetweenBoneMapEntry, SplinetweenBoneMap)
 
 
 # -- the rig ------------------------------------------------------------------------------------
+def _rest(bones, prop: str, width: int) -> np.ndarray:
+    """One rest-pose property of every bone, ``[n, width]`` (one foreach_get: the same float32 values)."""
+    buf = np.empty(len(bones) * width, dtype=np.float32)
+    bones.foreach_get(prop, buf)
+    return buf.reshape(len(bones), width)
+
+
 def geometry(obj) -> dict:
     """``{bone: (parent, head, tail)}`` in armature space (rest), for detection."""
-    return {b.name: (b.parent.name if b.parent else None, tuple(b.head_local), tuple(b.tail_local))
-            for b in obj.data.bones}
+    data = obj.data.bones
+    heads, tails = _rest(data, "head_local", 3).tolist(), _rest(data, "tail_local", 3).tolist()
+    return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
 
 
 def parents(obj) -> dict:
@@ -61,7 +69,7 @@ def rig_bones(obj, mapped=None) -> dict:
                 seen.add(b.name)
                 chosen.append(b)
                 b = b.parent
-    return {b.name: retarget.RigBone(b.parent.name if b.parent else None, np.array(b.matrix_local),
+    return {b.name: retarget.RigBone(p.name if (p := b.parent) else None, np.array(b.matrix_local),
                                      b.use_local_location) for b in chosen}
 
 
@@ -87,8 +95,7 @@ def store(obj, bm: BM.BoneMap, joint_names) -> None:
 _found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig
 
 
-def _detected(obj, joint_names, joint_parents) -> BM.BoneMap:
-    geo = geometry(obj)
+def _detected(obj, joint_names, joint_parents, geo) -> BM.BoneMap:
     key = (tuple(joint_names), tuple(joint_parents), tuple((n, g[0], g[1], g[2]) for n, g in geo.items()))
     if key not in _found:
         if len(_found) > 32:
@@ -98,17 +105,34 @@ def _detected(obj, joint_names, joint_parents) -> BM.BoneMap:
     return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, list(bm.notes))
 
 
+_checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each joint: a map that passed is checked once
+
+
+def _check(joint_names, joint_parents, bone_parents: dict, bones: dict) -> list:
+    key = (tuple(joint_names), tuple(joint_parents), tuple(bones.items()), tuple(bone_parents.items()))
+    if key not in _checked:
+        found = BM.check(joint_names, joint_parents, bone_parents, bones)  # (a refusal is raised, not kept)
+        if len(_checked) > 32:
+            _checked.clear()
+        _checked[key] = found
+    return list(_checked[key])
+
+
 def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
     """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
     their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
     model is a Refusal naming what is missing and how to map it."""
     bm = None if given else stored(obj)
     if bm is None:
-        bm = _detected(obj, joint_names, joint_parents)
+        geo = geometry(obj)
+        bone_parents = {n: g[0] for n, g in geo.items()}
+        bm = _detected(obj, joint_names, joint_parents, geo)
         if given:
             bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
+    else:
+        bone_parents = parents(obj)
     try:
-        bones = BM.check(joint_names, joint_parents, parents(obj), bm.bones)
+        bones = _check(joint_names, joint_parents, bone_parents, bm.bones)
     except BM.BoneMapError as e:
         how = "the armature's bone map" if not given and stored(obj) is not None else \
             ("the given bone map" if given else f"detected as {bm.preset}")

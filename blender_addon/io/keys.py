@@ -29,7 +29,7 @@ BLENDER_DEFAULTS = {"back": 1.70158, "amplitude": 0.8, "period": 4.1}  # a key i
 ADDED = {"handle_left_type": "AUTO_CLAMPED", "handle_right_type": "AUTO_CLAMPED", "interpolation": "BEZIER",
          "type": "KEYFRAME", "easing": "AUTO", "back": 0.0, "amplitude": 0.0, "period": 0.0,
          "select_control_point": True, "select_left_handle": True, "select_right_handle": True}
-_FEW = 24  # frames below which values_at calls evaluate rather than reading the keys
+FEW = 24  # frames below which values_at calls evaluate rather than reading the keys
 
 
 @lru_cache(maxsize=None)
@@ -53,6 +53,16 @@ class Curves:
         if fc is None:
             fc = self.by_channel[path, index] = new_fcurve(self.bag, path, index, group)
         return fc
+
+
+class Find:
+    """``Curves.get`` without the pass over the bag (each look-up searches it): for a few channels."""
+
+    def __init__(self, bag):
+        self.fcurves = bag.fcurves
+
+    def get(self, path: str, index: int):
+        return self.fcurves.find(path, index=index)
 
 
 def read(fc, attrs=tuple(ATTRS)) -> dict[str, np.ndarray]:
@@ -201,7 +211,8 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
     evaluates in float32), ``evaluate`` elsewhere and on curves with modifiers.  ``co``: the keys'
     ``[n, 2]`` when already read."""
     frames = np.asarray(frames, dtype=np.float64)
-    if frames.size < _FEW:  # (evaluate costs less than reading the keys)
+    if frames.size < FEW or (co is None and 4 * len(fc.keyframe_points) < frames.size):
+        # (evaluate costs less than reading the keys; with few keys, most frames fall between them anyway)
         return np.array([fc.evaluate(f) for f in frames.tolist()], dtype=np.float64).reshape(frames.shape)
     if co is None:
         co = read(fc, ("co",))["co"]

@@ -131,19 +131,48 @@ def read_channel(obj, bag, bone: str, prop: str, size: int, frames, curves=None)
 
 
 def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarray]:
-    """Rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` of the bones at ``frames``."""
-    n = len(frames)
-    curves = keys_io.Curves(bag)
-    basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
-    by_mode = {}
-    for j, b in enumerate(bones):
-        by_mode.setdefault(obj.pose.bones[b].rotation_mode, []).append(j)
-        loc[:, j] = read_channel(obj, bag, b, "location", 3, frames, curves)
-    for mode, js in by_mode.items():  # one conversion per rotation mode
+    """Rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` of the bones at ``frames``
+    (``read_channel``'s values, gathered in one list and made an array once: a few thousand values)."""
+    frames = np.asarray(frames, dtype=np.float64)
+    n = frames.size
+    if not n or not bones:
+        return np.zeros((n, len(bones), 4)) + [1.0, 0, 0, 0], np.zeros((n, len(bones), 3))
+    few = frames.tolist() if n < keys_io.FEW else None  # values_at evaluates these one by one
+    curves = keys_io.Curves(bag) if len(bones) > 4 else keys_io.Find(bag)  # (the bones in between: a few)
+    rows, modes = [], []  # per bone: location x, y, z, then its rotation channels
+    pose_bones = obj.pose.bones
+    for b in bones:
+        pb = pose_bones[b]
+        mode = pb.rotation_mode
         prop, size = rotation_property(mode)
-        values = np.stack([read_channel(obj, bag, bones[j], prop, size, frames, curves) for j in js], 1)
-        basis[:, js] = rig_math.channels_to_quat(values, mode)
+        modes.append((mode, size))
+        _channel(rows, pb, b, "location", 3, frames, few, curves)
+        _channel(rows, pb, b, prop, size, frames, few, curves)
+    values = np.array(rows, dtype=np.float64).reshape(-1, n).T  # [n, channels]
+    basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
+    by_mode, starts, at = {}, [], 0
+    for j, (mode, size) in enumerate(modes):
+        loc[:, j] = values[:, at:at + 3]
+        starts.append(at + 3)
+        by_mode.setdefault(mode, []).append(j)
+        at += 3 + size
+    for mode, js in by_mode.items():  # one conversion per rotation mode
+        size = modes[js[0]][1]
+        basis[:, js] = rig_math.channels_to_quat(np.stack([values[:, starts[j]:starts[j] + size] for j in js], 1), mode)
     return basis, loc
+
+
+def _channel(rows: list, pb, bone: str, prop: str, size: int, frames, few, curves) -> None:
+    """``read_channel`` for a pose bone already looked up, one list of ``frames.size`` values per
+    index appended to ``rows`` (``few``: ``frames`` as a list when ``values_at`` evaluates them one by one)."""
+    path, static = bone_path(bone, prop), None
+    for i in range(size):
+        fc = curves.get(path, i)
+        if fc is not None and len(fc.keyframe_points):
+            rows.append([fc.evaluate(f) for f in few] if few is not None else keys_io.values_at(fc, frames))
+        else:
+            static = getattr(pb, prop) if static is None else static
+            rows.append([static[i]] * frames.size if few is not None else np.full(frames.size, static[i]))
 
 
 def read_keys(fc) -> dict[str, np.ndarray]:
