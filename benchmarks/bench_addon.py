@@ -55,15 +55,21 @@ def inbetween_scene():
     return src, keys
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def bench_args(argv, doc: str):
+    """The add-on benchmarks' arguments (--repeats, --threads); the math threads set before any model runs."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
-    import numpy as np
     import torch
     torch.set_num_threads(args.threads)
+    return args
+
+
+def main(argv=None) -> int:
+    args = bench_args(argv, __doc__)
+    import numpy as np
     import bpy
     from addon_helpers import channelbag, copy_armature, prefs
     from blender_addon import bridge, preferences

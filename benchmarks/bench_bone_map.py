@@ -11,7 +11,6 @@ the bones in between at every frame), as a share of the operator's time (the iss
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_addon import inbetween_scene, median_ms  # noqa: E402
+from bench_addon import bench_args, inbetween_scene, median_ms  # noqa: E402
 
 
 def mixamo_copy(bpy, src, copy_armature):
@@ -52,14 +51,8 @@ def mixamo_copy(bpy, src, copy_armature):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
+    args = bench_args(argv, __doc__)
     import numpy as np
-    import torch
-    torch.set_num_threads(args.threads)
     import bpy
     from addon_helpers import channelbag, copy_armature, prefs
     from blender_addon import bridge, preferences

@@ -10,7 +10,6 @@ decoded (the layer's own work: composition, conversion, channel values, the writ
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -24,15 +23,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_addon import bench_args  # noqa: E402
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
-    import torch
-    torch.set_num_threads(args.threads)
+    args = bench_args(argv, __doc__)
     import bpy
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from bench_bone_map import mixamo_copy
