@@ -13,6 +13,7 @@ from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, 
 
 bpy = bpy()
 from blender_addon.batch.job_bvh import every_k  # noqa: E402
+from rig_helpers import add_twist  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -100,27 +101,7 @@ def test_a_twist_bone_in_the_arm_keeps_its_keys_and_the_arm_moves_as_before(walk
     are re-keyed so that the world pose at the keys is the original's.  Inbetween maps around the twist
     bone (its keys stay bit for bit) and the arm in-betweens to the original's world motion."""
     original = bpy.data.objects[walk["name"]]
-    bpy.ops.object.mode_set(mode="EDIT")
-    eb = rig.data.edit_bones
-    tw = eb.new("UpperArm_twist_L")
-    tw.head, tw.tail = eb["LowerArm_L"].head, eb["LowerArm_L"].head + (eb["LowerArm_L"].tail - eb["LowerArm_L"].head) * 0.3
-    tw.parent = eb["UpperArm_L"]
-    eb["LowerArm_L"].use_connect = False
-    eb["LowerArm_L"].parent = tw
-    bpy.ops.object.mode_set(mode="OBJECT")
-    pb = rig.pose.bones["UpperArm_twist_L"]
-    pb.rotation_mode = "QUATERNION"
-    pb.rotation_quaternion = (np.cos(np.radians(15)), 0.0, np.sin(np.radians(15)), 0.0)
-    for f in walk["keys"]:
-        pb.keyframe_insert("rotation_quaternion", frame=f)
-    low = rig.pose.bones["LowerArm_L"]
-    for f in walk["keys"]:  # the same world pose of the forearm at each key, under the twist
-        bpy.context.scene.frame_set(f)
-        bpy.context.scene.frame_set(f)
-        bpy.context.view_layer.update()
-        target = bpy.data.objects[walk["ref"]].pose.bones["LowerArm_L"].matrix.copy()
-        low.matrix = target
-        low.keyframe_insert("rotation_euler", frame=f)
+    add_twist(rig, bpy.data.objects[walk["ref"]], walk["keys"])
     select_keys(rig, walk["keys"], bones=[b.name for b in rig.pose.bones if b.name != "UpperArm_twist_L"])
     before = snapshot(rig)
     assert OP() == {"FINISHED"}

@@ -15,12 +15,12 @@ from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, 
 from latent_helpers import AUTOENCODER
 
 bpy = bpy()
-from mathutils import Matrix  # noqa: E402  (after bpy)
+import rig_helpers  # noqa: E402
+from rig_helpers import add_twist  # noqa: E402
 
 pytestmark = pytest.mark.blender
 F = 121  # frames encoded (the model's 61-frame windows: 2+ segments)
 FRAMES = range(1, F + 1)
-ARMS = {"L": ("UpperArm_L", "LowerArm_L", "Hand_L"), "R": ("UpperArm_R", "LowerArm_R", "Hand_R")}
 MIXAMO = {"joint_Root": "mixamorig:Ground", "Hips": "mixamorig:Hips", "Spine": "mixamorig:Spine",
           "Chest": "mixamorig:Spine2", "Neck": "mixamorig:Neck", "Head": "mixamorig:Head"}
 for _s, _w in (("L", "Left"), ("R", "Right")):
@@ -74,26 +74,7 @@ def twist_copy(walk):
     every frame, the forearm re-keyed so that its world pose is the original's."""
     ref = bpy.data.objects[walk["ref"]]
     rig = copy_armature(ref, "mixamo_twist")
-    bpy.ops.object.mode_set(mode="EDIT")
-    eb = rig.data.edit_bones
-    tw = eb.new("UpperArm_twist_L")
-    tw.head, tw.tail = eb["LowerArm_L"].head, eb["LowerArm_L"].head + (eb["LowerArm_L"].tail - eb["LowerArm_L"].head) * 0.3
-    tw.parent = eb["UpperArm_L"]
-    eb["LowerArm_L"].use_connect = False
-    eb["LowerArm_L"].parent = tw
-    bpy.ops.object.mode_set(mode="OBJECT")
-    pb = rig.pose.bones["UpperArm_twist_L"]
-    pb.rotation_mode = "QUATERNION"
-    pb.rotation_quaternion = (np.cos(np.radians(15)), 0.0, np.sin(np.radians(15)), 0.0)
-    low = rig.pose.bones["LowerArm_L"]
-    for f in FRAMES:
-        pb.keyframe_insert("rotation_quaternion", frame=f)
-    for f in FRAMES:  # the same world pose of the forearm on every frame, under the twist
-        bpy.context.scene.frame_set(f)
-        bpy.context.view_layer.update()
-        low.matrix = ref.pose.bones["LowerArm_L"].matrix.copy()
-        bpy.context.view_layer.update()
-        low.keyframe_insert("rotation_euler", frame=f)
+    add_twist(rig, ref, FRAMES)
     for joint, bone in MIXAMO.items():
         rig.data.bones[joint].name = bone
     rig.data.bones["UpperArm_twist_L"].name = TWIST
@@ -101,33 +82,9 @@ def twist_copy(walk):
 
 
 def a_pose_copy(walk, degrees=45.0):
-    """The rig with its arms turned down in the rest pose, re-keyed to the reference's world poses
-    (as ``test_rig_rest_pose``, on every frame)."""
-    ref = bpy.data.objects[walk["ref"]]
-    arm = copy_armature(ref, "a_pose")
-    bpy.ops.object.mode_set(mode="EDIT")
-    eb = arm.data.edit_bones
-    turns = {}
-    for side, chain in ARMS.items():
-        pivot = eb[chain[0]].head.copy()
-        sign = 1.0 if side == "L" else -1.0
-        turn = Matrix.Translation(pivot) @ Matrix.Rotation(np.radians(sign * degrees), 4, "Y") @ \
-            Matrix.Translation(-pivot)
-        for name in chain:
-            eb[name].transform(turn)
-            turns[name] = turn
-    bpy.ops.object.mode_set(mode="OBJECT")
-    for f in FRAMES:
-        bpy.context.scene.frame_set(f)
-        for chain in ARMS.values():
-            for name in chain:
-                bpy.context.view_layer.update()
-                deform = ref.pose.bones[name].matrix @ ref.data.bones[name].matrix_local.inverted()
-                pb = arm.pose.bones[name]
-                pb.matrix = deform @ turns[name].inverted() @ arm.data.bones[name].matrix_local
-                bpy.context.view_layer.update()
-                pb.keyframe_insert("rotation_euler", frame=f)
-    return arm
+    """The rig with its arms turned down in the rest pose, re-keyed to the reference's world poses on
+    every frame."""
+    return rig_helpers.a_pose_copy(bpy.data.objects[walk["ref"]], FRAMES, degrees)
 
 
 def same(a: dict, b: dict) -> None:

@@ -9,12 +9,12 @@ from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, 
                            keys_on, select_keys, snapshot, thin_keys, use_test_backend)
 
 bpy = bpy()
-from mathutils import Matrix  # noqa: E402  (after bpy)
+import rig_helpers  # noqa: E402
+from rig_helpers import ARMS  # noqa: E402
 from blender_addon.batch.job_bvh import every_k  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
-ARMS = {"L": ("UpperArm_L", "LowerArm_L", "Hand_L"), "R": ("UpperArm_R", "LowerArm_R", "Hand_R")}
 
 
 @pytest.fixture(scope="module")
@@ -41,35 +41,9 @@ def heads(obj, frames):
 
 
 def a_pose_copy(walk, degrees=45.0):
-    """The thinned rig with its arms turned down in the rest pose (each arm about the axis through its
-    shoulder joint along the character's front-back), re-keyed to the reference's world poses."""
-    ref = bpy.data.objects[walk["ref"]]
-    arm = copy_armature(ref, "a_pose")
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    eb = arm.data.edit_bones
-    turns = {}
-    for side, chain in ARMS.items():
-        pivot = eb[chain[0]].head.copy()
-        sign = 1.0 if side == "L" else -1.0
-        turn = Matrix.Translation(pivot) @ Matrix.Rotation(np.radians(sign * degrees), 4, "Y") @ \
-            Matrix.Translation(-pivot)
-        for name in chain:
-            eb[name].transform(turn)  # (Blender picks the turned bones' rolls: the motion does not depend on them)
-            turns[name] = turn
-    bpy.ops.object.mode_set(mode="OBJECT")
-    for f in walk["keys"]:  # the same world motion: each arm bone moves its (turned) rest as the original's
-        bpy.context.scene.frame_set(f)
-        for chain in ARMS.values():
-            for name in chain:
-                bpy.context.view_layer.update()
-                deform = ref.pose.bones[name].matrix @ ref.data.bones[name].matrix_local.inverted()
-                pb = arm.pose.bones[name]
-                pb.matrix = deform @ turns[name].inverted() @ arm.data.bones[name].matrix_local
-                bpy.context.view_layer.update()
-                pb.keyframe_insert("rotation_euler", frame=f)
-    select_keys(arm, walk["keys"])
-    return arm
+    """The thinned rig with its arms turned down in the rest pose, re-keyed to the reference's world poses
+    at the keys."""
+    return rig_helpers.a_pose_copy(bpy.data.objects[walk["ref"]], walk["keys"], degrees)
 
 
 def test_an_a_pose_rig_in_betweens_to_the_originals_world_motion(walk):
