@@ -263,8 +263,8 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
     if uses_mirror(engine, keys):
         c_rot, c_pos = mirror_correction(engine, controls, skel)
-        if s > 1:  # the correction, per frame, eased between frames at the denser sampling
-            c_rot, c_pos = _densify(c_rot, s), _densify(c_pos, s)
+        if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
+            c_rot, c_pos = T.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
     out_rot = Q.fix_hemisphere(out_rot)
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
@@ -292,17 +292,3 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
         cache[key] = (Q.normalize(Q.mul(sym[0], Q.inv(own[0]))), sym[1] - own[1])
     return cache[key]
 
-
-def _densify(a: np.ndarray, s: int) -> np.ndarray:
-    """Per-frame values at s times the density (frame f lands on f * s), linear between frames
-    (quaternions: normalised; the corrections are small rotations near identity)."""
-    t = np.arange((len(a) - 1) * s + 1) / s
-    i = np.minimum(t.astype(int), len(a) - 2) if len(a) > 1 else np.zeros(len(t), int)
-    w = (t - i)[:, None, None]
-    if len(a) == 1:
-        return a.copy()
-    b = a[i + 1]
-    if a.shape[-1] == 4:
-        b = np.where((a[i] * b).sum(-1, keepdims=True) < 0, -b, b)
-        return Q.normalize((1 - w) * a[i] + w * b)
-    return (1 - w) * a[i] + w * b

@@ -123,3 +123,11 @@ def report(left: dict[str, str], limit: int = 6) -> str:
     return (f"{n} bone{'s' * (n != 1)} driven by constraints {'were' if n != 1 else 'was'} left as "
             f"{'they were' if n != 1 else 'it was'}: {', '.join(items[:limit])}{more}; mute the constraint "
             "(or set its influence to 0) or key its controller")
+
+
+def written_channels(bones: list[str], rotation_joints, position_joints, only=None) -> dict[str, set]:
+    """bone -> the channels the add-on writes on it (``ROTATION``, ``LOCATION``); ``rotation_joints`` and
+    ``position_joints`` index ``bones``; with ``only``, just the bones in it (those with gaps to fill)."""
+    rot, pos = set(rotation_joints), set(position_joints)
+    return {b: ({ROTATION} if j in rot else set()) | ({LOCATION} if j in pos else set())
+            for j, b in enumerate(bones) if only is None or b in only}

@@ -91,6 +91,11 @@ class Retarget:
     def bone_of(self, j: int) -> str:
         return self.bones[self.joint_bone[j]]
 
+    def on_mapped(self, joints) -> list[int]:
+        """Joint indices -> indices into the mapped joints' bones (``mapped`` order); unmapped joints drop out."""
+        at = {j: i for i, j in enumerate(self.mapped)}
+        return [at[j] for j in joints if j in at]
+
     def contributions(self, basis: np.ndarray) -> np.ndarray:
         """``c_b = M_b B_b M_b^T`` for every bone: ``basis [..., B, 4]`` -> ``[..., B, 4]``."""
         return qmul(qmul(self.rest, basis), qconj(self.rest))

@@ -14,7 +14,6 @@ import numpy as np
 from .. import bridge
 from ..core import constraints
 from ..core import gaps
-from ..core import retarget
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
@@ -54,8 +53,9 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
                          info.max_gap * info.frame_time)
     except gaps.PlanError as e:
         raise Refusal(str(e)) from None
-    driven = constraints_io.driven_bones(obj, written_channels(plan.gaps, bones, _on_mapped(rt, info.rotation_joints),
-                                                               _on_mapped(rt, info.position_joints)))
+    written = constraints.written_channels(bones, rt.on_mapped(info.rotation_joints),
+                                           rt.on_mapped(info.position_joints), only=plan.gaps)
+    driven = constraints_io.driven_bones(obj, written)
     if driven:  # keys under a constraint change nothing visible: left as they were, and named
         plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
         if not plan.gaps:
@@ -64,28 +64,12 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
     return info, bag, rt, bones, plan
 
 
-def _on_mapped(rt: retarget.Retarget, joints) -> list[int]:
-    """Joint indices -> indices into the mapped bones (unmapped joints are not written)."""
-    at = {j: i for i, j in enumerate(rt.mapped)}
-    return [at[j] for j in joints if j in at]
-
-
-def written_channels(bone_gaps, bones: list[str], rotation_joints, position_joints) -> dict[str, set]:
-    """bone -> the channels Inbetween writes on it ("rotation", "location"), for the bones with gaps
-    (``rotation_joints``/``position_joints``: indices into ``bones``)."""
-    out = {}
-    for j, bone in enumerate(bones):
-        if bone in bone_gaps:
-            out[bone] = ({constraints.ROTATION} if j in rotation_joints else set()) | \
-                        ({constraints.LOCATION} if j in position_joints else set())
-    return out
-
-
 def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0, progress=None) -> str:
     """Fill the gaps; ``progress(done, total)`` is told about each stage (status-bar progress)."""
     t0 = time.perf_counter()
     step = progress or (lambda done, total: None)
     info, bag, rt, bones, plan = prepare(obj, settings, options, fps)
+    rot_j, pos_j = rt.on_mapped(info.rotation_joints), rt.on_mapped(info.position_joints)  # indices into ``bones``
     total = 2 + len(bones)
     step(0, total)
     rot, pos = rt.to_model(*scene_io.read_pose(obj, bag, rt.bones, plan.keys))
@@ -113,7 +97,7 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     step(2, total)
     # the IK targets of chains left unwritten: placed now (reads only), written with the bones
     moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc,
-                                          _on_mapped(rt, info.position_joints), options.blend) if plan.left else ([], [])
+                                          pos_j, options.blend) if plan.left else ([], [])
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
@@ -123,11 +107,10 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
         armature.bake(obj)
     if editable:
-        channels = latent_io.driven_channels(obj, bones, _on_mapped(rt, info.rotation_joints),
-                                             _on_mapped(rt, info.position_joints))
+        channels = latent_io.driven_channels(obj, bones, rot_j, pos_j)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
-    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, _on_mapped(rt, info.rotation_joints),
-                             _on_mapped(rt, info.position_joints), locked, lambda j: step(3 + j, total))
+    written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, rot_j, pos_j, locked,
+                             lambda j: step(3 + j, total))
     if editable:
         from ..latent import encode
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt, rot, pos, reply, latent_out, snap)

@@ -72,9 +72,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     except bridge.BridgeError as e:
         raise Refusal(str(e)) from None
     rt, bones, rot_j, pos_j = joint_bones(obj, info, bone_map)
-    written = {b: {constraints.ROTATION} if j in rot_j else set() for j, b in enumerate(bones)}
-    for j in pos_j:
-        written[bones[j]].add(constraints.LOCATION)
+    written = constraints.written_channels(bones, rot_j, pos_j)
     left = {b: d.describe() for b, d in constraints_io.driven_bones(obj, written).items()}
     frames = np.arange(start, end + 1, dtype=np.float64)
     curves = latent_io.curve_map(bag)
@@ -125,9 +123,8 @@ def joint_bones(obj, info, given: dict | None = None):
     rt = bone_map_io.conversion(obj, info, mapped)
     if rt.native:
         return rt, list(mapped), list(info.rotation_joints), list(info.position_joints)
-    at = {j: i for i, j in enumerate(rt.mapped)}
-    return (rt, [rt.bone_of(j) for j in rt.mapped], [at[j] for j in info.rotation_joints if j in at],
-            [at[j] for j in info.position_joints if j in at])
+    return (rt, [rt.bone_of(j) for j in rt.mapped], rt.on_mapped(info.rotation_joints),
+            rt.on_mapped(info.position_joints))
 
 
 def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot, key_pos, reply, out, snap) -> None:
@@ -136,9 +133,8 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     ``bones``: the mapped joints' bones (``rt``: the conversion the fill was written with)."""
     points = np.asarray(out["points"], dtype=np.float64)
     n = keys[-1] + 1
-    at = {j: i for i, j in enumerate(rt.mapped)}
-    rot_j, pos_j = [at[j] for j in info.rotation_joints if j in at], [at[j] for j in info.position_joints if j in at]
-    mapped = None if rt.native else [rt.bone_of(j) if j in at else "" for j in range(len(info.names))]
+    rot_j, pos_j = rt.on_mapped(info.rotation_joints), rt.on_mapped(info.position_joints)
+    mapped = None if rt.native else [rt.bone_of(j) if rt.joint_bone[j] >= 0 else "" for j in range(len(info.names))]
     bag = scene_io.channelbag(obj)
     curves = latent_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
