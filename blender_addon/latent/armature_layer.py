@@ -94,11 +94,16 @@ def prime(st, rot, pos) -> None:
         decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
 
 
+def _seam_key(st, s: int, sides, keysig) -> tuple:
+    """What segment ``s``'s frames eased into its seams depend on: its signature and, on each side it is
+    joined at, its neighbour's."""
+    return (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+
+
 def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
     """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
     neutral ones are the same for every slider change)."""
-    keys = {s: (st.token, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
-            for s, (sides, _) in plan.items()}
+    keys = {s: _seam_key(st, s, sides, keysig) for s, (sides, _) in plan.items()}
     todo = [(s, plan[s][0]) for s, key in keys.items() if key not in _joins]
     for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
         _joins[keys[s]] = values
@@ -135,7 +140,7 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
     maps, poss = [], []
     for s, (sides, mine) in plan.items():
         a, b = bounds[s]
-        key = (st.token, key0, s, sides, keysig(s - 1) if sides[0] else "", keysig(s), keysig(s + 1) if sides[1] else "")
+        key = (st.token, key0, *_seam_key(st, s, sides, keysig)[1:])  # (the token first: ``forget``)
         if key not in _maps:
             rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
             _maps[key] = (SM.rotation_maps(basis[a:b + 1], rot, turns), pos)
