@@ -124,25 +124,20 @@ def _ease(rot, pos, idx, q, p, w) -> None:
     rot[idx[0]], pos[idx[0]] = q, p
 
 
-def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, True),
-                   poses: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, True)) -> tuple[np.ndarray, np.ndarray]:
     """Frames to write for segment ``s`` (``parts[s] = (rot, pos)`` its own decode).  With ``seams``,
     each end frame it shares with a neighbour becomes the mean of both sides (as Engine.decode joins
     segments) and the segment eases into that pose over :func:`ramp` frames, so the motion has no
     step at the seam (neighbours decoded apart, or edited apart, need not meet).  ``sides``: which
-    ends to ease (frames outside a ramp are never touched).  ``poses``: seam poses already made from
-    the same ``parts`` (by the left segment), filled in here (neighbours joined in one pass share them)."""
+    ends to ease (frames outside a ramp are never touched)."""
     rot, pos = parts[s][0].copy(), parts[s][1].copy()
     if not seams:
         return rot, pos
-    poses = {} if poses is None else poses
     w = ramp(len(rot))
-    for left, on, idx in ((s - 1, s > 0 and sides[0], np.arange(len(w))),
-                          (s, s < count - 1 and sides[1], len(rot) - 1 - np.arange(len(w)))):
-        if on:
-            if left not in poses:
-                poses[left] = seam_pose(parts, left)
-            _ease(rot, pos, idx, *poses[left], w)
+    if s > 0 and sides[0]:
+        _ease(rot, pos, np.arange(len(w)), *seam_pose(parts, s - 1), w)
+    if s < count - 1 and sides[1]:
+        _ease(rot, pos, len(rot) - 1 - np.arange(len(w)), *seam_pose(parts, s), w)
     return rot, pos
 
 
