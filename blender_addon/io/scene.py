@@ -118,16 +118,9 @@ def read_channel(obj, bag, bone: str, prop: str, size: int, frames, curves=None)
     """Channel values ``[n, size]`` at ``frames``: the F-curve where there is one, else the pose value.
     ``curves``: a ``keys.Curves`` of ``bag`` when the caller has one (looked up once)."""
     frames = np.asarray(frames, dtype=np.float64)
-    out = np.empty((frames.size, size))
-    static = getattr(obj.pose.bones[bone], prop)
-    path = bone_path(bone, prop)
-    for i in range(size):
-        fc = curves.get(path, i) if curves is not None else bag.fcurves.find(path, index=i)
-        if fc is not None and len(fc.keyframe_points):
-            out[:, i] = keys_io.values_at(fc, frames)
-        else:
-            out[:, i] = static[i]
-    return out
+    rows: list = []
+    _channel(rows, obj.pose.bones[bone], bone, prop, size, frames, None, curves or keys_io.Find(bag))
+    return np.array(rows, dtype=np.float64).reshape(size, frames.size).T
 
 
 def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarray]:
