@@ -12,6 +12,7 @@ import numpy as np
 from ..core import bone_map as BM
 from ..core import rest_pose, retarget
 from ..core.errors import Refusal
+from . import scene as scene_io
 
 
 class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
@@ -49,10 +50,6 @@ def geometry(obj) -> dict:
     data = obj.data.bones
     heads, tails = _rest(data, "head_local", 3).tolist(), _rest(data, "tail_local", 3).tolist()
     return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
-
-
-def parents(obj) -> dict:
-    return {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
 
 
 def rig_bones(obj, mapped=None) -> dict:
@@ -130,7 +127,7 @@ def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple
         if given:
             bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
     else:
-        bone_parents = parents(obj)
+        bone_parents = scene_io.bone_parents(obj)
     try:
         bones = _check(joint_names, joint_parents, bone_parents, bm.bones)
     except BM.BoneMapError as e:
@@ -168,7 +165,6 @@ def conversion(obj, info, joint_bones) -> retarget.Retarget:
 def inner_pose(obj, bag, rt: retarget.Retarget, frames) -> tuple:
     """``(basis [F, B, 4], loc [F, B, 3])`` with the channels of the bones in between read at ``frames``
     (the identity elsewhere: not used), or ``(None, None)`` when no chain has bones in between."""
-    from . import scene as scene_io
     inner = rt.inner_bones()
     if not inner:
         return None, None
