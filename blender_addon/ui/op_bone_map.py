@@ -93,7 +93,8 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
                 bm = BM.detect(names, parents, bone_map_io.geometry(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
-                path.write_text(bm.to_json() + "\n", encoding="utf-8")
+                # all or nothing: a failed write never leaves half a preset over an earlier one
+                bridge.numpy_module("atomic").write_text(path, bm.to_json() + "\n")
             except OSError as e:
                 raise Refusal(f"cannot write {path}: {e.strerror or e}") from None
             return f"Bone map of {obj.name} saved to {path}"
