@@ -33,6 +33,10 @@ ratio of the two.
 
 Torch threads: the batch gives each worker ``cores // N`` threads unless OMP_NUM_THREADS is set
 (set it to 1 to compare process parallelism alone).  Run it on an otherwise idle machine.
+
+``--ceiling``: also time one worker confined to one core in every repeat, and print the best speed-up
+as many workers as cores could reach: each file no faster than alone on one core (Blender's own
+simulation threads then have no second core; a worker beside another has none either).
 """
 from __future__ import annotations
 
@@ -86,14 +90,17 @@ def make_flags(folder: Path, files: int) -> int:
     return 60 - len(list(range(1, 60, 5)) + [60])
 
 
-def run_once(tree: Path, shots: Path, out: Path, jobs: int, mesh: bool = False) -> dict:
+def run_once(tree: Path, shots: Path, out: Path, jobs: int, mesh: bool = False, one_core: bool = False) -> dict:
+    """One timed batch run; ``one_core``: the command and its workers confined to one core (so Blender
+    simulates on one thread), for the ceiling (``--ceiling``)."""
     report = out / f"report-{jobs}.json"
     command = ["mesh-inbetween", str(shots), "--every", "5"] if mesh else ["inbetween", str(shots)]
     cmd = [sys.executable, "-m", "blender_addon.batch", *command, "--out-dir", str(out), "--force",
            "--jobs", str(jobs), "--device", "cpu", "--quiet", "--report", str(report)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    res = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+    pin = (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})) if one_core else None
+    res = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, preexec_fn=pin)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
@@ -177,6 +184,18 @@ def _table(label: str, rows: dict, files: int) -> None:
               f"start-up (target >= 1.6x): {'met' if ratio >= 1.6 else 'NOT met'}")
 
 
+def _ceiling(one: dict, pinned: dict, files: int) -> None:
+    """What N workers on N cores can reach at best: each file costs at least what it costs a worker alone on
+    one core (no contention, no spinning; start-up counted once), so the N workers need at least
+    ceil(files / N) of those files' time, against one unconfined worker's wall."""
+    cores = os.cpu_count() or 1
+    best = pinned["serial"] + math.ceil(files / cores) * pinned["file"]
+    print(f"one worker on one core: {pinned['wall']:.2f} s ({pinned['file']:.2f} s a file, cpu {pinned['cpu']:.1f} s); "
+          f"one worker on {cores} cores: {one['wall']:.2f} s ({one['file']:.2f} s a file)")
+    print(f"ceiling of {cores} workers on {cores} cores: {one['wall']:.2f} / {best:.2f} s = {one['wall'] / best:.2f}x "
+          f"(every file as fast as alone on its own core)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -186,6 +205,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mesh", action="store_true", help="mesh-inbetween on copies of the example flag")
     ap.add_argument("--baseline-tree", type=Path, help="another source tree timed alternately on the same files")
     ap.add_argument("--profile", action="store_true", help="with --mesh: time one worker's steps in this process")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also time one worker confined to one core: what two workers can reach on this machine")
     args = ap.parse_args(argv)
     if args.profile:
         if not args.mesh:
@@ -209,10 +230,15 @@ def main(argv=None) -> int:
             for jobs in args.jobs:
                 for name, tree in trees.items():
                     runs[name, jobs].append(run_once(tree, shots, out, jobs, args.mesh))
+            if args.ceiling:
+                runs.setdefault(("this tree", "one core"), []).append(run_once(ROOT, shots, out, 1, args.mesh, True))
+        pinned = runs.pop(("this tree", "one core"), None)
         rows = {name: {jobs: {k: statistics.median(r[k] for r in runs[name, jobs]) for k in runs[name, jobs][0]}
                        for jobs in args.jobs} for name in trees}
         for name in trees:
             _table(f"{name} ({trees[name]}), medians of {args.repeats}:", rows[name], args.files)
+        if pinned and 1 in rows["this tree"]:
+            _ceiling(rows["this tree"][1], {k: statistics.median(r[k] for r in pinned) for k in pinned[0]}, args.files)
         if args.baseline_tree:
             for jobs in args.jobs:
                 print(f"{jobs} worker(s): baseline / this tree {rows['baseline'][jobs]['wall'] / rows['this tree'][jobs]['wall']:.2f}x "

@@ -50,6 +50,7 @@ def named_error(reply: dict) -> bool:
 @pytest.mark.parametrize("arrays, match", [
     ([["a", "float32", [2 ** 62, 4]]], "too large"),
     ([["a", "float64", [2 ** 70]]], "too large"),
+    ([["a", "float32", [0, 2 ** 61]]], "too large"),  # empty, yet a shape numpy cannot make
     (5, "bad array list"),
     ([["a", "float32", [3, -1]]], "bad array description"),
     ([["a", "float16", [3]]], "bad array description"),

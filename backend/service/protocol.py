@@ -94,7 +94,8 @@ def array_specs(specs) -> list[tuple[str, str, tuple[int, ...], int]]:
             raise ArraySpecError(f"array {name[:50]!r} is described twice")
         names.add(name)
         size = math.prod(shape) * np.dtype(dtype).itemsize
-        if size > MAX_ARRAY:
+        if size > MAX_ARRAY or any(s * np.dtype(dtype).itemsize > MAX_ARRAY for s in shape):  # (an empty
+            # array's other sides too: numpy refuses a shape of [0, 2**61] at all)
             raise ArraySpecError(f"array {name[:50]!r} of {size} bytes is too large")
         total += size
         if total > MAX_TOTAL:
