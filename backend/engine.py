@@ -82,13 +82,6 @@ class Engine(EngineBase):
             raise EngineError(f"{self.path.name} is an {self.task} checkpoint; this needs an {task} checkpoint "
                               f"(pass --checkpoint with one)")
 
-    def trunk(self):
-        """The decoder's traced trunk (``backend.traced``), made at the first decode; None: eager."""
-        if not hasattr(self, "_trunk"):
-            from .traced import trace_trunk
-            self._trunk = trace_trunk(self.model, self.device)
-        return self._trunk
-
     # -- encode / decode ----------------------------------------------------------------
     def inbetween(self, clips, key_frames):
         """Fill every frame between keys: ``(clip, keys)`` -> ``(clip, controls)``; lists are batched."""
@@ -138,7 +131,7 @@ class Engine(EngineBase):
             uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
             pos = (uniform * (lengths[idx[0]] - 1)).float()  # ALiBi distances in source frames
             times = torch.as_tensor(warp_times(uniform.numpy(), timing), dtype=torch.float32)
-            feat = self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos, trunk=self.trunk()))
+            feat = self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
             for k, i in enumerate(idx):
                 out[i] = (feat[k], torch.as_tensor(origins[i], dtype=torch.float32, device=self.device))
         return out

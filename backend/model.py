@@ -204,18 +204,12 @@ class SplineTransformer(nn.Module):
         pe = sinusoids(positions.to(controls.dtype), self.cfg.latent).expand_as(z)
         return z + pe if self.cfg.kind == "alibi" else torch.cat([z, pe], -1)
 
-    def trunk(self, latents: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """The decoder after the latent curve: [B,N,d] at ``positions`` [N] -> [B,N,out] (before the linear path)."""
-        return self.mlp_dec(self.dec(self.from_latent(latents), positions))
-
     def decode(self, controls: torch.Tensor, num_frames: int | None = None, *,
-               times: torch.Tensor | None = None, positions: torch.Tensor | None = None,
-               trunk=None) -> torch.Tensor:
+               times: torch.Tensor | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Control points [B,K,d] -> poses [B,N,out].
 
         ``times`` in [0,1] place samples on the spline; ``positions`` (in source frames)
         drive the ALiBi distances, so super-sampling at 4N keeps the attention pattern.
-        ``trunk`` replaces :meth:`trunk` (``backend.traced``: the same numbers, fewer Python calls).
         """
         if times is None:
             times = torch.as_tensor(splines.uniform_times(num_frames), dtype=controls.dtype)
@@ -223,7 +217,7 @@ class SplineTransformer(nn.Module):
             span = (num_frames or times.shape[-1]) - 1
             positions = times * span
         lat = self.latents(controls, times.to(controls.device), positions.to(controls.device))
-        out = (trunk or self.trunk)(lat, positions.to(controls.device))
+        out = self.mlp_dec(self.dec(self.from_latent(lat), positions.to(controls.device)))
         if self.cfg.linear_path:
             m = self._shared_dims()
             out = out + F.pad(lat[..., :m], (0, out.shape[-1] - m))
