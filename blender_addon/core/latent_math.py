@@ -5,6 +5,8 @@ and relative to the start of the encoded range.
 """
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import os
@@ -75,12 +77,16 @@ def bad_values(raw: np.ndarray) -> str | None:
 SEAM_RAMP = 0.25  # share of a segment over which it eases into the pose at a shared end frame
 
 
+@functools.lru_cache(maxsize=256)
 def ramp(m: int) -> np.ndarray:
     """Weights (1 at the shared end frame, easing to 0) of the frames a segment of ``m`` frames
-    blends towards a seam: a quarter of the segment, at most half of it, at least the seam itself."""
+    blends towards a seam: a quarter of the segment, at most half of it, at least the seam itself.
+    Cached (a slider change asks a dozen times) and read-only."""
     r = max(1, min(int(round(SEAM_RAMP * (m - 1))), (m - 1) // 2))
     x = np.arange(r) / r
-    return 1.0 - x * x * (3.0 - 2.0 * x)
+    w = 1.0 - x * x * (3.0 - 2.0 * x)
+    w.setflags(write=False)
+    return w
 
 
 def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
