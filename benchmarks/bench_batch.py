@@ -226,13 +226,13 @@ def main(argv=None) -> int:
               f"{os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
               f"load average {os.getloadavg()[0]:.2f}")
         runs = {(name, jobs): [] for name in trees for jobs in args.jobs}
+        pinned = []  # --ceiling: one worker confined to one core
         for _ in range(args.repeats):  # alternate, so that a change in the machine's load hits every row alike
             for jobs in args.jobs:
                 for name, tree in trees.items():
                     runs[name, jobs].append(run_once(tree, shots, out, jobs, args.mesh))
             if args.ceiling:
-                runs.setdefault(("this tree", "one core"), []).append(run_once(ROOT, shots, out, 1, args.mesh, True))
-        pinned = runs.pop(("this tree", "one core"), None)
+                pinned.append(run_once(ROOT, shots, out, 1, args.mesh, one_core=True))
         rows = {name: {jobs: {k: statistics.median(r[k] for r in runs[name, jobs]) for k in runs[name, jobs][0]}
                        for jobs in args.jobs} for name in trees}
         for name in trees:

@@ -64,6 +64,17 @@ class Stopwatch(Timers):
         self.wrapped.append((module, name, getattr(module, name)))
         super().wrap(module, name, key)
 
+    def wrap_present(self, stages) -> None:
+        """Wrap each ``(module, name, label)`` whose module imports and has ``name`` (trees differ)."""
+        import importlib
+        for module, name, label in stages:
+            try:
+                mod = importlib.import_module(module)
+            except ImportError:
+                continue
+            if hasattr(mod, name):
+                self.wrap(mod, name, label)
+
     def restore(self):
         for module, name, fn in reversed(self.wrapped):
             setattr(module, name, fn)
@@ -108,8 +119,6 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
     re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
-    import importlib
-
     import bpy
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
@@ -136,13 +145,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     timers = Stopwatch()
     timers.wrap(bridge, "request", "model")
     if profile:
-        for module, name, label in SLIDER_STAGES[1:]:
-            try:
-                mod = importlib.import_module(module)
-            except ImportError:
-                continue
-            if hasattr(mod, name):
-                timers.wrap(mod, name, label)
+        timers.wrap_present(SLIDER_STAGES[1:])
     samples = []
     bare = []
     for i in range(repeats + 3):
@@ -202,7 +205,6 @@ def inbetween_cases(repeats: int, profile: bool):
 
 def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
     """Median ms per stage of the operator (public functions, wrapped where the module has them)."""
-    import importlib
     timers = Stopwatch()
     stages = [("blender_addon.inbetween.fill", "prepare", "checks, backend describe, selection, plan"),
               ("blender_addon.io.scene", "read_pose", "read the key poses"),
@@ -217,13 +219,7 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
               ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
               ("blender_addon.latent.encode", "install_inbetween", "latent controls installed (editable)")]
-    for module, name, label in stages:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        if hasattr(mod, name):
-            timers.wrap(mod, name, label)
+    timers.wrap_present(stages)
     samples = []
     for _ in range(repeats):
         obj = fresh()

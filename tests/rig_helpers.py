@@ -1,6 +1,7 @@
 """Rigs that differ from the test clip's as a user's do, built in real Blender and re-keyed so that their
-world motion is the original's: a twist bone inside the left arm, arms resting in an A-pose.  Shared by
-the bone-map tests (test_rig_inbetween, test_rig_rest_pose, test_rig_latent)."""
+world motion is the original's: a twist bone inside the left arm, arms resting in an A-pose; and the
+Mixamo names of the data set's joints.  Shared by the bone-map tests (test_rig_inbetween,
+test_rig_rest_pose, test_rig_latent)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,15 @@ bpy = bpy()
 from mathutils import Matrix  # noqa: E402  (after bpy)
 
 ARMS = {"L": ("UpperArm_L", "LowerArm_L", "Hand_L"), "R": ("UpperArm_R", "LowerArm_R", "Hand_R")}
+
+# the data set's joints -> a Mixamo rig's bones (namespace "mixamorig:"; its Spine2 is the chest)
+MIXAMO = {"joint_Root": "mixamorig:Ground", "Hips": "mixamorig:Hips", "Spine": "mixamorig:Spine",
+          "Chest": "mixamorig:Spine2", "Neck": "mixamorig:Neck", "Head": "mixamorig:Head"}
+for _s, _w in (("L", "Left"), ("R", "Right")):
+    MIXAMO.update({f"Shoulder_{_s}": f"mixamorig:{_w}Shoulder", f"UpperArm_{_s}": f"mixamorig:{_w}Arm",
+                   f"LowerArm_{_s}": f"mixamorig:{_w}ForeArm", f"Hand_{_s}": f"mixamorig:{_w}Hand",
+                   f"UpperLeg_{_s}": f"mixamorig:{_w}UpLeg", f"LowerLeg_{_s}": f"mixamorig:{_w}Leg",
+                   f"Foot_{_s}": f"mixamorig:{_w}Foot", f"Toes_{_s}": f"mixamorig:{_w}ToeBase"})
 
 
 def add_twist(rig, ref, frames, name: str = "UpperArm_twist_L"):

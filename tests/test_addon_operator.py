@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, disable_addon, driven,
-                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys,
+                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs, select_keys, snapshot, thin_every,
                            use_test_backend)
 
 bpy = bpy()
-from blender_addon.batch.job_bvh import every_k  # noqa: E402  (backend.keyframes.every_k, without torch)
 from blender_addon.core import rig_math as R  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
 from blender_addon.io.compat import new_fcurve  # noqa: E402
@@ -31,8 +30,7 @@ def walk():
     obj = import_bvh()
     n = int(obj.animation_data.action.frame_range[1])
     gt = heads(obj, range(1, n + 1))
-    keys = [1 + k for k in every_k(n, 15)]
-    thin_keys(obj, keys)
+    _, keys = thin_every(obj)
     inner = np.array([f for f in range(1, n + 1) if f not in keys])
     yield {"name": obj.name, "n": n, "keys": keys, "inner": inner, "gt": gt}
     disable_addon()

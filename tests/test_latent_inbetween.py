@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, driven, fresh_scene_with_addon,
-                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_keys, use_test_backend)
+                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_every, use_test_backend)
 from latent_helpers import AUTOENCODER, changed_frames, curves, segment_frames
 
 bpy = bpy()
-from blender_addon.batch.job_bvh import every_k  # noqa: E402  (backend.keyframes.every_k, without torch)
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -22,9 +21,7 @@ def walk():
     use_test_backend()
     prefs().autoencoder = str(AUTOENCODER)
     obj = import_bvh()
-    n = int(obj.animation_data.action.frame_range[1])
-    keys = [1 + k for k in every_k(n, 15)]
-    thin_keys(obj, keys)
+    n, keys = thin_every(obj)
     yield {"name": obj.name, "n": n, "keys": keys}
     disable_addon()
 

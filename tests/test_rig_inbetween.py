@@ -9,22 +9,14 @@ import numpy as np
 import pytest
 
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           select_keys, snapshot, thin_keys, use_test_backend)
+                           select_keys, snapshot, thin_every, use_test_backend)
 
 bpy = bpy()
-from blender_addon.batch.job_bvh import every_k  # noqa: E402
-from rig_helpers import add_twist  # noqa: E402
+from rig_helpers import MIXAMO, add_twist  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
 
-MIXAMO = {"joint_Root": "mixamorig:Ground", "Hips": "mixamorig:Hips", "Spine": "mixamorig:Spine",
-          "Chest": "mixamorig:Spine2", "Neck": "mixamorig:Neck", "Head": "mixamorig:Head"}
-for _s, _w in (("L", "Left"), ("R", "Right")):
-    MIXAMO.update({f"Shoulder_{_s}": f"mixamorig:{_w}Shoulder", f"UpperArm_{_s}": f"mixamorig:{_w}Arm",
-                   f"LowerArm_{_s}": f"mixamorig:{_w}ForeArm", f"Hand_{_s}": f"mixamorig:{_w}Hand",
-                   f"UpperLeg_{_s}": f"mixamorig:{_w}UpLeg", f"LowerLeg_{_s}": f"mixamorig:{_w}Leg",
-                   f"Foot_{_s}": f"mixamorig:{_w}Foot", f"Toes_{_s}": f"mixamorig:{_w}ToeBase"})
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +24,7 @@ def walk():
     fresh_scene_with_addon()
     use_test_backend()
     obj = import_bvh()
-    n = int(obj.animation_data.action.frame_range[1])
-    keys = [1 + k for k in every_k(n, 15)]
-    thin_keys(obj, keys)
+    n, keys = thin_every(obj)
     ref = copy_armature(obj, "reference")  # thinned, not in-betweened: the rigs below are made from it
     bpy.context.view_layer.objects.active = obj
     assert OP(editable=False) == {"FINISHED"}  # the original rig's in-betweening, to compare with

@@ -16,18 +16,11 @@ from latent_helpers import AUTOENCODER
 
 bpy = bpy()
 import rig_helpers  # noqa: E402
-from rig_helpers import add_twist  # noqa: E402
+from rig_helpers import MIXAMO, add_twist  # noqa: E402
 
 pytestmark = pytest.mark.blender
 F = 121  # frames encoded (the model's 61-frame windows: 2+ segments)
 FRAMES = range(1, F + 1)
-MIXAMO = {"joint_Root": "mixamorig:Ground", "Hips": "mixamorig:Hips", "Spine": "mixamorig:Spine",
-          "Chest": "mixamorig:Spine2", "Neck": "mixamorig:Neck", "Head": "mixamorig:Head"}
-for _s, _w in (("L", "Left"), ("R", "Right")):
-    MIXAMO.update({f"Shoulder_{_s}": f"mixamorig:{_w}Shoulder", f"UpperArm_{_s}": f"mixamorig:{_w}Arm",
-                   f"LowerArm_{_s}": f"mixamorig:{_w}ForeArm", f"Hand_{_s}": f"mixamorig:{_w}Hand",
-                   f"UpperLeg_{_s}": f"mixamorig:{_w}UpLeg", f"LowerLeg_{_s}": f"mixamorig:{_w}Leg",
-                   f"Foot_{_s}": f"mixamorig:{_w}Foot", f"Toes_{_s}": f"mixamorig:{_w}ToeBase"})
 TWIST = "mixamorig:LeftArm_twist"
 
 

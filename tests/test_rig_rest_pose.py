@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           keys_on, select_keys, snapshot, thin_keys, use_test_backend)
+                           keys_on, select_keys, snapshot, thin_every, use_test_backend)
 
 bpy = bpy()
 import rig_helpers  # noqa: E402
 from rig_helpers import ARMS  # noqa: E402
-from blender_addon.batch.job_bvh import every_k  # noqa: E402
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -22,9 +21,7 @@ def walk():
     fresh_scene_with_addon()
     use_test_backend()
     obj = import_bvh()
-    n = int(obj.animation_data.action.frame_range[1])
-    keys = [1 + k for k in every_k(n, 15)]
-    thin_keys(obj, keys)
+    n, keys = thin_every(obj)
     ref = copy_armature(obj, "reference")
     bpy.context.view_layer.objects.active = obj
     assert OP(editable=False) == {"FINISHED"}

@@ -93,10 +93,11 @@ def array_specs(specs) -> list[tuple[str, str, tuple[int, ...], int]]:
         if name in names:
             raise ArraySpecError(f"array {name[:50]!r} is described twice")
         names.add(name)
-        size = math.prod(shape) * np.dtype(dtype).itemsize
-        if size > MAX_ARRAY or any(s * np.dtype(dtype).itemsize > MAX_ARRAY for s in shape):  # (an empty
-            # array's other sides too: numpy refuses a shape of [0, 2**61] at all)
-            raise ArraySpecError(f"array {name[:50]!r} of {size} bytes is too large")
+        item = np.dtype(dtype).itemsize
+        size = math.prod(shape) * item
+        if size > MAX_ARRAY or max(shape, default=0) * item > MAX_ARRAY:  # (the longest side too: numpy
+            # refuses an empty array of shape [0, 2**61] at all)
+            raise ArraySpecError(f"array {name[:50]!r} of shape {shape} ({size} bytes) is too large")
         total += size
         if total > MAX_TOTAL:
             raise ArraySpecError(f"the arrays of one message hold more than {MAX_TOTAL} bytes")

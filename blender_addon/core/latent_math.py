@@ -6,7 +6,6 @@ and relative to the start of the encoded range.
 from __future__ import annotations
 
 import functools
-
 import hashlib
 import json
 import os
