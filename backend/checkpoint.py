@@ -201,7 +201,8 @@ def load(path, map_location="cpu") -> Checkpoint:
             checks.check_mirror(jpath, (doc.get("info") or {}).get("mirror"), skeleton.num_joints, CheckpointError)
     except CheckpointError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:  # (OverflowError:
+        # an integer beyond 64 bits where an index belongs)
         raise CheckpointError(jpath, f"the config is incomplete or invalid ({type(e).__name__}: {e})") from None
     try:
         normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))

@@ -55,6 +55,7 @@ def _edited(src, tmp_path, edit) -> Path:
     (lambda d: d["skeleton"].update(parents=[5] * len(d["skeleton"]["parents"])), "skeleton parents must come before their children"),
     (lambda d: d["features"].update(position_joints=[10 ** 9]), '"features" must name joints'),
     (lambda d: d["skeleton"].update(names=5), "the config is incomplete or invalid"),
+    (lambda d: d["skeleton"].update(parents=2 ** 63), "the config is incomplete or invalid (OverflowError"),
 ])
 def test_bad_config_fields_are_named_errors_naming_the_checkpoint(tiny_checkpoint, tmp_path, edit, message):
     j = _edited(tiny_checkpoint, tmp_path, edit)
