@@ -141,7 +141,7 @@ def _check_safetensors(wpath: Path):
             raise CheckpointError(wpath, "not a safetensors file (unreadable header)") from None
     try:
         end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError, OverflowError):  # (an offset of Infinity)
         raise CheckpointError(wpath, "not a safetensors file (its header does not list tensors with data "
                                      "offsets)") from None
     if 8 + n + end > size:

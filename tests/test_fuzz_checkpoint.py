@@ -112,7 +112,8 @@ def test_a_huge_or_bad_tensor_shape_in_the_header_is_a_named_error(tiny_checkpoi
     assert str(e.value).startswith(f"{w}: ") and _peak_rss_mb() - before < LIMIT_MB
 
 
-@pytest.mark.parametrize("header", [[1, 2], {"x": 5}, {"x": {"data_offsets": "ab"}}, {"x": {"dtype": "F32"}}])
+@pytest.mark.parametrize("header", [[1, 2], {"x": 5}, {"x": {"data_offsets": "ab"}}, {"x": {"dtype": "F32"}},
+                                    {"x": {"data_offsets": [0, float("inf")]}}])
 def test_a_header_that_is_not_a_tensor_table_is_a_named_error(tmp_path, header):
     w = tmp_path / "w.safetensors"
     _with_header(w, header, b"\0" * 16)
