@@ -33,7 +33,7 @@ def model_frame_time(info: dict | None) -> float:
     ft = (info or {}).get("frame_time")
     try:
         ft = float(ft)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return MODEL_FRAME_TIME
     return ft if math.isfinite(ft) and ft > 0 else MODEL_FRAME_TIME
 

@@ -104,6 +104,7 @@ def test_bad_frame_time_is_refused():
 def test_checkpoint_frame_time():
     assert T.model_frame_time({}) == 1 / 30 and T.model_frame_time({"frame_time": 1 / 60}) == 1 / 60
     assert T.model_frame_time({"frame_time": "x"}) == 1 / 30
+    assert T.model_frame_time({"frame_time": 10 ** 400}) == 1 / 30  # (a JSON integer no float holds)
 
 
 # -- the engine and the service with the shipped models --------------------------------------
