@@ -1,0 +1,83 @@
+"""The model's inference shortcuts (``backend.model.FAST_INFERENCE``: oneDNN's linear with the GELU
+fused, attention as two batched products) give the plain modules' numbers, keep a sequence's numbers
+independent of its batch, and leave training (autograd) on the plain modules."""
+import numpy as np
+import pytest
+import torch
+
+from backend import model as M
+from backend.engine import Engine
+from backend.keyframes import every_k
+from tests.conftest import ROOT, TEST_CLIP
+
+SHIPPED = ROOT / "backend" / "checkpoints"
+
+
+@pytest.fixture
+def plain():
+    """Run a block with the shortcuts off; they are back on afterwards."""
+    def run(fn):
+        M.FAST_INFERENCE = False
+        try:
+            return fn()
+        finally:
+            M.FAST_INFERENCE = True
+    return run
+
+
+def _decode(model, cp, m=31):
+    with torch.inference_mode():
+        t = torch.linspace(0, 1, m)
+        return model.decode(cp, m, times=t, positions=t * (m - 1))
+
+
+def test_fast_decode_and_encode_give_the_plain_numbers(plain):
+    model = Engine(SHIPPED / "motion_autoencoder.json").model.eval()
+    torch.manual_seed(0)
+    cp, x = torch.randn(3, 4, model.cfg.latent), torch.randn(2, 31, model.cfg.input_dim)
+    with torch.inference_mode():
+        fast = (_decode(model, cp), model.encode(x))
+        slow = plain(lambda: (_decode(model, cp), model.encode(x)))
+    for f, s in zip(fast, slow):
+        assert f.shape == s.shape
+        assert float((f - s).abs().max()) <= 1e-5 * max(1.0, float(s.abs().max()))
+
+
+def test_a_segment_decodes_to_the_same_numbers_alone_and_in_a_batch():
+    model = Engine(SHIPPED / "motion_autoencoder.json").model.eval()
+    torch.manual_seed(1)
+    cp = torch.randn(4, 4, model.cfg.latent)
+    both = _decode(model, cp)
+    for k in range(4):
+        assert torch.equal(_decode(model, cp[k:k + 1])[0], both[k])
+
+
+def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcuts(plain):
+    from backend.bvh import read_bvh
+    engine = Engine(SHIPPED / "inbetween.json")
+    clip = read_bvh(TEST_CLIP)
+    clip = type(clip)(clip.skeleton, clip.rotations[:61], clip.positions[:61], clip.frame_time, clip.name)
+    keys = every_k(61, 15)
+    fast, _ = engine.inbetween(clip, keys)
+    slow, _ = plain(lambda: engine.inbetween(clip, keys))
+    np.testing.assert_allclose(np.abs(fast.rotations), np.abs(slow.rotations), atol=1e-5)
+    np.testing.assert_allclose(fast.positions, slow.positions, atol=1e-4)
+
+
+def test_training_keeps_the_plain_modules_and_their_gradients():
+    model = M.SplineTransformer(M.ModelConfig(input_dim=12, output_dim=12, width=32, latent=8, layers=1, heads=4))
+    x = torch.randn(2, 9, 12)
+    y = model(x)
+    assert y.requires_grad
+    y.square().mean().backward()
+    assert all(p.grad is not None for p in model.dec.parameters())
+
+
+def test_linear_through_onednn_matches_torch_linear():
+    layer = torch.nn.Linear(128, 384)
+    x = torch.randn(2, 31, 128)
+    with torch.inference_mode():
+        fast, gelu = M.linear(layer, x), M.linear(layer, x, gelu=True)
+        ref = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    torch.testing.assert_close(fast, ref, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(gelu, torch.nn.functional.gelu(ref), rtol=1e-6, atol=1e-6)
