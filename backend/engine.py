@@ -5,6 +5,7 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 import torch
@@ -122,19 +123,27 @@ class Engine(EngineBase):
                         scale: float = 1.0, timing: float = 0.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames),
         ``timing`` re-times where along the segment the motion happens (see ``edits.warp_times``)."""
-        from .edits import warp_times
         out = [None] * len(lengths)
         jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
         for m, group in group_by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
             idx = [g[0] for g in group]
-            cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
-            uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
-            pos = (uniform * (lengths[idx[0]] - 1)).float()  # ALiBi distances in source frames
-            times = torch.as_tensor(warp_times(uniform.numpy(), timing), dtype=torch.float32)
-            feat = self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
+            feat = self._decode_group(points[idx], lengths[idx[0]], m, timing)
             for k, i in enumerate(idx):
                 out[i] = (feat[k], torch.as_tensor(origins[i], dtype=torch.float32, device=self.device))
         return out
+
+    def _decode_group(self, points: np.ndarray, source_frames: int, m: int, timing: float) -> torch.Tensor:
+        """One model call: control points ``[B, K, d]`` of segments of ``source_frames`` frames -> features
+        ``[B, m, D]`` at ``m`` frames, re-timed by ``timing``."""
+        cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
+        times, pos = _sample_times(m, source_frames, float(timing))
+        return self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
+
+    @torch.inference_mode()
+    def decode_features(self, points: np.ndarray, source_frames: int, m: int, timing: float = 0.0) -> np.ndarray:
+        """:meth:`decode_segments` for segments of one length, as one numpy array ``[B, m, D]`` (the
+        service's ``decode``: a slider change's segments in one call, no per-segment tensors)."""
+        return self._decode_group(points, source_frames, m, timing).cpu().numpy()
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:
@@ -180,6 +189,16 @@ class Engine(EngineBase):
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
                 "joints": list(self.skeleton.names), "features": c.layout.to_json(), "info": c.info,
                 "device": str(self.device)}
+
+
+@functools.lru_cache(maxsize=64)
+def _sample_times(m: int, source_frames: int, timing: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(spline times, ALiBi positions in source frames) of ``m`` decoded frames of a segment of
+    ``source_frames``, re-timed by ``timing``: the same few for every slider change, so made once."""
+    from .edits import warp_times
+    uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
+    pos = (uniform * (source_frames - 1)).float()
+    return torch.as_tensor(warp_times(uniform.numpy(), timing), dtype=torch.float32), pos
 
 
 def _join_segments(parts):

@@ -82,9 +82,10 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
 
 def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndarray, template_pos: np.ndarray,
                         num_joints: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply for one
-    segment.  A few dozen numpy operations on one segment's frames cost a fraction of the same torch ones
-    (a slider change decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
+    """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply.
+    ``feat [..., F, D]`` (segments of one length stacked in front), ``origin [..., 3]`` broadcast against
+    the frames (``[G, 1, 3]`` for G segments).  A few dozen numpy operations cost a fraction of the same
+    torch ones (a slider change decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
     from . import quat_np as Q
     feat = np.asarray(feat, dtype=np.float64)
     n_p, shape = len(layout.position_joints), feat.shape[:-1]

@@ -136,15 +136,12 @@ def from_6d(r):
     y = _unit(b - np.einsum("...i,...i->...", x, b)[..., None] * x)
     v = np.empty(r.shape[:-1] + (10,))  # [1, then the matrix row by row: columns x, y, z = x cross y]
     v[..., 0] = 1.0
-    v[..., 1::3], v[..., 2::3] = x, y
-    v[..., 3] = x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1]
-    v[..., 6] = x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2]
-    v[..., 9] = x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
-    lin = v @ _SHEPPERD
-    best = np.argmax(lin[..., 16:], -1)[..., None, None]
-    q = np.take_along_axis(lin[..., :16].reshape(r.shape[:-1] + (4, 4)), best, -2)[..., 0, :]
+    v[..., 1::3], v[..., 2::3], v[..., 3::3] = x, y, np.cross(x, y)
+    lin = (v @ _SHEPPERD).reshape(-1, 20)
+    q = lin[:, :16].reshape(-1, 4, 4)[np.arange(len(lin)), np.argmax(lin[:, 16:], -1)]  # the best-pivoted candidate
     q = _unit(q)
-    return np.where(q[..., :1] < 0, -q, q)
+    q *= np.where(q[:, :1] < 0, -1.0, 1.0)
+    return q.reshape(r.shape[:-1] + (4,))
 
 
 def fk(lrot, lpos, parents):

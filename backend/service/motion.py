@@ -118,7 +118,6 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     latent layer asks without it, so a slider's edit is the model's own, not scaled by the guard."""
     from ..controls import Controls
     from ..edits import edit_points
-    from ..features import poses_from_features
     from ..inbetween import decode_inbetween
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
@@ -149,13 +148,12 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
         n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
         plans.append((n_model, (n_dec - 1) / (n_model - 1), float(timing[i])))
-    feats = _decode_batched(engine, edited, origins, plans) if keys is None else {}
+    poses = _decoded_poses(engine, edited, origins, plans, template) if keys is None else {}
     for i, (a, b) in enumerate(segs):
         n, m = int(b) - int(a) + 1, lengths[i]
         pts = edited[i]
         if keys is None:
-            feat, origin = feats[i]
-            r, p = poses_from_features(feat.cpu().numpy(), engine.layout, origin.cpu().numpy(), template, j)
+            r, p = poses[i]
             if len(r) != m:
                 r, p = T.resample_uniform(Q.fix_hemisphere(r), p, m)
         else:
@@ -189,16 +187,20 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
     return (np.concatenate(rots), np.concatenate(poss)) if rots else empty
 
 
-def _decode_batched(engine, points: list, origins: np.ndarray, plans: list) -> dict:
-    """Segment index -> (features, origin): segments that share a stretch and a timing decode in one
-    model call (two segments of a 61-frame edit: one call, not two).  Each segment's numbers are the
-    ones it gets alone (tests/test_latent_service.py checks it), so the layer's caches stay valid."""
+def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, template: np.ndarray) -> dict:
+    """Segment index -> (rotations, positions) of its decode: segments that share a length, a stretch and
+    a timing decode in one model call and convert to poses in one pass (two segments of a 61-frame
+    edit: one of each, not two).  Each segment's numbers are the ones it gets alone
+    (tests/test_latent_service.py checks it), so the layer's caches stay valid."""
+    from ..features import poses_from_features
     groups: dict = {}
-    for i, (_, scale, timing) in enumerate(plans):
-        groups.setdefault((scale, timing), []).append(i)
+    for i, (n, scale, timing) in enumerate(plans):
+        groups.setdefault((n, scale, timing), []).append(i)
     out = {}
-    for (scale, timing), idx in groups.items():
-        res = engine.decode_segments(np.stack([points[i] for i in idx]), origins[idx],
-                                     [plans[i][0] for i in idx], scale, timing)
-        out.update(zip(idx, res))
+    for (n, scale, timing), idx in groups.items():
+        m = int(round((n - 1) * scale)) + 1
+        feat = engine.decode_features(np.stack([points[i] for i in idx]), n, m, timing)
+        origin = origins[idx][:, None].astype(np.float32)  # (as the model's float32 features carry it)
+        r, p = poses_from_features(feat, engine.layout, origin, template, engine.skeleton.num_joints)
+        out.update((i, (r[k], p[k])) for k, i in enumerate(idx))
     return out

@@ -71,28 +71,43 @@ def layered_locations(original: np.ndarray, maps: np.ndarray, edited: np.ndarray
     return original + np.einsum("pij,fpj->fpi", maps, edited - neutral)
 
 
+def _matrix_of_products() -> np.ndarray:
+    """``[16, 9]``: the rotation matrix of a unit quaternion (row by row) as a linear map of its 16
+    pairwise products ``q_a q_b`` (every entry is a quadratic form of ``q``)."""
+    w, x, y, z = range(4)
+    forms = [[(w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)], [(x, y, 2), (w, z, -2)], [(x, z, 2), (w, y, 2)],
+             [(x, y, 2), (w, z, 2)], [(w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)], [(y, z, 2), (w, x, -2)],
+             [(x, z, 2), (w, y, -2)], [(y, z, 2), (w, x, 2)], [(w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1)]]
+    out = np.zeros((16, 9))
+    for e, terms in enumerate(forms):
+        for a, b, c in terms:
+            out[4 * a + b, e] = c
+    return out
+
+
+_PRODUCTS_TO_MATRIX = _matrix_of_products()
+
+
 def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     """Unit quaternions ``[..., 4]`` -> Blender Euler ``[..., 3]`` in ``mode``, of the two solutions each
     shifted by whole turns the one nearest ``ref`` (L1, the first on a tie): ``rig_math.quat_to_euler``
-    with ``compat``, its matrix entries computed straight from the quaternion."""
+    with ``compat``, the matrix from the quaternion's products in one matrix product and the first
+    angle's sine and cosine from the two numbers its arctangent takes (no trigonometry on them)."""
     order = mode[::-1]
     i, j, k = (R._AXIS[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
-    w, v = q[..., 0], (q[..., 1], q[..., 2], q[..., 3])
-
-    def m(r: int, c: int) -> np.ndarray:  # entry (r, c) of the rotation matrix of q
-        if r == c:
-            a, b = ((r + 1) % 3, (r + 2) % 3)
-            return 1 - 2 * (v[a] * v[a] + v[b] * v[b])
-        t = (3 - r - c)
-        sign = 1.0 if (c - r) % 3 == 1 else -1.0
-        return 2 * (v[r] * v[c] - sign * w * v[t])
-    mii, mij, mik, mjk, mkk = m(i, i), m(i, j), m(i, k), m(j, k), m(k, k)
-    mkj, mjj, mji, mki = m(k, j), m(j, j), m(j, i), m(k, i)
+    m = ((q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,)) @ _PRODUCTS_TO_MATRIX)
+    mii, mij, mik, mjk, mkk = m[..., 4 * i], m[..., 3 * i + j], m[..., 3 * i + k], m[..., 3 * j + k], m[..., 4 * k]
+    mkj, mjj, mji, mki = m[..., 3 * k + j], m[..., 4 * j], m[..., 3 * j + i], m[..., 3 * k + i]
     cb = np.hypot(mii, mij)
     b = np.arctan2(s * mik, cb)
-    a = np.where(cb < 1e-12, np.arctan2(s * mkj, mjj), np.arctan2(-s * mjk, mkk))
-    sa, ca = np.sin(a), np.cos(a)
+    lock = cb < 1e-12
+    ya, xa = np.where(lock, s * mkj, -s * mjk), np.where(lock, mjj, mkk)
+    a = np.arctan2(ya, xa)
+    r = np.hypot(ya, xa)
+    some = r > 0  # (arctan2(0, 0) = 0: sine 0, cosine 1)
+    r = np.where(some, r, 1.0)
+    sa, ca = ya / r, np.where(some, xa / r, 1.0)
     c = np.arctan2(s * ca * mji + sa * mki, ca * mjj + s * sa * mkj)
     cands = np.empty((2,) + a.shape + (3,))
     cands[0, ..., 0], cands[0, ..., 1], cands[0, ..., 2] = a, b, c

@@ -162,27 +162,40 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
     belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
     run of them starts on the frame after an original key)."""
     kps = [fc.keyframe_points if fc is not None else () for fc in fcs]
-    sizes = np.array([len(kp) for kp in kps], dtype=np.int64)
-    start = np.concatenate([[0], np.cumsum(sizes)])
-    co = np.empty(2 * int(start[-1]), dtype=np.float32)
-    for c, kp in enumerate(kps):
-        if sizes[c]:
-            kp.foreach_get("co", co[2 * start[c]:2 * start[c + 1]])
-    x = co[0::2]
-    rows = np.empty((len(fcs), len(frames)), dtype=np.int64)
-    ok = sizes > 0
-    same = ok.all() and (sizes == sizes[0]).all() and np.array_equal(x.reshape(len(fcs), -1), np.broadcast_to(
-        x[:sizes[0]], (len(fcs), sizes[0])))
-    if same:  # every curve keyed on the same frames (the common case): one search for all
-        rows[:] = np.minimum(np.searchsorted(x[:sizes[0]], frames - _EPS), sizes[0] - 1)[None]
+    counts = [len(kp) for kp in kps]
+    at = [0]
+    for n in counts:
+        at.append(at[-1] + 2 * n)
+    co = np.empty(at[-1], dtype=np.float32)
+    if counts and counts[0] and counts.count(counts[0]) == len(counts):  # the common case: one grid
+        grid = co.reshape(len(kps), -1)
+        for kp, row in zip(kps, grid):
+            kp.foreach_get("co", row)
+        x = grid[:, 0::2]
+        if (x == x[0]).all():  # ... and every curve keyed on the same frames: one search for all
+            rows = np.minimum(np.searchsorted(x[0], frames - _EPS), counts[0] - 1)
+            if not len(frames) or (np.abs(x[0, rows] - frames) < _EPS).all():
+                grid[:, 2 * rows + 1] = values.T
+                for kp, row in zip(kps, grid):
+                    kp.foreach_set("co", row)
+                return []
     else:
-        for c in np.flatnonzero(ok):
-            rows[c] = np.minimum(np.searchsorted(x[start[c]:start[c + 1]], frames - _EPS), sizes[c] - 1)
-    rows += start[:-1, None]
-    ok &= (np.abs(x[np.where(ok[:, None], rows, 0)] - frames[None]) < _EPS).all(1) if len(frames) else ok
+        for c, kp in enumerate(kps):
+            if counts[c]:
+                kp.foreach_get("co", co[at[c]:at[c + 1]])
+    sizes = np.array(counts, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    x = co[0::2]
+    rows = np.zeros((len(fcs), len(frames)), dtype=np.int64)
+    ok = sizes > 0
+    if not ok.any():
+        return list(range(len(fcs)))
+    for c in np.flatnonzero(ok):
+        rows[c] = start[c] + np.minimum(np.searchsorted(x[start[c]:start[c + 1]], frames - _EPS), sizes[c] - 1)
+    ok &= (np.abs(x[rows] - frames[None]) < _EPS).all(1) if len(frames) else ok
     co[2 * rows[ok] + 1] = values.T[ok]
     for c in np.flatnonzero(ok).tolist():
-        kps[c].foreach_set("co", co[2 * start[c]:2 * start[c + 1]])
+        kps[c].foreach_set("co", co[at[c]:at[c + 1]])
     return np.flatnonzero(~ok).tolist()
 
 

@@ -7,6 +7,7 @@ knows how a kind writes its frames.
 """
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from contextlib import contextmanager
@@ -121,22 +122,26 @@ def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
     return path, ""
 
 
+@functools.lru_cache(maxsize=16)
+def _raw_names(segments: int) -> tuple[str, ...]:
+    return tuple(LM.raw_name(s, c) for s in range(segments) for c in range(LM.POINTS))
+
+
 def read_raw(obj, st) -> np.ndarray:
     """The raw control points ``[S, 4, d]`` from the object's ID properties."""
     d = st.latent_size
-    out = np.empty((len(st.segments), LM.POINTS, d))
-    for s in range(len(st.segments)):
-        for c in range(LM.POINTS):
-            name = LM.raw_name(s, c)
-            v = obj.get(name)
-            try:
-                a = np.array(v, dtype=np.float64).ravel()
-            except (TypeError, ValueError):
-                a = None
-            if v is None or a is None or a.size != d:
-                raise Refusal(f"the custom property {name} is missing or has the wrong size (it needs {d} "
-                              "numbers); Remove or Bake the latent controls")
-            out[s, c] = a
+    out = np.empty((len(st.segments) * LM.POINTS, d))
+    for k, name in enumerate(_raw_names(len(st.segments))):
+        v = obj.get(name)
+        try:  # (an ID property array lends numpy its buffer; anything else is converted or refused)
+            a = np.asarray(v, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            a = None
+        if v is None or a is None or a.size != d:
+            raise Refusal(f"the custom property {name} is missing or has the wrong size (it needs {d} "
+                          "numbers); Remove or Bake the latent controls")
+        out[k] = a
+    out = out.reshape(len(st.segments), LM.POINTS, d)
     bad = LM.bad_values(out)
     if bad:
         raise Refusal(bad)
