@@ -43,6 +43,7 @@ class Checkpoint:
     window: int = 61  # frames per segment the model was trained on
     path: Path | None = None
     asset: dict = field(default_factory=dict)  # mesh models: {"kind": "mesh", "vertices": V, "components": K}
+    _principal: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_mesh(self) -> bool:
@@ -52,7 +53,13 @@ class Checkpoint:
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""
         if "pca.components" not in self.extra:
             return None
-        return self.extra["pca.components"].double().numpy(), self.extra["pca.std"].double().numpy()
+        key = (id(self.extra["pca.components"]), id(self.extra["pca.std"]))
+        if self._principal is None or self._principal[0] != key:  # (converted once: every decode asks)
+            arrays = self.extra["pca.components"].double().numpy(), self.extra["pca.std"].double().numpy()
+            for a in arrays:
+                a.setflags(write=False)
+            self._principal = (key, arrays)
+        return self._principal[1]
 
     def principal_names(self) -> list[str]:
         return list(self.info.get("principal_names", []))

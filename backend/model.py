@@ -71,7 +71,20 @@ _ONEDNN_LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.b
 
 
 def _fast(x: torch.Tensor) -> bool:
-    return FAST_INFERENCE and not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == torch.float32
+    return FAST_INFERENCE and not torch.is_grad_enabled() and x.is_cpu and x.dtype is torch.float32
+
+
+_MADE: dict = {}  # (what, its inputs' bytes) -> a tensor made from them (ALiBi biases, Bezier bases): inference only
+
+
+def _made(key: tuple, make):
+    """``make()`` once per ``key`` (a slider change asks for the same few every time); bounded."""
+    got = _MADE.get(key)
+    if got is None:
+        if len(_MADE) > 64:
+            _MADE.clear()
+        got = _MADE[key] = make()
+    return got
 
 
 def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
@@ -145,7 +158,7 @@ class Block(nn.Module):
 
     def forward(self, x, bias):
         b, n, c = x.shape
-        q, k, v = linear(self.qkv, self.norm1(x)).view(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = linear(self.qkv, self.norm1(x)).view(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
         a = attention(q, k, v, bias, self.dropout if self.training else 0.0)
         x = x + linear(self.out, a.transpose(1, 2).reshape(b, n, c))
         return x + self.ffn(self.norm2(x))
@@ -163,7 +176,11 @@ class Transformer(nn.Module):
 
         ``hidden`` [B,L] (bool) marks tokens no other token may attend to.
         """
-        bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
+        if _fast(x) and positions.is_cpu:
+            key = ("alibi", positions.shape, positions.numpy().tobytes(), self.slopes.numpy().tobytes())
+            bias = _made(key, lambda: alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype)))
+        else:
+            bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
         if bias.dim() == 3:
             bias = bias.unsqueeze(0)
         if hidden is not None:
@@ -239,9 +256,14 @@ class SplineTransformer(nn.Module):
     def latents(self, controls: torch.Tensor, times: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The latent sequence the decoder reads: [B,N,d] (or [B,N,2d] for ALiBi-Cat)."""
         if self.cfg.kind == "spline":
-            basis = torch.as_tensor(splines.bezier_basis(self.cfg.controls - 1, times.detach().cpu().numpy()),
-                                    dtype=controls.dtype, device=controls.device)
-            return basis @ controls
+            t = times.detach().cpu().numpy()
+
+            def basis():
+                return torch.as_tensor(splines.bezier_basis(self.cfg.controls - 1, t), dtype=controls.dtype,
+                                       device=controls.device)
+            if _fast(controls):
+                return _made(("bezier", self.cfg.controls, t.dtype.str, t.shape, t.tobytes()), basis) @ controls
+            return basis() @ controls
         z = controls[:, :1].expand(-1, positions.shape[-1], -1)
         pe = sinusoids(positions.to(controls.dtype), self.cfg.latent).expand_as(z)
         return z + pe if self.cfg.kind == "alibi" else torch.cat([z, pe], -1)
@@ -262,7 +284,10 @@ class SplineTransformer(nn.Module):
         out = self.mlp_dec(self.dec(linear(self.from_latent, lat), positions.to(controls.device)))
         if self.cfg.linear_path:
             m = self._shared_dims()
-            out = out + F.pad(lat[..., :m], (0, out.shape[-1] - m))
+            if _fast(out):  # (the same sums; ``out`` is new, nothing else holds it)
+                out[..., :m] += lat[..., :m]
+            else:
+                out = out + F.pad(lat[..., :m], (0, out.shape[-1] - m))
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
