@@ -5,6 +5,8 @@ values (amplify 1, timing 0, all offsets 0) return the input unchanged, exactly.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 # Decoding attends over every frame of a segment at once: memory grows with the square of its
@@ -23,10 +25,16 @@ def check_supersample(n: int, segment_frames: int, limit: int = MAX_DECODED_SEGM
                          f"limit is {limit} frames per segment (use --supersample {most} or less)")
 
 
+@functools.lru_cache(maxsize=8)
+def _chord_weights(k: int) -> np.ndarray:
+    s = np.linspace(0.0, 1.0, k)[:, None]
+    s.setflags(write=False)
+    return s
+
+
 def chord_points(points: np.ndarray) -> np.ndarray:
     """Where the inner control points would sit on the straight chord between the end points."""
-    k = points.shape[-2]
-    s = np.linspace(0.0, 1.0, k)[:, None]
+    s = _chord_weights(points.shape[-2])
     return points[..., :1, :] * (1 - s) + points[..., -1:, :] * s
 
 

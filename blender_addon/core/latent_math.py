@@ -114,8 +114,8 @@ _HAMILTON = _HAMILTON.reshape(16, 4)
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The Hamilton product as one outer product and one matrix product: on the few hundred quaternions
     of a seam ramp, twice as fast as the component-wise product (equal to float rounding)."""
-    a, b = np.broadcast_arrays(a, b)
-    return (a[..., :, None] * b[..., None, :]).reshape(a.shape[:-1] + (16,)) @ _HAMILTON
+    prod = a[..., :, None] * b[..., None, :]  # (broadcasts the leading axes)
+    return prod.reshape(prod.shape[:-2] + (16,)) @ _HAMILTON
 
 
 def _ease(rot, pos, idx, q, p, w) -> None:
@@ -155,32 +155,39 @@ def segment_values(parts: dict, s: int, count: int, seams: bool, sides=(True, Tr
 
 
 def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`segment_values` of several ``(segment, sides)`` at once (equal to float rounding): the seam
-    poses in one slerp and the eases of one ramp length in one pass (a slider change joins its segment
-    and both neighbours: four eases, two seams).  A segment's two ramps never overlap, so both of its
-    ends ease at once."""
-    out = [(parts[s][0].copy(), parts[s][1].copy()) for s, _ in items]
+    """:func:`segment_values` of several ``(segment, sides)`` at once (equal to float rounding): the
+    segments laid end to end in one array, the seam poses in one pass and the eases of one ramp length
+    gathered, eased and put back with one index each (a slider change joins its segment and both
+    neighbours: four eases, two seams).  A segment's two ramps never overlap, so both of its ends ease
+    at once.  The segments' arrays are views of the one array."""
+    segs = [s for s, _ in items]
+    at = [0]
+    for s in segs:
+        at.append(at[-1] + len(parts[s][0]))
+    rot = np.concatenate([parts[s][0] for s in segs]) if segs else np.zeros((0, 0, 4))
+    pos = np.concatenate([parts[s][1] for s in segs]) if segs else np.zeros((0, 0, 3))
+    out = [(rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]]) for k in range(len(segs))]
     if not seams:
         return out
-    tasks: dict = {}  # ramp length -> [(item, left segment of the seam, frames: the seam first)]
+    tasks: dict = {}  # ramp length -> [(left segment of the seam, rows in ``rot``: the seam first)]
     for k, (s, sides) in enumerate(items):
-        m = len(out[k][0])
+        m = at[k + 1] - at[k]
         r = len(ramp(m))
         if s > 0 and sides[0]:
-            tasks.setdefault(r, []).append((k, s - 1, np.arange(r)))
+            tasks.setdefault((r, m), []).append((s - 1, at[k] + np.arange(r)))
         if s < count - 1 and sides[1]:
-            tasks.setdefault(r, []).append((k, s, m - 1 - np.arange(r)))
-    lefts = sorted({t[1] for group in tasks.values() for t in group})
+            tasks.setdefault((r, m), []).append((s, at[k] + m - 1 - np.arange(r)))
+    lefts = sorted({a for group in tasks.values() for a, _ in group})
     if not lefts:
         return out
     q = midpoint(np.stack([parts[a][0][-1] for a in lefts]), np.stack([parts[a + 1][0][0] for a in lefts]))
     p = 0.5 * (np.stack([parts[a][1][-1] for a in lefts]) + np.stack([parts[a + 1][1][0] for a in lefts]))
-    at = {a: i for i, a in enumerate(lefts)}
-    for r, group in tasks.items():
-        w = ramp(len(out[group[0][0]][0]))  # (the weights depend on the ramp length only)
-        seam = [at[a] for _, a, _ in group]
-        rows = np.stack([out[k][0][idx] for k, _, idx in group])  # [G, r, J, 4]
-        locs = np.stack([out[k][1][idx] for k, _, idx in group])  # [G, r, J, 3]
+    where = {a: i for i, a in enumerate(lefts)}
+    for (_, m), group in tasks.items():
+        w = ramp(m)  # (the weights depend on the segment's length only)
+        seam = [where[a] for a, _ in group]
+        idx = np.stack([rows for _, rows in group])  # [G, r]
+        rows, locs = rot[idx], pos[idx]  # [G, r, J, 4], [G, r, J, 3]
         delta = _qmul(rows[:, 0] * _CONJ, q[seam])  # [G, J, 4]
         delta = np.where(delta[..., :1] < 0, -delta, delta)
         half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))
@@ -194,8 +201,7 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
         moved /= np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
         locs += w[None, :, None, None] * (p[seam] - locs[:, 0])[:, None]
         moved[:, 0], locs[:, 0] = q[seam], p[seam]
-        for g, (k, _, idx) in enumerate(group):
-            out[k][0][idx], out[k][1][idx] = moved[g], locs[g]
+        rot[idx], pos[idx] = moved, locs
     return out
 
 

@@ -71,17 +71,21 @@ def layered_locations(original: np.ndarray, maps: np.ndarray, edited: np.ndarray
     return original + np.einsum("pij,fpj->fpi", maps, edited - neutral)
 
 
+_PAIRS = [(a, b) for a in range(4) for b in range(a, 4)]  # the 10 distinct products q_a q_b, a <= b
+_FIRST, _SECOND = np.array([a for a, _ in _PAIRS]), np.array([b for _, b in _PAIRS])
+
+
 def _matrix_of_products() -> np.ndarray:
-    """``[16, 9]``: the rotation matrix of a unit quaternion (row by row) as a linear map of its 16
-    pairwise products ``q_a q_b`` (every entry is a quadratic form of ``q``)."""
+    """``[10, 9]``: the rotation matrix of a unit quaternion (row by row) as a linear map of its distinct
+    pairwise products ``q_a q_b`` (``_PAIRS``; every entry is a quadratic form of ``q``)."""
     w, x, y, z = range(4)
     forms = [[(w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)], [(x, y, 2), (w, z, -2)], [(x, z, 2), (w, y, 2)],
              [(x, y, 2), (w, z, 2)], [(w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)], [(y, z, 2), (w, x, -2)],
              [(x, z, 2), (w, y, -2)], [(y, z, 2), (w, x, 2)], [(w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1)]]
-    out = np.zeros((16, 9))
+    out = np.zeros((len(_PAIRS), 9))
     for e, terms in enumerate(forms):
         for a, b, c in terms:
-            out[4 * a + b, e] = c
+            out[_PAIRS.index((min(a, b), max(a, b))), e] = c
     return out
 
 
@@ -96,7 +100,7 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     order = mode[::-1]
     i, j, k = (R._AXIS[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
-    m = ((q[..., :, None] * q[..., None, :]).reshape(q.shape[:-1] + (16,)) @ _PRODUCTS_TO_MATRIX)
+    m = (q[..., _FIRST] * q[..., _SECOND]) @ _PRODUCTS_TO_MATRIX
     mii, mij, mik, mjk, mkk = m[..., 4 * i], m[..., 3 * i + j], m[..., 3 * i + k], m[..., 3 * j + k], m[..., 4 * k]
     mkj, mjj, mji, mki = m[..., 3 * k + j], m[..., 4 * j], m[..., 3 * j + i], m[..., 3 * k + i]
     cb = np.hypot(mii, mij)
