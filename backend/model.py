@@ -94,9 +94,25 @@ def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tenso
     each output's products up in the same order: the numbers are the same bit for bit here
     (tests/test_model_inference.py); elsewhere they agree to float rounding."""
     if _ONEDNN_LINEAR is not None and _fast(x):
-        return _ONEDNN_LINEAR(x, layer.weight, layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
+        return _ONEDNN_LINEAR(x, _packed(layer), layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
     y = layer(x)
     return F.gelu(y) if gelu else y
+
+
+_ONEDNN_PACK = getattr(torch.ops.mkldnn, "_reorder_linear_weight", None) if _ONEDNN_LINEAR is not None else None
+
+
+def _packed(layer: nn.Linear) -> torch.Tensor:
+    """The layer's weight in oneDNN's own blocked layout (another 10 % off a small product), made once
+    and again whenever the weight changes (its version counter moves)."""
+    w = layer.weight
+    if _ONEDNN_PACK is None:
+        return w
+    key = (w.data_ptr(), w._version)
+    got = layer.__dict__.get("_onednn_weight")
+    if got is None or got[0] != key:
+        got = layer.__dict__["_onednn_weight"] = (key, _ONEDNN_PACK(w.detach(), 64))
+    return got[1]
 
 
 class MLP(nn.Sequential):

@@ -129,22 +129,24 @@ def _unit(v, eps=1e-8):
 
 def from_6d(r):
     """The first two matrix columns ``[..., 6]`` (Gram-Schmidt) -> quaternions with w >= 0: ``from_matrix``
-    of that matrix, its candidates and pivots in one product (a decoded segment per slider change)."""
+    of that matrix, its candidates and pivots in one product (a decoded segment per slider change),
+    over the rows flattened (numpy's stacked products run one small product per leading index)."""
     r = np.asarray(r, dtype=np.float64)
-    x = _unit(r[..., :3])
-    b = r[..., 3:]
-    y = _unit(b - np.einsum("...i,...i->...", x, b)[..., None] * x)
-    v = np.empty(r.shape[:-1] + (10,))  # [1, then the matrix row by row: columns x, y, z = x cross y]
-    v[..., 0] = 1.0
-    v[..., 1::3], v[..., 2::3] = x, y
-    v[..., 3] = x[..., 1] * y[..., 2] - x[..., 2] * y[..., 1]  # z = x cross y (np.cross: many more passes)
-    v[..., 6] = x[..., 2] * y[..., 0] - x[..., 0] * y[..., 2]
-    v[..., 9] = x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
-    lin = (v @ _SHEPPERD).reshape(-1, 20)
-    q = lin[:, :16].reshape(-1, 4, 4)[np.arange(len(lin)), np.argmax(lin[:, 16:], -1)]  # the best-pivoted candidate
-    q = _unit(q)
+    shape, r = r.shape[:-1], r.reshape(-1, 6)
+    x = _unit(r[:, :3])
+    b = r[:, 3:]
+    y = _unit(b - np.einsum("ij,ij->i", x, b)[:, None] * x)
+    v = np.empty((len(r), 10))  # [1, then the matrix row by row: columns x, y, z = x cross y]
+    v[:, 0] = 1.0
+    v[:, 1::3], v[:, 2::3] = x, y
+    v[:, 3] = x[:, 1] * y[:, 2] - x[:, 2] * y[:, 1]  # (np.cross: many more passes)
+    v[:, 6] = x[:, 2] * y[:, 0] - x[:, 0] * y[:, 2]
+    v[:, 9] = x[:, 0] * y[:, 1] - x[:, 1] * y[:, 0]
+    lin = v @ _SHEPPERD
+    best = np.argmax(lin[:, 16:], -1)  # the best-pivoted candidate's four entries, as flat indices
+    q = _unit(lin.reshape(-1)[(20 * np.arange(len(lin)) + 4 * best)[:, None] + np.arange(4)])
     q *= np.where(q[:, :1] < 0, -1.0, 1.0)
-    return q.reshape(r.shape[:-1] + (4,))
+    return q.reshape(shape + (4,))
 
 
 def fk(lrot, lpos, parents):
