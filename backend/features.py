@@ -130,6 +130,8 @@ class Normalizer:
     def inverse(self, x):
         if self.rotation is not None:
             x = x @ self.rotation.to(x).T
+            if not x.requires_grad:  # (a new tensor: scaled in place, the same numbers)
+                return x.mul_(self.std.to(x)).add_(self.mean.to(x))
         return x * self.std.to(x) + self.mean.to(x)
 
 

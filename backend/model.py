@@ -119,8 +119,9 @@ class MLP(nn.Sequential):
     """Linear -> GELU -> Linear (``nn.Sequential``'s parameter names), at inference through :func:`linear`."""
 
     def forward(self, x):
-        if _fast(x):
-            return linear(self[2], linear(self[0], x, gelu=True))
+        if _fast(x):  # (the layers looked up directly: Sequential's indexing walks its modules)
+            first, last = self._modules["0"], self._modules["2"]
+            return linear(last, linear(first, x, gelu=True))
         return super().forward(x)
 
 
