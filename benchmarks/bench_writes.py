@@ -326,7 +326,7 @@ def main(argv=None) -> int:
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
     for kind, label, ms, base, note in rows:
-        print(f"  {label:<74} {ms:7.1f} {base:7.2f} {ms / base:5.1f}x   {verdict(kind, ms, base)}"
+        print(f"  {label:<74} {ms:7.2f} {base:7.2f} {ms / base:5.2f}x   {verdict(kind, ms, base)}"
               + (f"   ({note})" if note else ""))
     for label, prof in slider_stages.items():
         print(f"\nSlider, {label}, stage by stage (medians, ms; nested stages inside the line above them):")

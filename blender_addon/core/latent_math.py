@@ -66,9 +66,10 @@ def signature(points: np.ndarray, amplify: float, timing: float, principal, leng
 
 def bad_values(raw: np.ndarray) -> str | None:
     """A message naming the first raw control point that is NaN or infinite, or None."""
-    bad = np.argwhere(~np.isfinite(raw))
-    if not len(bad):
+    finite = np.isfinite(raw)
+    if finite.all():
         return None
+    bad = np.argwhere(~finite)
     s, c, i = (int(x) for x in bad[0])
     return (f"{raw_name(s, c)}[{i}] is {raw[s, c, i]}; the motion was left as it was (type a number, "
             "or Reset the segment)")
@@ -292,11 +293,17 @@ _hashes: dict = {}
 _weights: dict = {}
 
 
+_configs: dict = {}  # a path as given -> its config file's path
+
+
 def checkpoint_files(path) -> tuple[Path, ...]:
     """A checkpoint's config, the weights file it names and, for a mesh asset, its shared vertex
-    basis file (read again when the config changes)."""
-    p = Path(path)
-    j = p if p.suffix == ".json" else p.with_suffix(".json")
+    basis file (read again when the config changes; a slider change asks every time)."""
+    given = os.fspath(path)
+    j = _configs.get(given)
+    if j is None:
+        p = Path(given)
+        j = _configs[given] = p if p.suffix == ".json" else p.with_suffix(".json")
     try:
         key = (str(j), os.stat(j).st_mtime_ns)
     except OSError:
@@ -306,10 +313,11 @@ def checkpoint_files(path) -> tuple[Path, ...]:
         try:
             doc = json.loads(j.read_text(encoding="utf-8"))
             basis = (doc.get("asset") or {}).get("basis")
-            _weights[key] = (str(doc.get("weights", default)),) + ((str(basis),) if basis else ())
+            names = (str(doc.get("weights", default)),) + ((str(basis),) if basis else ())
         except (OSError, ValueError, AttributeError):
-            _weights[key] = (default,)
-    return (j,) + tuple(j.with_name(n) for n in _weights[key])
+            names = (default,)
+        _weights[key] = (j,) + tuple(j.with_name(n) for n in names)
+    return _weights[key]
 
 
 def checkpoint_hash(path) -> str | None:
@@ -317,7 +325,7 @@ def checkpoint_hash(path) -> str | None:
     hash is computed once per size and modification time."""
     files = checkpoint_files(path)
     try:
-        stamp = tuple((str(f), s.st_size, s.st_mtime_ns) for f in files for s in (os.stat(f),))
+        stamp = tuple((f, s.st_size, s.st_mtime_ns) for f in files for s in (os.stat(f),))
     except OSError:
         return None
     if stamp not in _hashes:

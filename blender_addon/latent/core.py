@@ -84,9 +84,9 @@ def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
 def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not."""
-    stored = Path(st.checkpoint)
+    stored = st.checkpoint
     if LM.checkpoint_hash(stored) == st.checkpoint_hash:
-        return stored, ""
+        return Path(stored), ""
     try:
         configured = configured_checkpoint(st.kind, context, is_mesh(st))
     except bridge.BridgeError:
@@ -94,7 +94,7 @@ def checkpoint_for(st, context=None) -> tuple[Path | None, str]:
     if configured is not None and LM.checkpoint_hash(configured) == st.checkpoint_hash:
         return configured, ""
     what = "is missing" if LM.checkpoint_hash(stored) is None else "has changed since encoding"
-    return None, (f"the checkpoint that encoded this range ({stored.name}) {what}: sliders are off; "
+    return None, (f"the checkpoint that encoded this range ({Path(stored).name}) {what}: sliders are off; "
                   "Bake keeps the motion, Remove restores the original keys")
 
 
