@@ -125,17 +125,24 @@ class MLP(nn.Sequential):
         return super().forward(x)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, dropout: float) -> torch.Tensor:
-    """``softmax(q k^T / sqrt(d) + bias) v`` over ``[B, H, L, d]``.  At inference on the CPU as two batched
-    products: for the short sequences of a segment the fused kernel's set-up costs more than the
-    work (8 heads of 35 tokens: 76 -> 45 us); equal to float rounding, and a sequence's numbers do not
-    depend on the batch it comes in."""
-    if not _fast(q) or dropout:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout)
-    b, h, n, d = q.shape
-    s = torch.baddbmm(bias.expand(b, h, n, n).reshape(b * h, n, n), q.reshape(b * h, n, d),
-                      k.reshape(b * h, n, d).transpose(1, 2), alpha=1.0 / math.sqrt(d))
-    return torch.bmm(torch.softmax(s, -1), v.reshape(b * h, n, d)).view(b, h, n, d)
+def attention(qkv: torch.Tensor, bias: torch.Tensor, heads: int, dropout: float) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d) + bias) v`` of each head: ``qkv [B, L, 3c]`` -> ``[B, L, c]``.  At inference
+    on the CPU as two batched products over the heads laid out once (one copy for q, k and v), with
+    ``bias`` already ``[B*H, L, L]`` (``Transformer.forward`` lays it out once for every block): for the
+    short sequences of a segment the fused kernel's set-up costs more than the work (8 heads of 35
+    tokens: 76 -> 45 us).  Equal to float rounding, and a sequence's numbers do not depend on the batch
+    it comes in."""
+    b, n, c = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+    d = c // heads
+    heads_first = qkv.view(b, n, 3, heads, d).permute(2, 0, 3, 1, 4)  # [3, B, H, L, d]
+    if not _fast(qkv) or dropout or bias.dim() != 3:
+        q, k, v = heads_first.unbind(0)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout)
+        return a.transpose(1, 2).reshape(b, n, c)
+    q, k, v = heads_first.reshape(3, b * heads, n, d).unbind(0)
+    s = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=1.0 / math.sqrt(d))
+    a = torch.bmm(torch.softmax(s, -1), v)
+    return a.view(b, heads, n, d).transpose(1, 2).reshape(b, n, c)
 
 
 class RMSNorm(nn.Module):
@@ -176,10 +183,8 @@ class Block(nn.Module):
         self.dropout = dropout
 
     def forward(self, x, bias):
-        b, n, c = x.shape
-        q, k, v = linear(self.qkv, self.norm1(x)).view(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
-        a = attention(q, k, v, bias, self.dropout if self.training else 0.0)
-        x = x + linear(self.out, a.transpose(1, 2).reshape(b, n, c))
+        a = attention(linear(self.qkv, self.norm1(x)), bias, self.heads, self.dropout if self.training else 0.0)
+        x = x + linear(self.out, a)
         return x + self.ffn(self.norm2(x))
 
 
@@ -204,6 +209,9 @@ class Transformer(nn.Module):
             bias = bias.unsqueeze(0)
         if hidden is not None:
             bias = bias.masked_fill(hidden[:, None, None, :], float("-inf"))
+        if _fast(x) and not self.training:  # laid out once for the blocks' batched products (``attention``)
+            b, h, n = x.shape[0], bias.shape[1], x.shape[1]
+            bias = bias.expand(b, h, n, n).reshape(b * h, n, n)
         for blk in self.blocks:
             x = blk(x, bias)
         return self.norm(x)
