@@ -31,7 +31,7 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
-    for cache in (_bases, _blocks, _channels):
+    for cache in (_bases, _blocks, _channels, _reaches):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
 
@@ -137,7 +137,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     seams, prot = st.kind == "AUTOENCODER", protected(st)
     edited = L.edited_segments(sigs, nsigs)
     whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
-    frames = L.reach(bounds, edited if whole else changed, seams, protected=prot)
+    frames = _reach(st.token, bounds, edited if whole else changed, seams, prot)
     base = base_values(st, channels)
     values = np.zeros((0, len(channels)))
     if len(frames):
@@ -157,6 +157,21 @@ def sync(obj, context=None, force: bool = False) -> bool:
             st.status = ""
     obj.update_tag(refresh={"TIME"})
     return True
+
+
+_reaches: dict = {}  # (token, bounds, segments, seams, protected) -> ``layer_math.reach``
+
+
+def _reach(token: str, bounds, segments, seams: bool, protected: np.ndarray) -> np.ndarray:
+    """``layer_math.reach``, made once per layout (a dragged slider asks for the same frames every change)."""
+    key = (token, tuple(bounds), tuple(segments), seams, protected.tobytes())
+    if key not in _reaches:
+        if len(_reaches) > 64:
+            _reaches.clear()
+        frames = L.reach(bounds, segments, seams, protected=protected)
+        frames.setflags(write=False)
+        _reaches[key] = frames
+    return _reaches[key]
 
 
 def writable(st, channels) -> list[int] | None:

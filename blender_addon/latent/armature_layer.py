@@ -3,6 +3,7 @@ original moved by decode(edited) - decode(encoded) on the frames an edit reaches
 """
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from pathlib import Path
 
@@ -23,10 +24,12 @@ _views: dict = {}  # (token, base_version, frames, modes) -> the original in the
 _joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
 _maps: dict = {}  # (token, original, segment, sides, neutral signatures) -> (K maps, neutral positions)
 MAPS_MAX = 64
+_neutral_plans: dict = {}  # (token, original, the plan's frames and neutral signatures) -> ``_neutral``'s answer
+_plans: dict = {}  # (token, bounds, frames, seams) -> ``layer_math.needed_parts``
 
 
 def forget(token: str) -> None:
-    for cache in (decoded, _views, _joins, _maps):
+    for cache in (decoded, _views, _joins, _maps, _neutral_plans, _plans):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
     _inputs.pop(token, None)
@@ -74,7 +77,7 @@ def decode(st, path: Path, settings, jobs) -> dict:
         rot, pos = out["rotations"], out["positions"]
         if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(header["lengths"]):
             raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
-        at = np.cumsum([0] + header["lengths"])
+        at = list(itertools.accumulate(header["lengths"], initial=0))
         for k, j in enumerate(todo):
             decoded[st.token, j[0], j[1]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
     out = {}
@@ -92,6 +95,19 @@ def prime(st, rot, pos) -> None:
     at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
     for s, sig in enumerate(latent.neutral_signatures(st, bounds)):
         decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
+
+
+def _needed_parts(st, bounds, frames: np.ndarray, seams: bool) -> tuple[dict, set]:
+    """``layer_math.needed_parts``, made once per layout of frames (a dragged slider asks for the same)."""
+    key = (st.token, tuple(bounds), frames.tobytes(), seams)
+    if key not in _plans:
+        if len(_plans) >= MAPS_MAX:
+            _plans.pop(next(iter(_plans)))
+        plan, need = L.needed_parts(bounds, frames, seams)
+        for _, mine in plan.values():
+            mine.setflags(write=False)
+        _plans[key] = (plan, frozenset(need))
+    return _plans[key]
 
 
 def _seam_key(st, s: int, sides, keysig) -> tuple:
@@ -137,6 +153,10 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
     (``slider_math.rotation_maps``) and the neutral decode's positions, each segment's made once per
     original and neutral decode (no slider changes them) and cached."""
     key0, _, basis, turns, _ = view
+    whole = (st.token, key0, tuple((s, sides, mine.tobytes(), _seam_key(st, s, sides, keysig)[3:])
+                                   for s, (sides, mine) in plan.items()))
+    if whole in _neutral_plans:  # (a slider dragged: the same frames, the same neutral, every change)
+        return _neutral_plans[whole]
     maps, poss = [], []
     for s, (sides, mine) in plan.items():
         a, b = bounds[s]
@@ -149,14 +169,20 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
         k, pos = _maps[key]
         maps.append(k[mine - a])
         poss.append(pos[mine - a])
-    return np.concatenate(maps), np.concatenate(poss)
+    out = np.concatenate(maps), np.concatenate(poss)
+    for a in out:
+        a.setflags(write=False)
+    if len(_neutral_plans) >= MAPS_MAX:
+        _neutral_plans.pop(next(iter(_neutral_plans)))
+    _neutral_plans[whole] = out
+    return out
 
 
 def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
     """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
     original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
     seams = st.kind == "AUTOENCODER"
-    plan, need = L.needed_parts(bounds, frames, seams)
+    plan, need = _needed_parts(st, bounds, frames, seams)
     order = np.concatenate([mine for _, mine in plan.values()])
     pts, m = _stored(st)[2], len(latent.names(st))
     jobs = []
