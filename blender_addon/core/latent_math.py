@@ -116,7 +116,7 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The Hamilton product as one outer product and one matrix product: on the few hundred quaternions
     of a seam ramp, twice as fast as the component-wise product (equal to float rounding)."""
     prod = a[..., :, None] * b[..., None, :]  # (broadcasts the leading axes)
-    return prod.reshape(prod.shape[:-2] + (16,)) @ _HAMILTON
+    return (prod.reshape(-1, 16) @ _HAMILTON).reshape(prod.shape[:-2] + (4,))  # (one product, not one per row)
 
 
 def _ease(rot, pos, idx, q, p, w) -> None:
