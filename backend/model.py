@@ -209,7 +209,9 @@ class Transformer(nn.Module):
             bias = bias.unsqueeze(0)
         if hidden is not None:
             bias = bias.masked_fill(hidden[:, None, None, :], float("-inf"))
-        if _fast(x) and not self.training:  # laid out once for the blocks' batched products (``attention``)
+        # Laid out once for the blocks' batched products (``attention``).  Not with hidden tokens: a row
+        # may then have nothing to attend to, which the fused kernel answers with zeros, a softmax with NaN.
+        if hidden is None and _fast(x) and not self.training:
             b, h, n = x.shape[0], bias.shape[1], x.shape[1]
             bias = bias.expand(b, h, n, n).reshape(b * h, n, n)
         for blk in self.blocks:

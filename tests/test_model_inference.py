@@ -81,3 +81,17 @@ def test_linear_through_onednn_matches_torch_linear():
         ref = torch.nn.functional.linear(x, layer.weight, layer.bias)
     torch.testing.assert_close(fast, ref, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(gelu, torch.nn.functional.gelu(ref), rtol=1e-6, atol=1e-6)
+
+
+def test_hidden_tokens_with_nothing_left_to_attend_to_give_the_fused_kernels_numbers(plain):
+    """A row whose every key is hidden (the in-betweening encoder's padding) must come out as the fused
+    kernel makes it (zeros), not NaN: the batched products are not used there."""
+    block = M.Transformer(32, 4, 2, 1, 0.0).eval()
+    x, pos = torch.randn(2, 6, 32), torch.arange(6.0)
+    hidden = torch.zeros(2, 6, dtype=torch.bool)
+    hidden[1] = True  # the second sequence: nothing any token may attend to
+    with torch.inference_mode():
+        fast = block(x, pos, hidden)
+        slow = plain(lambda: block(x, pos, hidden))
+    assert torch.isfinite(fast).all()
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
