@@ -182,9 +182,10 @@ def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotation
                               "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
         svc = _service()
         try:
-            engine = svc.get_engine(str(info.path), settings.device)
-            return svc.inbetween_keys(engine, arrays["offsets"], keys, arrays["key_rotations"],
-                                      arrays["key_positions"], frame_time)
+            with svc.request_threads():  # (as the service's every request: backend.service.engines)
+                engine = svc.get_engine(str(info.path), settings.device)
+                return svc.inbetween_keys(engine, arrays["offsets"], keys, arrays["key_rotations"],
+                                          arrays["key_positions"], frame_time)
         except ValueError as e:
             raise BridgeError(str(e)) from None
     header = {"op": "inbetween", "checkpoint": str(info.path), "device": settings.device, "keys": keys,

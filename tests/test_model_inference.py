@@ -95,3 +95,26 @@ def test_hidden_tokens_with_nothing_left_to_attend_to_give_the_fused_kernels_num
         slow = plain(lambda: block(x, pos, hidden))
     assert torch.isfinite(fast).all()
     torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+
+
+def test_a_request_runs_on_one_math_thread_unless_told_and_puts_the_count_back(monkeypatch):
+    from backend.service import request_threads
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.delenv("SPLINETWEEN_THREADS", raising=False)
+        with request_threads():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("SPLINETWEEN_THREADS", "3")
+        with request_threads():
+            assert torch.get_num_threads() == 3
+        monkeypatch.setenv("SPLINETWEEN_THREADS", "0")  # torch's own default: left as it is
+        with request_threads():
+            assert torch.get_num_threads() == 2
+        monkeypatch.setenv("SPLINETWEEN_THREADS", "many")  # not a number: the default
+        with request_threads():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -48,12 +48,12 @@ work per kind), ``handlers`` (the dispatch table), ``process`` (the serving loop
 """
 from __future__ import annotations
 
-from .engines import get_engine
+from .engines import get_engine, request_threads
 from .handlers import HANDLERS, handle
 from .motion import decode_parts, encode_clip, inbetween_keys, inbetween_with_controls
 from .process import main, serve
 from .protocol import MAGIC, PROTOCOL, ArraySpecError, ProtocolError, read_message, write_message
 
 __all__ = ["HANDLERS", "MAGIC", "PROTOCOL", "ArraySpecError", "ProtocolError", "decode_parts", "encode_clip",
-           "get_engine", "handle", "inbetween_keys", "inbetween_with_controls", "main", "read_message", "serve",
-           "write_message"]
+           "get_engine", "handle", "inbetween_keys", "inbetween_with_controls", "main", "read_message",
+           "request_threads", "serve", "write_message"]

@@ -4,8 +4,36 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 
 _engines: dict = {}
+DEFAULT_THREADS = 1
+
+
+@contextmanager
+def request_threads():
+    """PyTorch's math threads for one request, put back afterwards (in-process, Blender's Python and
+    whatever else runs torch there keep theirs): ``SPLINETWEEN_THREADS`` when set (0: torch's own
+    default, every core), else one.  A request of the add-on is a few segments: spreading its small
+    products over threads costs more than it wins (a 61-frame slider change in Blender: 3.9 ms on one
+    thread, 7.8 on two; Encode of 300 frames 43 vs 48 ms; docs/results.md section 10)."""
+    try:
+        want = int(os.environ.get("SPLINETWEEN_THREADS", "") or DEFAULT_THREADS)
+    except ValueError:
+        want = DEFAULT_THREADS
+    try:
+        import torch
+    except ImportError:  # (a mesh request in a Python without torch fails by itself, naming it)
+        yield
+        return
+    before = torch.get_num_threads()
+    if want > 0 and want != before:
+        torch.set_num_threads(want)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 _loading = threading.Lock()  # one load at a time: a second caller waits for the engine, never loads it twice
 
 _NEEDS = {(False, True): "Inbetween needs an in-betweening one",

@@ -8,7 +8,7 @@ import time
 
 from .. import __version__
 from . import mesh, motion
-from .engines import get_engine
+from .engines import get_engine, request_threads
 from .protocol import PROTOCOL
 
 
@@ -77,7 +77,9 @@ HANDLERS = {"hello": hello, "load": load, "inbetween": inbetween, "encode": enco
 def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
     op = header.get("op")
     if isinstance(op, str) and op in HANDLERS:
-        return HANDLERS[op](header, arrays)
+        with request_threads():
+            return HANDLERS[op](header, arrays)
     if isinstance(op, str) and op.startswith("mesh_"):
-        return _mesh(op)(header, arrays)  # the mesh module names the unknown request
+        with request_threads():
+            return _mesh(op)(header, arrays)  # the mesh module names the unknown request
     raise ValueError(f"unknown request {op!r}")

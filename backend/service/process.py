@@ -41,8 +41,4 @@ def main() -> int:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
-    threads = int(os.environ.get("SPLINETWEEN_THREADS", "0") or 0)
-    if threads > 0:
-        import torch
-        torch.set_num_threads(threads)
-    return serve(sys.stdin.buffer, out)
+    return serve(sys.stdin.buffer, out)  # (each request's math threads: engines.request_threads)
