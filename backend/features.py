@@ -92,7 +92,8 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     rot = np.zeros(shape + (num_joints, 4))
     rot[..., 0] = 1.0
     rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
-    pos = np.array(np.broadcast_to(np.asarray(template_pos, dtype=np.float64), shape + (num_joints, 3)))
+    pos = np.empty(shape + (num_joints, 3))
+    pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))
     pos[..., layout.position_joints, :] = p
     pos[..., layout.position_joints[0], :] += np.asarray(origin, dtype=np.float64)

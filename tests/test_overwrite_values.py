@@ -38,11 +38,12 @@ def _read(fc):
     return co.reshape(-1, 2), hl.reshape(-1, 2)
 
 
-@pytest.mark.parametrize("layout", ["alike", "unlike", "missing curve", "frame without key"])
+@pytest.mark.parametrize("layout", ["alike", "unlike", "shifted", "missing curve", "frame without key"])
 def test_only_the_keys_on_the_frames_change(layout):
     from blender_addon.io import latent as latent_io
     every = list(range(1, 41))
     keyed = {"alike": [every] * 6, "unlike": [every] * 3 + [every[::2]] * 3,
+             "shifted": [every] * 3 + [[f + 3 for f in every]] * 3,  # as many keys, other rows
              "missing curve": [every] * 6, "frame without key": [every] * 5 + [[f for f in every if f != 12]]}[layout]
     obj, fcs = _curves(keyed)
     if layout == "missing curve":
@@ -51,7 +52,8 @@ def test_only_the_keys_on_the_frames_change(layout):
     frames = np.arange(10, 15)
     values = np.arange(len(frames) * len(fcs), dtype=float).reshape(len(frames), len(fcs)) + 100.0
     skipped = latent_io.overwrite_values(fcs, frames, values)
-    expected_skipped = {"alike": [], "unlike": [3, 4, 5], "missing curve": [4], "frame without key": [5]}[layout]
+    expected_skipped = {"alike": [], "unlike": [3, 4, 5], "shifted": [], "missing curve": [4],
+                        "frame without key": [5]}[layout]
     assert skipped == expected_skipped
     for c, fc in enumerate(fcs):
         if fc is None:

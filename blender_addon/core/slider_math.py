@@ -100,8 +100,8 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     order = mode[::-1]
     i, j, k = (R._AXIS[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
-    flat = q.reshape(-1, 4)  # (numpy's stacked products run one small product per leading index)
-    m = ((flat[:, _FIRST] * flat[:, _SECOND]) @ _PRODUCTS_TO_MATRIX).reshape(q.shape[:-1] + (9,))
+    comps = np.ascontiguousarray(q.reshape(-1, 4).T)  # (rows gather faster than columns; one product,
+    m = ((comps[_FIRST] * comps[_SECOND]).T @ _PRODUCTS_TO_MATRIX).reshape(q.shape[:-1] + (9,))  # not one per index)
     mii, mij, mik, mjk, mkk = m[..., 4 * i], m[..., 3 * i + j], m[..., 3 * i + k], m[..., 3 * j + k], m[..., 4 * k]
     mkj, mjj, mji, mki = m[..., 3 * k + j], m[..., 4 * j], m[..., 3 * j + i], m[..., 3 * k + i]
     cb = np.hypot(mii, mij)

@@ -172,13 +172,14 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
         for kp, row in zip(kps, grid):
             kp.foreach_get("co", row)
         x = grid[:, 0::2]
-        if (x == x[0]).all():  # ... and every curve keyed on the same frames: one search for all
-            rows = np.minimum(np.searchsorted(x[0], frames - _EPS), counts[0] - 1)
-            if not len(frames) or (np.abs(x[0, rows] - frames) < _EPS).all():
-                grid[:, 2 * rows + 1] = values.T
-                for kp, row in zip(kps, grid):
-                    kp.foreach_set("co", row)
-                return []
+        # ... and the first curve's keys on the frames sit at the same rows of every curve (the common
+        # case, every curve keyed alike): one search for all, checked where it is used
+        rows = np.minimum(np.searchsorted(x[0], frames - _EPS), counts[0] - 1)
+        if not len(frames) or (np.abs(x[:, rows] - frames) < _EPS).all():
+            grid[:, 2 * rows + 1] = values.T
+            for kp, row in zip(kps, grid):
+                kp.foreach_set("co", row)
+            return []
     else:
         for c, kp in enumerate(kps):
             if counts[c]:
