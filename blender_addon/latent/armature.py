@@ -12,6 +12,7 @@ Every check and the backend call come before the first write: a refusal leaves t
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
-    for cache in (_bases, _blocks, _channels, _reaches):
+    for cache in (_bases, _blocks, _channels):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
 
@@ -137,7 +138,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     seams, prot = st.kind == "AUTOENCODER", protected(st)
     edited = L.edited_segments(sigs, nsigs)
     whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
-    frames = _reach(st.token, bounds, edited if whole else changed, seams, prot)
+    frames = _reach(tuple(bounds), tuple(edited if whole else changed), seams, prot.tobytes())
     base = base_values(st, channels)
     values = np.zeros((0, len(channels)))
     if len(frames):
@@ -159,19 +160,13 @@ def sync(obj, context=None, force: bool = False) -> bool:
     return True
 
 
-_reaches: dict = {}  # (token, bounds, segments, seams, protected) -> ``layer_math.reach``
-
-
-def _reach(token: str, bounds, segments, seams: bool, protected: np.ndarray) -> np.ndarray:
-    """``layer_math.reach``, made once per layout (a dragged slider asks for the same frames every change)."""
-    key = (token, tuple(bounds), tuple(segments), seams, protected.tobytes())
-    if key not in _reaches:
-        if len(_reaches) > 64:
-            _reaches.clear()
-        frames = L.reach(bounds, segments, seams, protected=protected)
-        frames.setflags(write=False)
-        _reaches[key] = frames
-    return _reaches[key]
+@functools.lru_cache(maxsize=64)
+def _reach(bounds: tuple, segments: tuple, seams: bool, protected: bytes) -> np.ndarray:
+    """``layer_math.reach`` (``protected``: int64 bytes), made once per layout: a dragged slider asks for
+    the same frames every change; a pure function of its arguments, so shared by every range."""
+    frames = L.reach(list(bounds), segments, seams, protected=np.frombuffer(protected, dtype=np.int64))
+    frames.setflags(write=False)
+    return frames
 
 
 def writable(st, channels) -> list[int] | None:

@@ -3,6 +3,7 @@ original moved by decode(edited) - decode(encoded) on the frames an edit reaches
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict
 from pathlib import Path
@@ -25,11 +26,10 @@ _joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames
 _maps: dict = {}  # (token, original, segment, sides, neutral signatures) -> (K maps, neutral positions)
 MAPS_MAX = 64
 _neutral_plans: dict = {}  # (token, original, the plan's frames and neutral signatures) -> ``_neutral``'s answer
-_plans: dict = {}  # (token, bounds, frames, seams) -> ``layer_math.needed_parts``
 
 
 def forget(token: str) -> None:
-    for cache in (decoded, _views, _joins, _maps, _neutral_plans, _plans):
+    for cache in (decoded, _views, _joins, _maps, _neutral_plans):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
     _inputs.pop(token, None)
@@ -97,17 +97,14 @@ def prime(st, rot, pos) -> None:
         decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
 
 
-def _needed_parts(st, bounds, frames: np.ndarray, seams: bool) -> tuple[dict, set]:
-    """``layer_math.needed_parts``, made once per layout of frames (a dragged slider asks for the same)."""
-    key = (st.token, tuple(bounds), frames.tobytes(), seams)
-    if key not in _plans:
-        if len(_plans) >= MAPS_MAX:
-            _plans.pop(next(iter(_plans)))
-        plan, need = L.needed_parts(bounds, frames, seams)
-        for _, mine in plan.values():
-            mine.setflags(write=False)
-        _plans[key] = (plan, frozenset(need))
-    return _plans[key]
+@functools.lru_cache(maxsize=MAPS_MAX)
+def _needed_parts(bounds: tuple, frames: bytes, seams: bool) -> tuple[dict, frozenset]:
+    """``layer_math.needed_parts`` of the frames given as int64 bytes, made once per layout (a dragged
+    slider asks for the same every change; a pure function of its arguments, so shared by every range)."""
+    plan, need = L.needed_parts(list(bounds), np.frombuffer(frames, dtype=np.int64), seams)
+    for _, mine in plan.values():
+        mine.setflags(write=False)
+    return plan, frozenset(need)
 
 
 def _seam_key(st, s: int, sides, keysig) -> tuple:
@@ -182,7 +179,7 @@ def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.n
     """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
     original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
     seams = st.kind == "AUTOENCODER"
-    plan, need = _needed_parts(st, bounds, frames, seams)
+    plan, need = _needed_parts(tuple(bounds), np.asarray(frames, dtype=np.int64).tobytes(), seams)
     order = np.concatenate([mine for _, mine in plan.values()])
     pts, m = _stored(st)[2], len(latent.names(st))
     jobs = []
