@@ -74,12 +74,13 @@ def shaken_bvh(folder: Path, degrees: float = 25.0, path: Path = EXAMPLE) -> Pat
     return out
 
 
-def setup_scene():
-    """Factory scene, add-on enabled, in-process backend, the test autoencoder; -> the example's armature."""
+def setup_scene(path=EXAMPLE):
+    """Factory scene, add-on enabled, in-process backend, the test autoencoder; -> the armature of ``path``
+    (default: the example clip)."""
     fresh_scene_with_addon()
     use_test_backend()
     prefs().autoencoder = str(AUTOENCODER)
-    return import_bvh(EXAMPLE)
+    return import_bvh(path)
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, driven, fresh_scene_with_addon,
-                           import_bvh, keys_on, prefs, select_keys, snapshot, thin_every, use_test_backend)
-from latent_helpers import AUTOENCODER, changed_frames, curves, segment_frames
+from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, driven, keys_on, select_keys,
+                           snapshot, thin_every)
+from latent_helpers import changed_frames, curves, segment_frames, setup_scene
 
 bpy = bpy()
 
@@ -17,10 +17,7 @@ OP = bpy.ops.anim.splinetween_inbetween
 
 @pytest.fixture(scope="module")
 def walk():
-    fresh_scene_with_addon()
-    use_test_backend()
-    prefs().autoencoder = str(AUTOENCODER)
-    obj = import_bvh()
+    obj = setup_scene(TEST_CLIP)
     n, keys = thin_every(obj)
     yield {"name": obj.name, "n": n, "keys": keys}
     disable_addon()

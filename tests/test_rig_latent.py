@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           keys_on, prefs, select_keys, snapshot, thin_keys, use_test_backend)
-from latent_helpers import AUTOENCODER
+from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, keys_on, select_keys, snapshot,
+                           thin_keys)
+from latent_helpers import setup_scene
 
 bpy = bpy()
 import rig_helpers  # noqa: E402
@@ -46,10 +46,7 @@ def encode():
 
 @pytest.fixture(scope="module")
 def walk():
-    fresh_scene_with_addon()
-    use_test_backend()
-    prefs().autoencoder = str(AUTOENCODER)
-    obj = import_bvh()
+    obj = setup_scene(TEST_CLIP)
     ref = copy_armature(obj, "reference")
     bpy.context.view_layer.objects.active = obj
     at_rest = heads(obj, FRAMES)
