@@ -66,9 +66,10 @@ def fill(engine, items, with_base: bool = True):
     out = []
     for i, (clip, keys, _, _, segs) in enumerate(prepared):
         template = torch.as_tensor(clip.positions[keys[0]], dtype=torch.float32, device=dev)
-        arrays = [np.empty_like(clip.rotations), np.empty_like(clip.positions)]
+        # frames outside the keys are no segment's: they start as the clip's own (finite, never garbage)
+        arrays = [clip.rotations.copy(), clip.positions.copy()]
         if with_base:
-            arrays += [np.empty_like(clip.rotations), np.empty_like(clip.positions)]
+            arrays += [clip.rotations.copy(), clip.positions.copy()]
         for si, (a, b) in enumerate(segs):
             feat, base, origin, _ = results[i, si]
             for k, f in enumerate((feat, base)[:len(arrays) // 2]):
@@ -199,15 +200,17 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
-        rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]  # keys exactly as given
+        # keys exactly as given; frames before the first key and after the last copied as they are
+        kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
+        rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
         rot = Q.fix_hemisphere(rot)
-        rot[keys] = clip.rotations[keys]  # hemisphere fixing may flip a key's sign: put it back
+        rot[kept] = clip.rotations[kept]  # hemisphere fixing may flip a kept frame's sign: put it back
         meta = {}
         src = clip.meta.get("source_channels")
         if src is not None:
             ref = np.full_like(src, np.nan)
-            ref[keys] = src[keys]
-            meta["source_channels"] = ref  # Euler hints: keys as in the file, the rest continuous
+            ref[kept] = src[kept]
+            meta["source_channels"] = ref  # Euler hints: kept frames as in the file, the rest continuous
         result = Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name, meta)
         template = clip.positions[keys[0]].astype(np.float32).astype(np.float64)
         controls = Controls(ctrl, origins, segs, template, work.frame_time, clip.name, keys=list(wkeys),

@@ -115,4 +115,7 @@ class Clip:
         return self.positions[:, 0]
 
     def slice(self, start: int, stop: int) -> "Clip":
-        return replace(self, rotations=self.rotations[start:stop], positions=self.positions[start:stop])
+        """Frames ``start:stop``; per-frame metadata (the BVH's source channels) sliced with them."""
+        meta = {k: v[start:stop] if isinstance(v, np.ndarray) and v.shape[:1] == (self.num_frames,) else v
+                for k, v in self.meta.items()}
+        return replace(self, rotations=self.rotations[start:stop], positions=self.positions[start:stop], meta=meta)

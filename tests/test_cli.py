@@ -55,6 +55,9 @@ def test_inbetween_keys_list_and_errors(tiny_inbetween, tmp_path):
     ok = run("inbetween", EXAMPLES[1], "--keys", "0,10,20,30,40,50,60,69", "--out-dir", out,
              "--checkpoint", tiny_inbetween)
     assert ok.returncode == 0, ok.stderr
+    a, b = read_bvh(EXAMPLES[1]), read_bvh(out / EXAMPLES[1].name)
+    kept = [0, 10, 20, 30, 40, 50, 60] + list(range(69, a.num_frames))  # the keys, and the tail as it was
+    assert a.num_frames > 75 and np.abs(b.meta["source_channels"][kept] - a.meta["source_channels"][kept]).max() <= 1e-4
     for keys, msg in [("0,20,10,69", "increasing order"), ("0", "at least two keys"),
                       ("0,10,x", "expected comma-separated frame numbers")]:
         r = run("inbetween", EXAMPLES[1], "--keys", keys, "--out-dir", tmp_path / "p",

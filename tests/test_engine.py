@@ -47,6 +47,23 @@ def test_nonkey_frames_are_never_read(ib):
     assert np.array_equal(a.rotations, b.rotations) and np.array_equal(a.positions, b.positions)
 
 
+@pytest.mark.parametrize("frame_time", [None, 1 / 60])
+def test_frames_outside_the_keys_come_out_as_they_went_in(ib, frame_time):
+    # before the first key and after the last there is nothing to fill: those frames are the clip's own
+    # (they used to be uninitialised memory: a CLI run failed on NaN there one time in three)
+    clip = read_bvh(TEST_CLIP).slice(0, 70)
+    if frame_time is not None:
+        clip.frame_time = frame_time
+    keys = [6, 14, 21, 30, 44, 51]
+    out, _ = ib.inbetween(clip, keys)
+    kept = np.r_[0:6, keys, 52:70]
+    assert np.array_equal(out.rotations[kept], clip.rotations[kept])
+    assert np.array_equal(out.positions[kept], clip.positions[kept])
+    written = parse_bvh(format_bvh(out)).meta["source_channels"]
+    assert np.abs(written[kept] - clip.meta["source_channels"][kept]).max() <= 1e-4
+    assert np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()
+
+
 def test_batched_equals_one_by_one(ib):
     clips = [read_bvh(p) for p in EXAMPLES[:3]]
     keys = [every_k(c.num_frames, k) for c, k in zip(clips, (4, 9, 15))]
