@@ -144,7 +144,10 @@ class MeshEngine(EngineBase):
             for k, (i, _, _, _) in enumerate(group):
                 points[i] = cp[k]
         controls = MeshControls(np.stack(points), segs, name, list(keys), key_frames)
-        return self._decode_keyed(controls, controls.points, 1, 0.0), controls
+        decoded = self._decode_keyed(controls, controls.points, 1, 0.0)
+        out = arr.astype(np.float32)  # frames before the first key and after the last: as they went in
+        out[keys[0]:keys[-1] + 1] = decoded[keys[0]:]
+        return out, controls
 
     def _keyed_inputs(self, spans, keys, key_coeffs, pos_of, s):
         """Masks [B, m] and key coefficients on the (s-times denser) frame grid [B, m, K]."""
@@ -184,6 +187,7 @@ class MeshEngine(EngineBase):
             corr_all = amplify * regression(self.norm(keyed_all), base_all[None], mask_all,
                                             torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
         out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
+        out[:keys[0] * s] = controls.key_frames[0]  # before the first key no segment decodes: its pose held
         chosen = range(len(controls.segments)) if segment is None else [segment]
         for m, group in group_by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
                                     if i in chosen]).items():

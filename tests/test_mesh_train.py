@@ -64,6 +64,10 @@ def test_inbetween_run_keeps_keys_bit_exact_and_redecodes_the_same(runs):
     assert np.array_equal(engine.decode(controls), out)
     dense = engine.decode(controls, scale=2)
     assert dense.shape == (99, 100, 3) and np.array_equal(dense[[2 * k for k in keys]], seq[keys])
+    # frames before the first key and after the last come out as they went in
+    part, _ = engine.inbetween(seq, [3, 10, 20, 30, 40, 45])
+    assert part.shape == seq.shape and np.array_equal(part[:4], seq[:4]) and np.array_equal(part[45:], seq[45:])
+    assert np.isfinite(part).all()
     # even a barely trained model starts from the Hermite base, which already beats linear on a smooth wave
     gaps = np.setdiff1d(np.arange(50), keys)
     assert mean_vertex_error(out, seq, gaps) < mean_vertex_error(linear_interpolation(seq, keys), seq, gaps)
