@@ -155,8 +155,8 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        if _fast(x):  # (the same numbers, in place where the temporaries are new)
-            return (x * torch.rsqrt(torch.mean(x * x, -1, keepdim=True).add_(self.eps))).mul_(self.weight)
+        if _fast(x):  # (one kernel, the same numbers: tests/test_model_inference.py)
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 

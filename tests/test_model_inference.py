@@ -43,6 +43,16 @@ def test_fast_decode_and_encode_give_the_plain_numbers(plain):
         assert float((f - s).abs().max()) <= 1e-5 * max(1.0, float(s.abs().max()))
 
 
+def test_the_engine_decodes_features_with_the_plain_numbers(plain):
+    # the whole decode: the model, then the normaliser's inverse (principal axes, scale and mean)
+    engine = Engine(SHIPPED / "motion_autoencoder.json")
+    assert engine.norm.rotation is not None
+    cp = np.random.default_rng(0).normal(size=(2, 4, engine.model.cfg.latent)).astype(np.float32)
+    fast = engine.decode_features(cp, 31, 31)
+    slow = plain(lambda: engine.decode_features(cp, 31, 31))
+    assert np.abs(fast - slow).max() <= 1e-5 * max(1.0, np.abs(slow).max())
+
+
 def test_a_segment_decodes_to_the_same_numbers_alone_and_in_a_batch():
     model = Engine(SHIPPED / "motion_autoencoder.json").model.eval()
     torch.manual_seed(1)
