@@ -72,6 +72,9 @@ def check_model(jpath: Path, model: dict, error) -> None:
     for k, v in model.items():
         if k in _INT_FIELDS and (not _is_int(v) or not 1 <= v <= _INT_FIELDS[k]):
             raise error(jpath, f'"model.{k}" must be a whole number from 1 to {_INT_FIELDS[k]}, got {v!r}')
+        if k == "decoder_layers" and (not _is_int(v) or not 0 <= v <= 64):
+            raise error(jpath, f'"model.decoder_layers" must be a whole number from 0 (as many as "layers") to 64, '
+                               f"got {v!r}")
         if k == "dropout" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= v < 1.0):
             raise error(jpath, f'"model.dropout" must be a number from 0 to 1, got {v!r}')
         if k in ("kind", "base") and not isinstance(v, str):

@@ -35,6 +35,9 @@ class ModelConfig:
     latent: int = 64  # d
     layers: int = 4  # n
     heads: int = 8  # h
+    # the spline autoencoder's decoder depth (0: ``layers``, as the encoder).  A slider re-decodes on
+    # every change and Encode runs the encoder once, so the decoder is where depth costs the user
+    decoder_layers: int = 0
     ffn_factor: int = 1
     controls: int = 4  # cubic Bezier: 4 control points
     dropout: float = 0.0
@@ -49,6 +52,8 @@ class ModelConfig:
             raise ValueError(f"model kind {self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
         if self.linear_path and self.kind in ("alibi", "alibi_cat"):
             raise ValueError(f"linear_path is for the spline and keyframe kinds, not {self.kind}")
+        if self.decoder_layers and self.kind == "keyframe":
+            raise ValueError("decoder_layers is for the autoencoder kinds; the keyframe model uses layers")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
 
@@ -260,7 +265,7 @@ class SplineTransformer(nn.Module):
         self.enc = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.to_latent = nn.Linear(c, d)
         self.from_latent = nn.Linear(2 * d if cfg.kind == "alibi_cat" else d, c)
-        self.dec = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
+        self.dec = Transformer(c, cfg.heads, cfg.decoder_layers or cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
         if cfg.linear_path:
             for layer in (self.to_latent, self.mlp_dec[-1]):

@@ -24,6 +24,7 @@ class TrainConfig:
     latent: int = 64  # d
     width: int = 128  # c
     layers: int = 4  # n
+    decoder_layers: int = 0  # autoencoder: the decoder's depth (0 = layers); sliders re-decode on every change
     heads: int = 8  # h
     ffn_factor: int = 1
     window: int = 61  # frames per training window (max)

@@ -211,6 +211,7 @@ def train(cfg: TrainConfig) -> Path:
     kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
     mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
+                       decoder_layers=cfg.decoder_layers if cfg.task == "autoencoder" else 0,
                        base=cfg.base if cfg.task == "inbetween" else "slerp",
                        linear_path=cfg.linear_path and cfg.task == "autoencoder")
     model = build_model(mcfg)
