@@ -72,6 +72,34 @@ def test_refuses_unknown_format_version(tiny_checkpoint, tmp_path):
     assert str(j) in str(e.value)
 
 
+def test_a_shallower_decoder_is_saved_and_loaded_and_older_configs_mean_as_deep_as_the_encoder(tiny_checkpoint, tmp_path):
+    c = ck.load(tiny_checkpoint)
+    assert c.config.decoder_layers == 0 and len(c.build_model().dec.blocks) == c.config.layers
+    doc = json.loads(Path(tiny_checkpoint).read_text())
+    doc["model"].pop("decoder_layers", None)  # a checkpoint from before the field: loads as before
+    old = tmp_path / "old.json"
+    shutil.copy(ck.paths_for(tiny_checkpoint)[1], tmp_path / "old.safetensors")
+    doc["weights"] = "old.safetensors"
+    old.write_text(json.dumps(doc))
+    assert ck.load(old).config.decoder_layers == 0
+    from dataclasses import replace
+    shallow = replace(c.config, layers=2, decoder_layers=1)
+    m = SplineTransformer(shallow).eval()
+    assert len(m.enc.blocks) == 2 and len(m.dec.blocks) == 1
+    path = ck.save(tmp_path / "shallow", replace(c, config=shallow), m)
+    again = ck.load(path)
+    assert again.config.decoder_layers == 1
+    x = torch.randn(1, 16, shallow.input_dim)
+    with torch.no_grad():
+        assert torch.equal(m(x), again.build_model().eval()(x))
+    for bad in (-1, 65, 1.5):
+        d = json.loads(path.read_text())
+        d["model"]["decoder_layers"] = bad
+        path.write_text(json.dumps(d))
+        with pytest.raises(ck.CheckpointError, match="decoder_layers"):
+            ck.load(path)
+
+
 def test_refuses_config_that_does_not_match_weights(tiny_checkpoint, tmp_path):
     j = _copy(tiny_checkpoint, tmp_path)
     doc = json.loads(j.read_text())
