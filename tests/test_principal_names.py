@@ -133,17 +133,17 @@ def test_a_description_list_of_the_wrong_length_is_refused(tmp_path):
 
 
 def test_measuring_a_direction_on_example_motion():
-    """The measurement on real decodes: the shipped "Arms: in and down" direction lowers the hands on
-    windows of the example clips too, its negative raises them, and nothing moves along a zero direction."""
+    """The measurement on real decodes: the shipped "Arms: out and up" direction raises the hands on
+    windows of the example clips too, its negative lowers them, and nothing moves along a zero direction."""
     from backend.bvh import read_bvh
     from backend.engine import Engine
     from training import principal
     engine = Engine(AUTOENCODER, "cpu")
     comps, std = engine.principal()
-    i = engine.principal_names().index("Arms: in and down")
+    i = engine.principal_names().index("Arms: out and up")
     clips = [read_bvh(p).slice(0, engine.ckpt.window) for p in EXAMPLES]
-    down = principal.measure(engine, clips, np.asarray(comps[i]), float(std[i]))
-    up = principal.measure(engine, clips, -np.asarray(comps[i]), float(std[i]))
+    up = principal.measure(engine, clips, np.asarray(comps[i]), float(std[i]))
+    down = principal.measure(engine, clips, -np.asarray(comps[i]), float(std[i]))
     for side in ("arm_l", "arm_r"):
         assert down.parts[side][2] < -2.0 and up.parts[side][2] > 2.0  # cm of the hands, per slider unit
         np.testing.assert_allclose(down.parts[side], -np.asarray(up.parts[side]), atol=1e-6)

@@ -32,12 +32,18 @@ def flat_metrics(report: dict) -> dict:
     return out
 
 
+def _decoder(model: dict) -> str:
+    """The decoder's depth where it differs from the encoder's."""
+    d = model.get("decoder_layers") or 0
+    return f" (decoder {d})" if d and d != model["layers"] else ""
+
+
 def card(doc: dict, report: dict, command: str, name: str) -> str:
     info, model = doc["info"], doc["model"]
     cfg = info.get("config", {})
     lines = [f"# Model card: {name}", "",
              f"- **Task**: {info.get('task')} ({model['kind']} transformer: d={model['latent']}, c={model['width']}, "
-             f"n={model['layers']}, h={model['heads']}, {model['controls']} control points, "
+             f"n={model['layers']}{_decoder(model)}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
              f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part), {info.get('train_clips')} "
              f"train clips ({info.get('train_frames')} frames); split: {info.get('split')}; kinds left out: "
