@@ -220,3 +220,18 @@ def test_fk_on_a_three_joint_chain(lib):
     expected = axis_matrix("Z", np.pi / 2) @ axis_matrix("X", np.pi / 2)
     np.testing.assert_allclose(Q.to_matrix(grot[0, 2]), expected, atol=1e-12)
     np.testing.assert_allclose(Q.to_matrix(grot[0, 0]), axis_matrix("Z", np.pi / 2), atol=1e-12)
+
+
+def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():
+    # the decode reply's poses: BLAS may round a row by where it falls in a larger product, so each
+    # segment's rows go through a product of their own (the add-on caches decodes per segment)
+    from backend.features import FeatureLayout, poses_from_features
+    layout = FeatureLayout(position_joints=[0], rotation_joints=list(range(21)))
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        feat = rng.normal(size=(3, 31, layout.dim))
+        origin = rng.normal(size=(3, 1, 3))
+        rot, pos = poses_from_features(feat, layout, origin, np.zeros((22, 3)), 22)
+        for i in range(3):
+            r1, p1 = poses_from_features(feat[i:i + 1], layout, origin[i:i + 1], np.zeros((22, 3)), 22)
+            assert np.array_equal(rot[i:i + 1], r1) and np.array_equal(pos[i:i + 1], p1)
