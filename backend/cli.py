@@ -238,8 +238,7 @@ def cmd_info(args) -> int:
         return 0
     c = ck.config
     print(f"checkpoint  {ck.path}")
-    depth = f"{c.layers}" + (f" (decoder {c.decoder_layers})" if c.decoder_layers and c.decoder_layers != c.layers else "")
-    print(f"model       {c.kind} transformer: d={c.latent} c={c.width} n={depth} h={c.heads} "
+    print(f"model       {c.kind} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
           f"controls={c.controls if c.kind == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
     print(f"task        {info.get('task', 'autoencoder')}, window {ck.window} frames")
     print(f"skeleton    {ck.skeleton.num_joints} joints: {', '.join(ck.skeleton.names)}")

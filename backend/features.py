@@ -94,8 +94,8 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     r6 = feat[..., 3 * n_p:].reshape(shape + (-1, 6))
     # one product per segment: BLAS may round a row differently by where it falls in a larger product, and a
     # segment must decode to the same numbers alone or beside others (the add-on caches decodes per segment)
-    rot[..., layout.rotation_joints, :] = Q.from_6d(r6) if r6.ndim <= 3 else \
-        np.stack([Q.from_6d(x) for x in r6.reshape((-1,) + r6.shape[-3:])]).reshape(r6.shape[:-1] + (4,))
+    rot[..., layout.rotation_joints, :] = np.stack(
+        [Q.from_6d(x) for x in r6.reshape((-1,) + r6.shape[-3:])]).reshape(r6.shape[:-1] + (4,))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))

@@ -57,6 +57,15 @@ class ModelConfig:
         if self.width % self.heads:
             raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
 
+    @property
+    def decoder_depth(self) -> int:
+        """Blocks in the autoencoder's decoder: ``decoder_layers``, or ``layers`` where that is 0."""
+        return self.decoder_layers or self.layers
+
+    def depth_text(self) -> str:
+        """``"4"``, or ``"4 (decoder 1)"`` where the decoder is not as deep as the encoder (cards, ``info``)."""
+        return f"{self.layers}" + (f" (decoder {self.decoder_depth})" if self.decoder_depth != self.layers else "")
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -265,7 +274,7 @@ class SplineTransformer(nn.Module):
         self.enc = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.to_latent = nn.Linear(c, d)
         self.from_latent = nn.Linear(2 * d if cfg.kind == "alibi_cat" else d, c)
-        self.dec = Transformer(c, cfg.heads, cfg.decoder_layers or cfg.layers, cfg.ffn_factor, cfg.dropout)
+        self.dec = Transformer(c, cfg.heads, cfg.decoder_depth, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
         if cfg.linear_path:
             for layer in (self.to_latent, self.mlp_dec[-1]):

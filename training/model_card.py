@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from backend.checkpoint import paths_for
+from backend.model import ModelConfig
 
 ATTRIBUTION = ("Kobayashi et al., \"Motion Capture Dataset for Practical Use of AI-based Motion Editing and "
                "Stylization\", arXiv:2306.08861, 2023. Bandai-Namco-Research-Motiondataset, CC BY-NC 4.0.")
@@ -32,18 +33,12 @@ def flat_metrics(report: dict) -> dict:
     return out
 
 
-def _decoder(model: dict) -> str:
-    """The decoder's depth where it differs from the encoder's."""
-    d = model.get("decoder_layers") or 0
-    return f" (decoder {d})" if d and d != model["layers"] else ""
-
-
 def card(doc: dict, report: dict, command: str, name: str) -> str:
     info, model = doc["info"], doc["model"]
     cfg = info.get("config", {})
     lines = [f"# Model card: {name}", "",
              f"- **Task**: {info.get('task')} ({model['kind']} transformer: d={model['latent']}, c={model['width']}, "
-             f"n={model['layers']}{_decoder(model)}, h={model['heads']}, {model['controls']} control points, "
+             f"n={ModelConfig.from_json(model).depth_text()}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
              f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part), {info.get('train_clips')} "
              f"train clips ({info.get('train_frames')} frames); split: {info.get('split')}; kinds left out: "
