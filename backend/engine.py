@@ -140,10 +140,16 @@ class Engine(EngineBase):
         return self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
 
     @torch.inference_mode()
-    def decode_features(self, points: np.ndarray, source_frames: int, m: int, timing: float = 0.0) -> np.ndarray:
-        """:meth:`decode_segments` for segments of one length, as one numpy array ``[B, m, D]`` (the
-        service's ``decode``: a slider change's segments in one call, no per-segment tensors)."""
-        return self._decode_group(points, source_frames, m, timing).cpu().numpy()
+    def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> list[np.ndarray]:
+        """The service's ``decode``: control points ``[B, K, d]`` -> each segment's features ``[m_i, D]``, with
+        ``plans[i] = (source frames, m_i, timing)``, in one model call whatever the lengths
+        (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one pass).
+        Each segment gets the numbers it gets alone: the normaliser's product is taken per segment, on a
+        copy (MKL rounds a small product's rows by their count and by where in memory they start)."""
+        cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
+        made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
+        feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
+        return [self.norm.inverse(f.clone()).cpu().numpy() for f in feats]
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:

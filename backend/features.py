@@ -81,11 +81,13 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
 
 
 def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndarray, template_pos: np.ndarray,
-                        num_joints: int) -> tuple[np.ndarray, np.ndarray]:
+                        num_joints: int, sizes: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply.
     ``feat [..., F, D]`` (segments of one length stacked in front), ``origin [..., 3]`` broadcast against
-    the frames (``[G, 1, 3]`` for G segments).  A few dozen numpy operations cost a fraction of the same
-    torch ones (a slider change decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
+    the frames (``[G, 1, 3]`` for G segments); or with ``sizes``, ``feat [sum F, D]`` of segments of those
+    lengths laid end to end and ``origin [sum F, 3]``.  A few dozen numpy operations cost a fraction of the
+    same torch ones (a slider change decodes a segment per edit: issue 19); the numbers agree to float32
+    precision."""
     from . import quat_np as Q
     feat = np.asarray(feat, dtype=np.float64)
     n_p, shape = len(layout.position_joints), feat.shape[:-1]
@@ -94,8 +96,8 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     r6 = feat[..., 3 * n_p:].reshape(shape + (-1, 6))
     # one product per segment: BLAS may round a row differently by where it falls in a larger product, and a
     # segment must decode to the same numbers alone or beside others (the add-on caches decodes per segment)
-    rot[..., layout.rotation_joints, :] = np.stack(
-        [Q.from_6d(x) for x in r6.reshape((-1,) + r6.shape[-3:])]).reshape(r6.shape[:-1] + (4,))
+    per = np.split(r6, np.cumsum(sizes)[:-1]) if sizes is not None else r6.reshape((-1,) + r6.shape[-3:])
+    rot[..., layout.rotation_joints, :] = np.concatenate([Q.from_6d(x) for x in per]).reshape(r6.shape[:-1] + (4,))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))

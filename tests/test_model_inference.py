@@ -48,8 +48,8 @@ def test_the_engine_decodes_features_with_the_plain_numbers(plain):
     engine = Engine(SHIPPED / "motion_autoencoder.json")
     assert engine.norm.rotation is not None
     cp = np.random.default_rng(0).normal(size=(2, 4, engine.model.cfg.latent)).astype(np.float32)
-    fast = engine.decode_features(cp, 31, 31)
-    slow = plain(lambda: engine.decode_features(cp, 31, 31))
+    fast = np.stack(engine.decode_features(cp, [(31, 31, 0.0)] * 2))
+    slow = np.stack(plain(lambda: engine.decode_features(cp, [(31, 31, 0.0)] * 2)))
     assert np.abs(fast - slow).max() <= 1e-5 * max(1.0, np.abs(slow).max())
 
 
@@ -60,6 +60,22 @@ def test_a_segment_decodes_to_the_same_numbers_alone_and_in_a_batch():
     both = _decode(model, cp)
     for k in range(4):
         assert torch.equal(_decode(model, cp[k:k + 1])[0], both[k])
+
+
+def test_segments_of_different_lengths_decode_in_one_pass_to_their_numbers_alone(plain):
+    # a slider change's segments (31 and 30 frames, re-timed, a 2-frame one): one pass through the model,
+    # each segment bit for bit what it decodes to alone (the add-on caches decodes per segment)
+    engine = Engine(SHIPPED / "motion_autoencoder.json")
+    cp = np.random.default_rng(2).normal(size=(4, 4, engine.model.cfg.latent)).astype(np.float32)
+    plans = [(31, 31, 0.0), (30, 30, 0.0), (2, 2, 0.0), (31, 61, 0.4)]
+    together = engine.decode_features(cp, plans)
+    assert [f.shape for f in together] == [(m, engine.model.cfg.output_dim) for _, m, _ in plans]
+    for k, plan in enumerate(plans):
+        alone = engine.decode_features(cp[k:k + 1], [plan])[0]
+        assert np.array_equal(together[k], alone)
+    slow = plain(lambda: engine.decode_features(cp, plans))  # (one plain decode per segment)
+    for f, s in zip(together, slow):
+        assert np.abs(f - s).max() <= 1e-5 * max(1.0, np.abs(s).max())
 
 
 def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcuts(plain):

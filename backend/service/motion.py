@@ -188,19 +188,18 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
 
 
 def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, template: np.ndarray) -> dict:
-    """Segment index -> (rotations, positions) of its decode: segments that share a length, a stretch and
-    a timing decode in one model call and convert to poses in one pass (two segments of a 61-frame
-    edit: one of each, not two).  Each segment's numbers are the ones it gets alone
-    (tests/test_latent_service.py checks it), so the layer's caches stay valid."""
+    """Segment index -> (rotations, positions) of its decode: every segment in one model call
+    (``Engine.decode_features``, lengths may differ) and one conversion to poses, the segments laid end to
+    end.  Each segment's numbers are the ones it gets alone (tests/test_latent_service.py checks it), so
+    the layer's caches stay valid."""
     from ..features import poses_from_features
-    groups: dict = {}
-    for i, (n, scale, timing) in enumerate(plans):
-        groups.setdefault((n, scale, timing), []).append(i)
-    out = {}
-    for (n, scale, timing), idx in groups.items():
-        m = int(round((n - 1) * scale)) + 1
-        feat = engine.decode_features(np.stack([points[i] for i in idx]), n, m, timing)
-        origin = origins[idx][:, None].astype(np.float32)  # (as the model's float32 features carry it)
-        r, p = poses_from_features(feat, engine.layout, origin, template, engine.skeleton.num_joints)
-        out.update((i, (r[k], p[k])) for k, i in enumerate(idx))
-    return out
+    if not points:
+        return {}
+    jobs = [(n, int(round((n - 1) * scale)) + 1, timing) for n, scale, timing in plans]
+    feats = engine.decode_features(np.stack(points), jobs)
+    sizes = [len(f) for f in feats]
+    origin = np.repeat(origins.astype(np.float32), sizes, axis=0)  # (as the model's float32 features carry it)
+    r, p = poses_from_features(np.concatenate(feats), engine.layout, origin, template, engine.skeleton.num_joints,
+                               sizes=sizes)
+    cuts = np.cumsum(sizes)[:-1]
+    return dict(enumerate(zip(np.split(r, cuts), np.split(p, cuts))))
