@@ -17,6 +17,7 @@ from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (En
 from .features import from_features, to_features
 from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
+from .model import rows_product
 from .splines import ease_weights
 from .skeleton import Clip
 
@@ -143,13 +144,19 @@ class Engine(EngineBase):
     def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> list[np.ndarray]:
         """The service's ``decode``: control points ``[B, K, d]`` -> each segment's features ``[m_i, D]``, with
         ``plans[i] = (source frames, m_i, timing)``, in one model call whatever the lengths
-        (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one pass).
-        Each segment gets the numbers it gets alone: the normaliser's product is taken per segment, on a
-        copy (MKL rounds a small product's rows by their count and by where in memory they start)."""
+        (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one pass)
+        and one normaliser product whose rows do not depend on each other (``model.rows_product``): each
+        segment gets the numbers it gets alone."""
         cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
         made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
         feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
-        return [self.norm.inverse(f.clone()).cpu().numpy() for f in feats]
+        x = self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product)
+        x, at = x.cpu().numpy(), 0
+        out = []
+        for f in feats:
+            out.append(x[at:at + len(f)])
+            at += len(f)
+        return out
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:

@@ -134,9 +134,12 @@ class Normalizer:
         z = (x - self.mean.to(x)) / self.std.to(x)
         return z if self.rotation is None else z @ self.rotation.to(x)
 
-    def inverse(self, x):
+    def inverse(self, x, product=None):
+        """Features from model coordinates; ``product(x, w)`` takes ``x @ w.T`` where given (the engine's
+        row-independent one for segments decoded together: ``model.rows_product``)."""
         if self.rotation is not None:
-            x = x @ self.rotation.to(x).T
+            w = self.rotation.to(x)
+            x = product(x, w) if product is not None else x @ w.T
             if not x.requires_grad:  # (a new tensor: scaled in place, the same numbers)
                 return x.mul_(self.std.to(x)).add_(self.mean.to(x))
         return x * self.std.to(x) + self.mean.to(x)

@@ -130,6 +130,18 @@ def _packed(layer: nn.Linear) -> torch.Tensor:
     return got[1]
 
 
+def rows_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T`` with each row computed the same whatever rows are beside it and wherever it starts
+    in memory: at inference on the CPU through oneDNN's linear (MKL rounds a product of 2 or 3 rows, or of
+    rows starting off a cache line, differently), else torch's product.  The normaliser's inverse of
+    several segments decoded together (``Engine.decode_features``)."""
+    if _ONEDNN_LINEAR is None or not _fast(x) or weight.requires_grad:
+        return x @ weight.T
+    key = ("packed", weight.data_ptr(), weight._version, tuple(weight.shape))
+    return _ONEDNN_LINEAR(x, _made(key, lambda: _ONEDNN_PACK(weight, 64) if _ONEDNN_PACK else weight), None,
+                          "none", [], "")
+
+
 class MLP(nn.Sequential):
     """Linear -> GELU -> Linear (``nn.Sequential``'s parameter names), at inference through :func:`linear`."""
 
@@ -202,12 +214,14 @@ class Block(nn.Module):
         x = x + linear(self.out, a)
         return x + self.ffn(self.norm2(x))
 
-    def forward_ragged(self, x, biases: list, sizes: list[int]):
-        """:meth:`forward` at inference of sequences of different lengths laid end to end (``x [sum L, c]``,
-        ``biases[i] [H, L_i, L_i]``): norms and products over all rows at once, attention per sequence."""
+    def forward_ragged(self, x, groups: list):
+        """:meth:`forward` at inference of groups of sequences laid end to end, ``x [rows, c]``: ``groups``
+        lists ``(count, length, bias [count * H, L, L])``, each group ``count`` sequences of one length one
+        after the other.  Norms and products over all rows at once, attention per group (batched)."""
         h = linear(self.qkv, self.norm1(x))
-        parts = h.split(sizes)
-        a = torch.cat([attention(part[None], bias, self.heads, 0.0)[0] for part, bias in zip(parts, biases)])
+        parts = h.split([g * n for g, n, _ in groups])
+        a = torch.cat([attention(part.view(g, n, -1), bias, self.heads, 0.0).view(g * n, -1)
+                       for part, (g, n, bias) in zip(parts, groups)])
         x = x + linear(self.out, a)
         return x + self.ffn(self.norm2(x))
 
@@ -246,12 +260,17 @@ class Transformer(nn.Module):
         key = ("alibi", positions.shape, positions.numpy().tobytes(), self.slopes.numpy().tobytes())
         return _made(key, lambda: alibi_bias(positions.to(dtype), self.slopes.to(dtype)))
 
-    def forward_ragged(self, x, positions: list, sizes: list[int]):
-        """:meth:`forward` at inference (``_fast``, CPU) of sequences of ``sizes`` frames laid end to end,
-        ``x [sum L, c]``, ``positions[i] [L_i]`` -> ``[sum L, c]``."""
-        biases = [self._made_bias(p, x.dtype) for p in positions]
+    def forward_ragged(self, x, groups: list):
+        """:meth:`forward` at inference (``_fast``, CPU) of groups of sequences laid end to end, ``x [rows, c]``:
+        ``groups`` lists ``(count, positions [L])``, ``count`` sequences of those positions one after the
+        other -> ``[rows, c]``."""
+        made = []
+        for g, positions in groups:
+            bias = self._made_bias(positions, x.dtype)
+            n = positions.shape[-1]
+            made.append((g, n, bias.expand(g, -1, n, n).reshape(-1, n, n) if g > 1 else bias))
         for blk in self.blocks:
-            x = blk.forward_ragged(x, biases, sizes)
+            x = blk.forward_ragged(x, made)
         return self.norm(x)
 
 
@@ -358,20 +377,31 @@ class SplineTransformer(nn.Module):
     def decode_ragged(self, controls: torch.Tensor, times: list, positions: list) -> list[torch.Tensor]:
         """:meth:`decode` of each segment ``controls[i:i + 1]`` at its own ``times[i]``, ``positions[i]``
         (lengths may differ) -> ``[m_i, out]`` each, in one pass at inference on the CPU: the rows of all
-        segments through each product at once, the attention per segment.  oneDNN's product computes a row
-        the same whatever rows are beside it, so each segment gets the numbers it gets alone
-        (tests/test_model_inference.py), for one product's set-up instead of one per segment (a slider
-        change's two segments of 31 and 30 frames: 0.50 -> 0.34 ms).  Elsewhere: one :meth:`decode` each."""
+        segments through each product at once, the attention per group of segments sampled alike (batched,
+        as :meth:`decode` batches them).  oneDNN's product computes a row the same whatever rows are beside
+        it, so each segment gets the numbers it gets alone (tests/test_model_inference.py), for one set-up
+        of each product instead of one per length (a slider change's segments of 31 and 30 frames:
+        0.50 -> 0.34 ms).  Elsewhere: one :meth:`decode` each."""
         if not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
             return [self.decode(controls[i:i + 1], times=t, positions=p)[0]
                     for i, (t, p) in enumerate(zip(times, positions))]
-        lat = torch.cat([self.latents(controls[i:i + 1], t, p)[0] for i, (t, p) in enumerate(zip(times, positions))])
-        sizes = [len(t) for t in times]
-        out = self.mlp_dec(self.dec.forward_ragged(linear(self.from_latent, lat), positions, sizes))
+        alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
+        for i, (t, p) in enumerate(zip(times, positions)):
+            alike.setdefault((id(t), id(p)), []).append(i)
+        groups = list(alike.values())
+        if len(groups) == 1:  # (one length: the batched decode itself)
+            return list(self.decode(controls, times=times[0], positions=positions[0]).unbind(0))
+        lat = torch.cat([self.latents(controls[idx], times[idx[0]], positions[idx[0]]).flatten(0, 1)
+                         for idx in groups])
+        x = self.dec.forward_ragged(linear(self.from_latent, lat), [(len(idx), positions[idx[0]]) for idx in groups])
+        out = self.mlp_dec(x)
         if self.cfg.linear_path:
             m = self._shared_dims()
             out[..., :m] += lat[..., :m]
-        return list(out.split(sizes))
+        got = [None] * len(times)
+        for i, rows in zip((i for idx in groups for i in idx), out.split([len(times[i]) for idx in groups for i in idx])):
+            got[i] = rows
+        return got
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x.shape[1])

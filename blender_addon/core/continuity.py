@@ -21,9 +21,11 @@ def nearest_chain(cands: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return out
 
 
-def nearest(cands: np.ndarray, ref: np.ndarray) -> np.ndarray:
+def nearest(cands: np.ndarray, ref: np.ndarray, axis: int = -1) -> np.ndarray:
     """Of ``cands [..., 2, ..., 3]``, each shifted by whole turns towards ``ref``, the one nearer ``ref``
-    (L1; the first on a tie), exactly as :func:`steps` decides one frame."""
+    (L1; the first on a tie), exactly as :func:`steps` decides one frame.  ``axis``: where a candidate's
+    three angles lie (counted within one candidate, ``cands[0]``; ``ref`` broadcasts against it): the
+    slider's many bones and frames pass them first, ``[2, 3, N]``, so each pass reads whole rows."""
     c = np.subtract(ref, cands)  # (in place from here: the same operations, fewer temporaries)
     c /= TWO_PI
     np.rint(c, out=c)  # (np.round's rule: halves to even)
@@ -31,9 +33,10 @@ def nearest(cands: np.ndarray, ref: np.ndarray) -> np.ndarray:
     c += cands
     d = np.subtract(c, ref)
     np.abs(d, out=d)
+    d = np.moveaxis(d, axis % (d.ndim - 1) + 1, -1)  # (a view: the angles last)
     dist = d[..., 0] + d[..., 1]
     dist += d[..., 2]
-    return np.where((dist[1] < dist[0])[..., None], c[1], c[0])
+    return np.where(np.expand_dims(dist[1] < dist[0], axis % (d.ndim - 1)), c[1], c[0])
 
 
 def steps(cands: np.ndarray, ref: np.ndarray) -> np.ndarray:
