@@ -141,22 +141,16 @@ class Engine(EngineBase):
         return self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
 
     @torch.inference_mode()
-    def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> list[np.ndarray]:
-        """The service's ``decode``: control points ``[B, K, d]`` -> each segment's features ``[m_i, D]``, with
-        ``plans[i] = (source frames, m_i, timing)``, in one model call whatever the lengths
-        (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one pass)
-        and one normaliser product whose rows do not depend on each other (``model.rows_product``): each
-        segment gets the numbers it gets alone."""
+    def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> np.ndarray:
+        """The service's ``decode``: control points ``[B, K, d]`` -> the segments' features laid end to end
+        ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)``, in one model call whatever the
+        lengths (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one
+        pass) and one normaliser product whose rows do not depend on each other (``model.rows_product``):
+        each segment gets the numbers it gets alone."""
         cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
         made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
         feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
-        x = self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product)
-        x, at = x.cpu().numpy(), 0
-        out = []
-        for f in feats:
-            out.append(x[at:at + len(f)])
-            at += len(f)
-        return out
+        return self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product).cpu().numpy()
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:

@@ -96,7 +96,13 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     r6 = feat[..., 3 * n_p:].reshape(shape + (-1, 6))
     # one product per segment: BLAS may round a row differently by where it falls in a larger product, and a
     # segment must decode to the same numbers alone or beside others (the add-on caches decodes per segment)
-    per = np.split(r6, np.cumsum(sizes)[:-1]) if sizes is not None else r6.reshape((-1,) + r6.shape[-3:])
+    if sizes is None:
+        per = r6.reshape((-1,) + r6.shape[-3:])
+    else:
+        per, at = [], 0
+        for m in sizes:
+            per.append(r6[at:at + m])
+            at += m
     rot[..., layout.rotation_joints, :] = np.concatenate([Q.from_6d(x) for x in per]).reshape(r6.shape[:-1] + (4,))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)

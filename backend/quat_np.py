@@ -123,29 +123,48 @@ for _k, _terms in enumerate([
         _SHEPPERD[_i, _k] = _c
 
 
-def _unit(v, eps=1e-8):
-    return v / np.maximum(np.sqrt(np.einsum("...i,...i->...", v, v)), eps)[..., None]
+_SHEPPERD_ROWS = np.ascontiguousarray(_SHEPPERD.T)  # [20, 10]: the candidates and pivots of matrix entries in rows
+
+
+def _unit_rows(v, out, eps=1e-8):
+    """``out = v / |v|`` of 3-vectors stored as rows ``v [3, N]`` (each pass over one contiguous row)."""
+    n = v[0] * v[0]
+    n += v[1] * v[1]
+    n += v[2] * v[2]
+    np.sqrt(n, out=n)
+    np.maximum(n, eps, out=n)
+    np.divide(v, n, out=out)
 
 
 def from_6d(r):
     """The first two matrix columns ``[..., 6]`` (Gram-Schmidt) -> quaternions with w >= 0: ``from_matrix``
-    of that matrix, its candidates and pivots in one product (a decoded segment per slider change),
-    over the rows flattened (numpy's stacked products run one small product per leading index)."""
+    of that matrix, its candidates and pivots in one product (a decoded segment per slider change).
+    The rows flattened and laid out component by component (``[6, N]``: every pass reads contiguous
+    rows, a quarter less time than strided columns; issue 19)."""
     r = np.asarray(r, dtype=np.float64)
-    shape, r = r.shape[:-1], r.reshape(-1, 6)
-    x = _unit(r[:, :3])
-    b = r[:, 3:]
-    y = _unit(b - np.einsum("ij,ij->i", x, b)[:, None] * x)
-    v = np.empty((len(r), 10))  # [1, then the matrix row by row: columns x, y, z = x cross y]
-    v[:, 0] = 1.0
-    v[:, 1::3], v[:, 2::3] = x, y
-    v[:, 3] = x[:, 1] * y[:, 2] - x[:, 2] * y[:, 1]  # (np.cross: many more passes)
-    v[:, 6] = x[:, 2] * y[:, 0] - x[:, 0] * y[:, 2]
-    v[:, 9] = x[:, 0] * y[:, 1] - x[:, 1] * y[:, 0]
-    lin = v @ _SHEPPERD
-    best = np.argmax(lin[:, 16:], -1)  # the best-pivoted candidate's four entries, as flat indices
-    q = _unit(lin.reshape(-1)[(20 * np.arange(len(lin)) + 4 * best)[:, None] + np.arange(4)])
-    q *= np.where(q[:, :1] < 0, -1.0, 1.0)
+    shape = r.shape[:-1]
+    c = np.ascontiguousarray(r.reshape(-1, 6).T)  # [6, N]
+    n = c.shape[1]
+    v = np.empty((10, n))  # [1, then the matrix row by row: columns x, y, z = x cross y]
+    v[0] = 1.0
+    x, y = v[1::3], v[2::3]  # (views: the matrix's first and second columns)
+    _unit_rows(c[:3], x)
+    b = c[3:]
+    d = x[0] * b[0]
+    d += x[1] * b[1]
+    d += x[2] * b[2]
+    np.multiply(x, d, out=y)
+    np.subtract(b, y, out=y)
+    _unit_rows(y, y)
+    v[3] = x[1] * y[2] - x[2] * y[1]  # (np.cross: many more passes)
+    v[6] = x[2] * y[0] - x[0] * y[2]
+    v[9] = x[0] * y[1] - x[1] * y[0]
+    lin = _SHEPPERD_ROWS @ v  # [20, N]
+    best = np.argmax(lin[16:], 0)  # the best-pivoted candidate's four entries
+    q = lin.reshape(5, 4, n)[best, :, np.arange(n)]  # [N, 4]
+    norm = np.sqrt(np.einsum("ij,ij->i", q, q))
+    np.maximum(norm, 1e-8, out=norm)
+    q /= np.where(q[:, 0] < 0, -norm, norm)[:, None]
     return q.reshape(shape + (4,))
 
 

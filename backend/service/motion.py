@@ -196,10 +196,12 @@ def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, templ
     if not points:
         return {}
     jobs = [(n, int(round((n - 1) * scale)) + 1, timing) for n, scale, timing in plans]
-    feats = engine.decode_features(np.stack(points), jobs)
-    sizes = [len(f) for f in feats]
+    sizes = [m for _, m, _ in jobs]
+    feat = engine.decode_features(np.stack(points), jobs)
     origin = np.repeat(origins.astype(np.float32), sizes, axis=0)  # (as the model's float32 features carry it)
-    r, p = poses_from_features(np.concatenate(feats), engine.layout, origin, template, engine.skeleton.num_joints,
-                               sizes=sizes)
-    cuts = np.cumsum(sizes)[:-1]
-    return dict(enumerate(zip(np.split(r, cuts), np.split(p, cuts))))
+    r, p = poses_from_features(feat, engine.layout, origin, template, engine.skeleton.num_joints, sizes=sizes)
+    out, at = {}, 0
+    for i, m in enumerate(sizes):
+        out[i] = (r[at:at + m], p[at:at + m])
+        at += m
+    return out
