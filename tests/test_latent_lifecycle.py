@@ -264,3 +264,26 @@ def test_both_backend_modes_write_the_same_keys(source):
         bridge.shutdown()
     for o in (here, there):
         bpy.data.objects.remove(o)
+
+
+def test_the_plan_keeps_a_signature_only_while_its_inputs_are_the_same(enc):
+    # plan() reuses the last plan's signature of a segment whose inputs did not change; each one must
+    # still be the signature of the segment's current inputs
+    from blender_addon.latent import core as latent
+    st = enc.splinetween_latent
+
+    def fresh(raw, bounds):
+        m = len(latent.names(st))
+        return [LM.signature(raw[s], seg.amplify, seg.timing, tuple(x + 0.0 for x in seg.principal[:m]),
+                             bounds[s][1] - bounds[s][0] + 1) for s, seg in enumerate(st.segments)]
+    raw = latent.read_raw(enc, st)
+    bounds, first = latent.plan(st, raw)
+    assert first == fresh(raw, bounds)
+    raw2 = raw.copy()
+    raw2[0, 1, 3] += 0.25
+    st.segments[1].amplify = 1.5
+    bounds, second = latent.plan(st, raw2)
+    assert second == fresh(raw2, bounds)
+    assert second[0] != first[0] and second[1] != first[1] and second[2:] == first[2:]
+    bounds, third = latent.plan(st, raw)  # (back: the first segment's signature as before)
+    assert third[0] == first[0] and third == fresh(raw, bounds)

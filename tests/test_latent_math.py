@@ -156,3 +156,17 @@ def test_segments_ease_into_their_seams():
     assert np.array_equal(rows[1][0][r:-r], parts[1][0][r:-r])  # frames outside the ramps are the decode itself
     only_right = LM.segment_values(parts, 1, 3, True, (False, True))
     assert np.array_equal(only_right[0][-r:], rows[1][0][-r:]) and np.array_equal(only_right[0][:r], parts[1][0][:r])
+
+
+def test_a_slider_may_use_a_recent_look_at_the_checkpoint_other_callers_look_now(tmp_path):
+    j = tmp_path / "m.json"
+    j.write_text("{}")
+    (tmp_path / "m.safetensors").write_bytes(b"weights")
+    h = LM.checkpoint_hash(j, LM.STAT_EVERY)
+    (tmp_path / "m.safetensors").write_bytes(b"other weights")
+    assert LM.checkpoint_hash(j, 60.0) == h  # (a drag: the look a moment ago)
+    fresh = LM.checkpoint_hash(j)
+    assert fresh not in (None, h)
+    assert LM.checkpoint_hash(j, 60.0) == fresh  # (the fresh look is the one a drag uses next)
+    (tmp_path / "m.safetensors").unlink()
+    assert LM.checkpoint_hash(j, 0.0) is None

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -322,9 +323,29 @@ def checkpoint_files(path) -> tuple[Path, ...]:
     return _weights[key]
 
 
-def checkpoint_hash(path) -> str | None:
+STAT_EVERY = 0.25  # seconds: how old a look at a checkpoint's files a slider change may use (``checkpoint_hash``)
+
+
+_looked: dict = {}  # a path as given -> (when its files were last looked at, their hash)
+
+
+def checkpoint_hash(path, max_age: float = 0.0) -> str | None:
     """SHA-256 of a checkpoint's config and weights (None when either cannot be read); a file's
-    hash is computed once per size and modification time."""
+    hash is computed once per size and modification time.  ``max_age`` > 0: the answer of a look at
+    the files (three stats) at most that many seconds old will do (a dragged slider asks every change;
+    a file replaced meanwhile is noticed a moment later); every other caller looks now."""
+    given, now = os.fspath(path), time.monotonic()
+    got = _looked.get(given)
+    if max_age > 0 and got is not None and now - got[0] < max_age:
+        return got[1]
+    out = _hash_now(path)
+    if len(_looked) > 64:
+        _looked.clear()
+    _looked[given] = (now, out)
+    return out
+
+
+def _hash_now(path) -> str | None:
     files = checkpoint_files(path)
     try:
         stamp = tuple((f, s.st_size, s.st_mtime_ns) for f in files for s in (os.stat(f),))

@@ -142,7 +142,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     base = base_values(st, channels)
     values = np.zeros((0, len(channels)))
     if len(frames):
-        path, why = latent.checkpoint_for(st, context)
+        path, why = latent.checkpoint_for(st, context, LM.STAT_EVERY)  # (a drag asks every change)
         if path is None:
             raise Refusal(why)
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
