@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge, preferences
+from . import props
 from ..core import latent_math as LM
 from ..core.errors import Refusal
 from ..io import latent as latent_io
@@ -161,6 +162,19 @@ def array(st, key, shape=None, dtype=np.float64):
     return a.reshape(shape) if shape is not None else a
 
 
+def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
+    """(amplify, timing, the first ``m`` principal offsets) of every segment: one ``foreach_get`` per
+    property for all segments (a slider change asks every time), -0.0 read as 0.0."""
+    segs = st.segments
+    n = len(segs)
+    amp, tim = np.empty(n, np.float32), np.empty(n, np.float32)
+    pr = np.empty((n, props.MAX_PRINCIPAL), np.float32)
+    segs.foreach_get("amplify", amp)
+    segs.foreach_get("timing", tim)
+    segs.foreach_get("principal", pr.ravel())
+    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist())))
+
+
 _last_plan: dict = {}  # token -> (raw, edits, bounds, signatures) of the range's last plan
 
 
@@ -172,7 +186,7 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     src = [(seg.start, seg.end) for seg in st.segments]
     bounds = LM.output_bounds(src, st.source_frames, frames)
     m = len(names(st))
-    edits = [(seg.amplify, seg.timing, tuple(x + 0.0 for x in seg.principal[:m])) for seg in st.segments]
+    edits = segment_edits(st, m)
     last = _last_plan.get(st.token)
     same = [False] * len(edits)
     raw = np.ascontiguousarray(raw, dtype=np.float64)  # (as the signature hashes it)
