@@ -55,9 +55,10 @@ def rotation_maps(original: np.ndarray, neutral: np.ndarray, turns: np.ndarray) 
 
 
 def layered_rotations(maps: np.ndarray, edited: np.ndarray) -> np.ndarray:
-    """``normalize(K @ e)``: the layered channel rotations ``[F, J, 4]`` for the edited decode ``e``."""
-    q = np.einsum("...ij,...j->...i", maps, edited)
-    return q / np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
+    """``K @ e``: the layered channel rotations ``[F, J, 4]`` for the edited decode ``e``, unit to float
+    rounding (``K`` is a product of unit quaternions' matrices) and normalised where they are used
+    (:func:`channels_near`; the Euler angles take ratios and need no normalising)."""
+    return np.einsum("...ij,...j->...i", maps, edited)
 
 
 def location_maps(rig: R.RigFrames) -> np.ndarray:
@@ -93,7 +94,8 @@ _MATRIX_OF_PRODUCTS = np.ascontiguousarray(_matrix_of_products().T)  # [9, 10]
 
 
 def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
-    """Unit quaternions ``[..., 4]`` -> Blender Euler ``[..., 3]`` in ``mode``, of the two solutions each
+    """Quaternions ``[..., 4]`` (of any length near 1: the angles take ratios of the matrix's entries) ->
+    Blender Euler ``[..., 3]`` in ``mode``, of the two solutions each
     shifted by whole turns the one nearest ``ref`` (L1, the first on a tie): ``rig_math.quat_to_euler``
     with ``compat``, the matrix from the quaternion's products in one matrix product and the first
     angle's sine and cosine from the two numbers its arctangent takes (no trigonometry on them).
@@ -128,7 +130,8 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
 
 
 def channels_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
-    """``layer_math.channels_near`` with the Euler modes through :func:`euler_near`."""
+    """``layer_math.channels_near`` with the Euler modes through :func:`euler_near` (which takes ratios of
+    the rotation matrix's entries: ``q`` need not be normalised there); the other modes get unit ``q``."""
     if mode in R.EULER_MODES:
         return euler_near(q, mode, ref)
-    return layer_math.channels_near(q, mode, ref)
+    return layer_math.channels_near(q / np.sqrt(np.einsum("...i,...i->...", q, q))[..., None], mode, ref)

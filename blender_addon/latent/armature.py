@@ -32,7 +32,7 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
-    for cache in (_bases, _blocks, _channels):
+    for cache in (_bases, _blocks, _channels, _base_values):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
 
@@ -85,9 +85,20 @@ def curve_keys(channels) -> list[tuple[str, int]]:
     return got[1]
 
 
+_base_values: dict = {}  # (token, base_version, frames, channels) -> the original's values (read-only)
+
+
 def base_values(st, channels) -> np.ndarray:
-    """The original's channel values on every frame of the range ``[frames, C]``."""
-    return latent.array(st, "base_values", (st.frames, len(channels)))
+    """The original's channel values on every frame of the range ``[frames, C]`` (read-only), read from
+    the range once per version of the original (a slider change asks every time; 300 x 69 numbers)."""
+    key = (st.token, st.base_version, st.frames, len(channels))
+    got = _base_values.get(key)
+    if got is None:
+        for k in [k for k in _base_values if k[0] == st.token]:
+            del _base_values[k]
+        got = _base_values[key] = latent.array(st, "base_values", (st.frames, len(channels)))
+        got.setflags(write=False)
+    return got
 
 
 def base_keys(st) -> dict:
