@@ -120,21 +120,32 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (prod.reshape(-1, 16) @ _HAMILTON).reshape(prod.shape[:-2] + (4,))  # (one product, not one per row)
 
 
+def _seam_turns(seam: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The turn that takes each seam frame's rotation ``seam [..., J, 4]`` to its seam pose ``q``, the
+    shorter way round, as (half angle ``[..., J]``, unit axis ``[..., J, 3]``)."""
+    delta = _qmul(seam * _CONJ, q)
+    delta = np.where(delta[..., :1] < 0, -delta, delta)
+    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))
+    s = np.sin(half)
+    return half, delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
+
+
+def _turned(rows: np.ndarray, half: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """``rows [..., 4]`` turned by the half angles ``half`` about ``axis`` (the slerp from the identity
+    towards a seam's turn, written out: ``(cos, sin * axis)``), normalised."""
+    step = np.empty(half.shape + (4,))
+    step[..., 0] = np.cos(half)
+    step[..., 1:] = np.sin(half)[..., None] * axis
+    moved = _qmul(rows, step)
+    moved /= np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
+    return moved
+
+
 def _ease(rot, pos, idx, q, p, w) -> None:
     """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
-    each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q`` (the slerp
-    from the identity to that turn, written out: ``(cos w*a, sin w*a * axis)``)."""
-    delta = _qmul(rot[idx[0]] * _CONJ, q)
-    delta = np.where(delta[..., :1] < 0, -delta, delta)  # the shorter way round
-    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))  # [J]
-    s = np.sin(half)
-    axis = delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
-    wh = w[:, None] * half[None]  # [r, J]
-    step = np.empty(wh.shape + (4,))
-    step[..., 0] = np.cos(wh)
-    step[..., 1:] = np.sin(wh)[..., None] * axis[None]
-    moved = _qmul(rot[idx], step)
-    rot[idx] = moved / np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
+    each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q``."""
+    half, axis = _seam_turns(rot[idx[0]], q)  # [J], [J, 3]
+    rot[idx] = _turned(rot[idx], w[:, None] * half[None], axis[None])
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 
@@ -191,17 +202,8 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
     idx = np.concatenate([rows for _, rows, _ in eases])  # [R]: every eased row
     w = np.concatenate([w for _, _, w in eases])  # [R]
     of = np.repeat(np.arange(len(eases)), [len(rows) for _, rows, _ in eases])  # [R]: the ease of each row
-    delta = _qmul(rot[first] * _CONJ, q[seam])  # [E, J, 4]
-    delta = np.where(delta[..., :1] < 0, -delta, delta)  # the shorter way round
-    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))  # [E, J]
-    sin = np.sin(half)
-    axis = delta[..., 1:] / np.where(sin > 1e-12, sin, 1.0)[..., None]
-    wh = w[:, None] * half[of]  # [R, J]
-    step = np.empty(wh.shape + (4,))
-    step[..., 0] = np.cos(wh)
-    step[..., 1:] = np.sin(wh)[..., None] * axis[of]
-    moved = _qmul(rot[idx], step)
-    moved /= np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
+    half, axis = _seam_turns(rot[first], q[seam])  # [E, J], [E, J, 3]
+    moved = _turned(rot[idx], w[:, None] * half[of], axis[of])
     locs = pos[idx]
     locs += w[:, None, None] * (p[seam] - pos[first])[of]
     rot[idx], pos[idx] = moved, locs
