@@ -20,7 +20,8 @@ their ratio holds.
   (benchmarks/bench_mesh.py's case); its floor is evaluating and reading the mesh alone.
 
 * Slider over 61 frames: the same, on segments 4 and 5 at once (two 31-frame segments sharing a frame):
-  both Amplify values set and one re-decode, as when keyed sliders change with the frame.
+  both Amplify values set and one re-decode, as when keyed sliders change with the frame; and on
+  segments 5 and 6 (31 and 30 frames: a range's segments differ by a frame in turn).
 
 ``--profile`` also prints where the slider's and the Inbetween operator's time goes (in-process), stage
 by stage; ``--only slider`` (or inbetween, encode, mesh) runs only those cases.
@@ -307,7 +308,7 @@ def main(argv=None) -> int:
     slider_stages, stages = {}, None
     if "slider" in only:
         for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
-            for segments in ((4,), (3, 4)):
+            for segments in ((4,), (3, 4), (4, 5)):  # (4-5: 31 + 31 frames; 5-6: 31 + 30)
                 label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile)
                 rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
                 if prof:
