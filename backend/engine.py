@@ -147,6 +147,8 @@ class Engine(EngineBase):
         lengths (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one
         pass) and one normaliser product whose rows do not depend on each other (``model.rows_product``):
         each segment gets the numbers it gets alone."""
+        if not len(plans):
+            return np.zeros((0, self.model.cfg.output_dim), dtype=np.float32)
         cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
         made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
         feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])

@@ -144,3 +144,9 @@ def test_a_request_runs_on_one_math_thread_unless_told_and_puts_the_count_back(m
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_no_segments_decode_to_no_rows():
+    engine = Engine(SHIPPED / "motion_autoencoder.json")
+    got = engine.decode_features(np.zeros((0, 4, engine.model.cfg.latent), np.float32), [])
+    assert got.shape == (0, engine.model.cfg.output_dim)
