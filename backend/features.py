@@ -81,29 +81,19 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
 
 
 def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndarray, template_pos: np.ndarray,
-                        num_joints: int, sizes: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                        num_joints: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply.
-    ``feat [..., F, D]`` (segments of one length stacked in front), ``origin [..., 3]`` broadcast against
-    the frames (``[G, 1, 3]`` for G segments); or with ``sizes``, ``feat [sum F, D]`` of segments of those
-    lengths laid end to end and ``origin [sum F, 3]``.  A few dozen numpy operations cost a fraction of the
-    same torch ones (a slider change decodes a segment per edit: issue 19); the numbers agree to float32
-    precision."""
+    ``feat [..., F, D]``, ``origin [..., 3]`` broadcast against the frames (``[G, 1, 3]`` for G segments of
+    one length stacked in front, ``[sum F, 3]`` for segments laid end to end).  Every operation is per row,
+    so a segment converts to the same poses alone or beside others (the add-on caches decodes per
+    segment).  A few dozen numpy operations cost a fraction of the same torch ones (a slider change
+    decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
     from . import quat_np as Q
     feat = np.asarray(feat, dtype=np.float64)
     n_p, shape = len(layout.position_joints), feat.shape[:-1]
     rot = np.zeros(shape + (num_joints, 4))
     rot[..., 0] = 1.0
-    r6 = feat[..., 3 * n_p:].reshape(shape + (-1, 6))
-    # one product per segment: BLAS may round a row differently by where it falls in a larger product, and a
-    # segment must decode to the same numbers alone or beside others (the add-on caches decodes per segment)
-    if sizes is None:
-        per = r6.reshape((-1,) + r6.shape[-3:])
-    else:
-        per, at = [], 0
-        for m in sizes:
-            per.append(r6[at:at + m])
-            at += m
-    rot[..., layout.rotation_joints, :] = np.concatenate([Q.from_6d(x) for x in per]).reshape(r6.shape[:-1] + (4,))
+    rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))

@@ -110,22 +110,6 @@ def to_6d(q):
     return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
 
 
-# Shepperd's four candidates (rows 0-15, unnormalised) and their pivots (16-19) as linear maps of
-# [1, m00, m01, m02, m10, m11, m12, m20, m21, m22]: one matrix product instead of a dozen stacks
-_SHEPPERD = np.zeros((10, 20))
-for _k, _terms in enumerate([
-        [(0, 1), (1, 1), (5, 1), (9, 1)], [(8, 1), (6, -1)], [(3, 1), (7, -1)], [(4, 1), (2, -1)],
-        [(8, 1), (6, -1)], [(0, 1), (1, 1), (5, -1), (9, -1)], [(2, 1), (4, 1)], [(3, 1), (7, 1)],
-        [(3, 1), (7, -1)], [(2, 1), (4, 1)], [(0, 1), (1, -1), (5, 1), (9, -1)], [(6, 1), (8, 1)],
-        [(4, 1), (2, -1)], [(3, 1), (7, 1)], [(6, 1), (8, 1)], [(0, 1), (1, -1), (5, -1), (9, 1)],
-        [(1, 1), (5, 1), (9, 1)], [(1, 1)], [(5, 1)], [(9, 1)]]):
-    for _i, _c in _terms:
-        _SHEPPERD[_i, _k] = _c
-
-
-_SHEPPERD_ROWS = np.ascontiguousarray(_SHEPPERD.T)  # [20, 10]: the candidates and pivots of matrix entries in rows
-
-
 def _unit_rows(v, out, eps=1e-8):
     """``out = v / |v|`` of 3-vectors stored as rows ``v [3, N]`` (each pass over one contiguous row)."""
     n = v[0] * v[0]
@@ -137,17 +121,17 @@ def _unit_rows(v, out, eps=1e-8):
 
 
 def from_6d(r):
-    """The first two matrix columns ``[..., 6]`` (Gram-Schmidt) -> quaternions with w >= 0: ``from_matrix``
-    of that matrix, its candidates and pivots in one product (a decoded segment per slider change).
-    The rows flattened and laid out component by component (``[6, N]``: every pass reads contiguous
-    rows, a quarter less time than strided columns; issue 19)."""
+    """The first two matrix columns ``[..., 6]`` (Gram-Schmidt) -> quaternions with w >= 0: Shepperd's
+    ``from_matrix`` of that matrix, the best-pivoted of its four candidates.  The rows flattened and laid
+    out component by component (``[6, N]``: every pass reads a contiguous row), and only elementwise
+    operations: a row's quaternion does not depend on the rows beside it, so segments decoded together
+    convert in one call to the numbers each gets alone (a matrix product may round a row by where it
+    falls in it)."""
     r = np.asarray(r, dtype=np.float64)
     shape = r.shape[:-1]
     c = np.ascontiguousarray(r.reshape(-1, 6).T)  # [6, N]
     n = c.shape[1]
-    v = np.empty((10, n))  # [1, then the matrix row by row: columns x, y, z = x cross y]
-    v[0] = 1.0
-    x, y = v[1::3], v[2::3]  # (views: the matrix's first and second columns)
+    x, y = np.empty((3, n)), np.empty((3, n))  # the matrix's first two columns
     _unit_rows(c[:3], x)
     b = c[3:]
     d = x[0] * b[0]
@@ -156,13 +140,27 @@ def from_6d(r):
     np.multiply(x, d, out=y)
     np.subtract(b, y, out=y)
     _unit_rows(y, y)
-    v[3] = x[1] * y[2] - x[2] * y[1]  # (np.cross: many more passes)
-    v[6] = x[2] * y[0] - x[0] * y[2]
-    v[9] = x[0] * y[1] - x[1] * y[0]
-    lin = _SHEPPERD_ROWS @ v  # [20, N]
-    best = np.argmax(lin[16:], 0)  # the best-pivoted candidate's four entries
-    q = lin.reshape(5, 4, n)[best, :, np.arange(n)]  # [N, 4]
-    norm = np.sqrt(np.einsum("ij,ij->i", q, q))
+    m00, m10, m20, m01, m11, m21 = x[0], x[1], x[2], y[0], y[1], y[2]
+    m02 = x[1] * y[2] - x[2] * y[1]  # (the third column, x cross y)
+    m12 = x[2] * y[0] - x[0] * y[2]
+    m22 = x[0] * y[1] - x[1] * y[0]
+    cand = np.empty((4, 4, n))  # Shepperd's candidates (w, x, y, z), unnormalised, each symmetric pair once
+    trace = m00 + m11
+    trace += m22
+    np.add(trace, 1.0, out=cand[0, 0])
+    cand[1, 1] = 1.0 + m00 - m11 - m22
+    cand[2, 2] = 1.0 - m00 + m11 - m22
+    cand[3, 3] = 1.0 - m00 - m11 + m22
+    for (a, k), (u, v, sign) in {(0, 1): (m21, m12, -1), (0, 2): (m02, m20, -1), (0, 3): (m10, m01, -1),
+                                 (1, 2): (m01, m10, 1), (1, 3): (m02, m20, 1), (2, 3): (m12, m21, 1)}.items():
+        (np.subtract if sign < 0 else np.add)(u, v, out=cand[a, k])
+        cand[k, a] = cand[a, k]
+    best = np.argmax(np.stack([trace, m00, m11, m22]), 0)  # the largest pivot
+    q = cand[best, :, np.arange(n)]  # [N, 4]
+    norm = q[:, 0] * q[:, 0]
+    for k in (1, 2, 3):
+        norm += q[:, k] * q[:, k]
+    np.sqrt(norm, out=norm)
     np.maximum(norm, 1e-8, out=norm)
     q /= np.where(q[:, 0] < 0, -norm, norm)[:, None]
     return q.reshape(shape + (4,))

@@ -223,8 +223,8 @@ def test_fk_on_a_three_joint_chain(lib):
 
 
 def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():
-    # the decode reply's poses: BLAS may round a row by where it falls in a larger product, so each
-    # segment's rows go through a product of their own (the add-on caches decodes per segment)
+    # the decode reply's poses: a matrix product may round a row by where it falls in it, so the
+    # conversion is per row (the add-on caches decodes per segment); segments stacked or laid end to end
     from backend.features import FeatureLayout, poses_from_features
     layout = FeatureLayout(position_joints=[0], rotation_joints=list(range(21)))
     rng = np.random.default_rng(1)
@@ -235,3 +235,8 @@ def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():
         for i in range(3):
             r1, p1 = poses_from_features(feat[i:i + 1], layout, origin[i:i + 1], np.zeros((22, 3)), 22)
             assert np.array_equal(rot[i:i + 1], r1) and np.array_equal(pos[i:i + 1], p1)
+        rows = feat.reshape(-1, layout.dim)  # (end to end, one origin per row)
+        r2, p2 = poses_from_features(rows, layout, np.repeat(origin[:, 0], 31, axis=0), np.zeros((22, 3)), 22)
+        assert np.array_equal(r2, rot.reshape(r2.shape)) and np.array_equal(p2, pos.reshape(p2.shape))
+        r3, _ = poses_from_features(rows[7:50], layout, np.repeat(origin[:, 0], 31, axis=0)[7:50], np.zeros((22, 3)), 22)
+        assert np.array_equal(r3, r2[7:50])

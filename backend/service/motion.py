@@ -199,7 +199,7 @@ def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, templ
     sizes = [m for _, m, _ in jobs]
     feat = engine.decode_features(np.stack(points), jobs)
     origin = np.repeat(origins.astype(np.float32), sizes, axis=0)  # (as the model's float32 features carry it)
-    r, p = poses_from_features(feat, engine.layout, origin, template, engine.skeleton.num_joints, sizes=sizes)
+    r, p = poses_from_features(feat, engine.layout, origin, template, engine.skeleton.num_joints)
     out, at = {}, 0
     for i, m in enumerate(sizes):
         out[i] = (r[at:at + m], p[at:at + m])
