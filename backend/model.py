@@ -398,8 +398,9 @@ class SplineTransformer(nn.Module):
         if self.cfg.linear_path:
             m = self._shared_dims()
             out[..., :m] += lat[..., :m]
+        order = [i for idx in groups for i in idx]  # (the rows' order: group by group)
         got = [None] * len(times)
-        for i, rows in zip((i for idx in groups for i in idx), out.split([len(times[i]) for idx in groups for i in idx])):
+        for i, rows in zip(order, out.split([len(times[i]) for i in order])):
             got[i] = rows
         return got
 

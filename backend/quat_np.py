@@ -151,9 +151,13 @@ def from_6d(r):
     cand[1, 1] = 1.0 + m00 - m11 - m22
     cand[2, 2] = 1.0 - m00 + m11 - m22
     cand[3, 3] = 1.0 - m00 - m11 + m22
-    for (a, k), (u, v, sign) in {(0, 1): (m21, m12, -1), (0, 2): (m02, m20, -1), (0, 3): (m10, m01, -1),
-                                 (1, 2): (m01, m10, 1), (1, 3): (m02, m20, 1), (2, 3): (m12, m21, 1)}.items():
-        (np.subtract if sign < 0 else np.add)(u, v, out=cand[a, k])
+    np.subtract(m21, m12, out=cand[0, 1])
+    np.subtract(m02, m20, out=cand[0, 2])
+    np.subtract(m10, m01, out=cand[0, 3])
+    np.add(m01, m10, out=cand[1, 2])
+    np.add(m02, m20, out=cand[1, 3])
+    np.add(m12, m21, out=cand[2, 3])
+    for a, k in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)):
         cand[k, a] = cand[a, k]
     best = np.argmax(np.stack([trace, m00, m11, m22]), 0)  # the largest pivot
     q = cand[best, :, np.arange(n)]  # [N, 4]

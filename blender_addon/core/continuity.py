@@ -33,10 +33,11 @@ def nearest(cands: np.ndarray, ref: np.ndarray, axis: int = -1) -> np.ndarray:
     c += cands
     d = np.subtract(c, ref)
     np.abs(d, out=d)
-    d = np.moveaxis(d, axis % (d.ndim - 1) + 1, -1)  # (a view: the angles last)
+    at = axis % (d.ndim - 1)  # (within one candidate)
+    d = np.moveaxis(d, at + 1, -1)  # (a view: the angles last)
     dist = d[..., 0] + d[..., 1]
     dist += d[..., 2]
-    return np.where(np.expand_dims(dist[1] < dist[0], axis % (d.ndim - 1)), c[1], c[0])
+    return np.where(np.expand_dims(dist[1] < dist[0], at), c[1], c[0])
 
 
 def steps(cands: np.ndarray, ref: np.ndarray) -> np.ndarray:

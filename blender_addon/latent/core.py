@@ -86,7 +86,8 @@ def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None,
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not.  ``max_age``: as ``latent_math.checkpoint_hash`` (slider changes)."""
     stored = st.checkpoint
-    if LM.checkpoint_hash(stored, max_age) == st.checkpoint_hash:
+    found = LM.checkpoint_hash(stored, max_age)
+    if found == st.checkpoint_hash:
         return Path(stored), ""
     try:
         configured = configured_checkpoint(st.kind, context, is_mesh(st))
@@ -94,7 +95,7 @@ def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None,
         configured = None
     if configured is not None and LM.checkpoint_hash(configured, max_age) == st.checkpoint_hash:
         return configured, ""
-    what = "is missing" if LM.checkpoint_hash(stored, max_age) is None else "has changed since encoding"
+    what = "is missing" if found is None else "has changed since encoding"
     return None, (f"the checkpoint that encoded this range ({Path(stored).name}) {what}: sliders are off; "
                   "Bake keeps the motion, Remove restores the original keys")
 
