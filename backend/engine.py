@@ -123,36 +123,32 @@ class Engine(EngineBase):
     def decode_segments(self, points: np.ndarray, origins: np.ndarray, lengths: list[int],
                         scale: float = 1.0, timing: float = 0.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames),
-        ``timing`` re-times where along the segment the motion happens (see ``edits.warp_times``)."""
-        out = [None] * len(lengths)
-        jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
-        for m, group in group_by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
-            idx = [g[0] for g in group]
-            feat = self._decode_group(points[idx], lengths[idx[0]], m, timing)
-            for k, i in enumerate(idx):
-                out[i] = (feat[k], torch.as_tensor(origins[i], dtype=torch.float32, device=self.device))
-        return out
+        ``timing`` re-times where along the segment the motion happens (see ``edits.warp_times``).  The
+        same pass as :meth:`decode_features` (one model call whatever the lengths), so a segment decodes
+        to the same numbers here and through the service."""
+        plans = [(n, int(round((n - 1) * scale)) + 1, timing) for n in lengths]
+        if not plans:
+            return []
+        feats = self._features(points, plans).split([m for _, m, _ in plans])
+        return [(f, torch.as_tensor(origins[i], dtype=torch.float32, device=self.device)) for i, f in enumerate(feats)]
 
-    def _decode_group(self, points: np.ndarray, source_frames: int, m: int, timing: float) -> torch.Tensor:
-        """One model call: control points ``[B, K, d]`` of segments of ``source_frames`` frames -> features
-        ``[B, m, D]`` at ``m`` frames, re-timed by ``timing``."""
+    def _features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> torch.Tensor:
+        """Control points ``[B, K, d]`` -> features ``[sum m_i, D]`` of each segment laid end to end,
+        ``plans[i] = (source frames, m_i, timing)``: one model pass (``SplineTransformer.decode_ragged``)
+        and one normaliser product whose rows do not depend on each other (``model.rows_product``)."""
         cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
-        times, pos = _sample_times(m, source_frames, float(timing))
-        return self.norm.inverse(self.model.decode(cp, m, times=times, positions=pos))
+        made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
+        feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
+        return self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product)
 
     @torch.inference_mode()
     def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> np.ndarray:
         """The service's ``decode``: control points ``[B, K, d]`` -> the segments' features laid end to end
-        ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)``, in one model call whatever the
-        lengths (``SplineTransformer.decode_ragged``: a slider change's segments of 31 and 30 frames in one
-        pass) and one normaliser product whose rows do not depend on each other (``model.rows_product``):
-        each segment gets the numbers it gets alone."""
+        ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)`` (:meth:`_features`: a slider
+        change's segments of 31 and 30 frames in one pass): each segment gets the numbers it gets alone."""
         if not len(plans):
             return np.zeros((0, self.model.cfg.output_dim), dtype=np.float32)
-        cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
-        made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
-        feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
-        return self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product).cpu().numpy()
+        return self._features(points, plans).cpu().numpy()
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:

@@ -381,16 +381,18 @@ class SplineTransformer(nn.Module):
         as :meth:`decode` batches them).  oneDNN's product computes a row the same whatever rows are beside
         it, so each segment gets the numbers it gets alone (tests/test_model_inference.py), for one set-up
         of each product instead of one per length (a slider change's segments of 31 and 30 frames:
-        0.50 -> 0.34 ms).  Elsewhere: one :meth:`decode` each."""
-        if not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
-            return [self.decode(controls[i:i + 1], times=t, positions=p)[0]
-                    for i, (t, p) in enumerate(zip(times, positions))]
+        0.50 -> 0.34 ms).  Elsewhere: one batched :meth:`decode` per group."""
         alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
         for i, (t, p) in enumerate(zip(times, positions)):
             alike.setdefault((id(t), id(p)), []).append(i)
         groups = list(alike.values())
-        if len(groups) == 1:  # (one length: the batched decode itself)
-            return list(self.decode(controls, times=times[0], positions=positions[0]).unbind(0))
+        if len(groups) == 1 or not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
+            got = [None] * len(times)  # (one length, or not on the CPU at inference: the batched decode per group)
+            for idx in groups:
+                own = controls if len(idx) == len(times) else controls[idx]
+                for i, rows in zip(idx, self.decode(own, times=times[idx[0]], positions=positions[idx[0]])):
+                    got[i] = rows
+            return got
         lat = torch.cat([self.latents(controls[idx], times[idx[0]], positions[idx[0]]).flatten(0, 1)
                          for idx in groups])
         x = self.dec.forward_ragged(linear(self.from_latent, lat), [(len(idx), positions[idx[0]]) for idx in groups])

@@ -6,6 +6,8 @@ string gives: ``from_euler(e, "ZXY") == R_z(e0) @ R_x(e1) @ R_y(e2)`` (BVH).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
@@ -159,15 +161,30 @@ def from_6d(r):
     np.add(m12, m21, out=cand[2, 3])
     for a, k in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)):
         cand[k, a] = cand[a, k]
-    best = np.argmax(np.stack([trace, m00, m11, m22]), 0)  # the largest pivot
-    q = cand[best, :, np.arange(n)]  # [N, 4]
-    norm = q[:, 0] * q[:, 0]
+    best = np.zeros(n, dtype=np.intp)  # the largest pivot, the first on a tie (argmax's rule), by
+    top = trace.copy()  # compare-and-keep over contiguous rows (argmax down a stacked [4, N] strides)
+    for k, v in ((1, m00), (2, m11), (3, m22)):
+        best[v > top] = k
+        np.maximum(top, v, out=top)
+    best *= 4 * n
+    q = cand.reshape(-1).take(best + _rows_of(n))  # [4, N]: q[k, i] = cand[best[i], k, i], one gather
+    norm = q[0] * q[0]
     for k in (1, 2, 3):
-        norm += q[:, k] * q[:, k]
+        norm += q[k] * q[k]
     np.sqrt(norm, out=norm)
     np.maximum(norm, 1e-8, out=norm)
-    q /= np.where(q[:, 0] < 0, -norm, norm)[:, None]
-    return q.reshape(shape + (4,))
+    norm[q[0] < 0] *= -1.0  # (w >= 0)
+    q /= norm
+    return np.ascontiguousarray(q.T).reshape(shape + (4,))
+
+
+@functools.lru_cache(maxsize=16)
+def _rows_of(n: int) -> np.ndarray:
+    """``[4, n]`` flat offsets ``k * n + i`` of component ``k`` of element ``i`` in a ``[4, n]`` block
+    (read-only; a decode asks for the same few sizes)."""
+    out = np.arange(4 * n).reshape(4, n)
+    out.setflags(write=False)
+    return out
 
 
 def fk(lrot, lpos, parents):

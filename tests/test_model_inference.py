@@ -78,6 +78,22 @@ def test_segments_of_different_lengths_decode_in_one_pass_to_their_numbers_alone
     assert np.abs(together - slow).max() <= 1e-5 * max(1.0, np.abs(slow).max())
 
 
+def test_the_whole_clip_decode_gives_each_segment_the_services_numbers(plain):
+    # the CLI's decode (Engine.decode_segments, super-sampled and re-timed) takes the service's pass: a
+    # segment of a clip decodes to the numbers a slider's decode request gets for it, whatever its length
+    engine = Engine(SHIPPED / "motion_autoencoder.json")
+    cp = np.random.default_rng(3).normal(size=(3, 4, engine.model.cfg.latent)).astype(np.float32)
+    origins = np.zeros((3, 3), np.float32)
+    lengths = [31, 30, 2]
+    got = engine.decode_segments(cp, origins, lengths, scale=2.0, timing=0.3)
+    assert [tuple(f.shape) for f, _ in got] == [(2 * n - 1, engine.model.cfg.output_dim) for n in lengths]
+    for k, n in enumerate(lengths):
+        assert np.array_equal(got[k][0].numpy(), engine.decode_features(cp[k:k + 1], [(n, 2 * n - 1, 0.3)]))
+    slow = plain(lambda: engine.decode_segments(cp, origins, lengths, scale=2.0, timing=0.3))  # (batched per length)
+    for (f, _), (s, _) in zip(got, slow):
+        assert float((f - s).abs().max()) <= 1e-5 * max(1.0, float(s.abs().max()))
+
+
 def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcuts(plain):
     from backend.bvh import read_bvh
     engine = Engine(SHIPPED / "inbetween.json")
