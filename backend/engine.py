@@ -138,8 +138,8 @@ class Engine(EngineBase):
         and one normaliser product whose rows do not depend on each other (``model.rows_product``)."""
         cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
         made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
-        feats = self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made])
-        return self.norm.inverse(torch.cat(feats) if len(feats) > 1 else feats[0], product=rows_product)
+        return self.norm.inverse(self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made]),
+                                 product=rows_product)
 
     @torch.inference_mode()
     def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> np.ndarray:

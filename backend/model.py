@@ -238,6 +238,11 @@ class Transformer(nn.Module):
 
         ``hidden`` [B,L] (bool) marks tokens no other token may attend to.
         """
+        if hidden is None and _fast(x) and positions.is_cpu and positions.dim() == 1 and not self.training:
+            bias = self._made_bias(positions, x.dtype, x.shape[0])  # (laid out for ``attention``, kept)
+            for blk in self.blocks:
+                x = blk(x, bias)
+            return self.norm(x)
         if _fast(x) and positions.is_cpu:
             bias = self._made_bias(positions, x.dtype)
         else:
@@ -255,20 +260,21 @@ class Transformer(nn.Module):
             x = blk(x, bias)
         return self.norm(x)
 
-    def _made_bias(self, positions: torch.Tensor, dtype) -> torch.Tensor:
-        """The ALiBi bias of ``positions`` (CPU), made once per positions (a slider asks for the same few)."""
+    def _made_bias(self, positions: torch.Tensor, dtype, batch: int = 0) -> torch.Tensor:
+        """The ALiBi bias of ``positions`` (CPU), made once per positions (a slider asks for the same few);
+        ``batch``: laid out ``[batch * H, L, L]`` for ``batch`` sequences' batched products, also once."""
         key = ("alibi", positions.shape, positions.numpy().tobytes(), self.slopes.numpy().tobytes())
-        return _made(key, lambda: alibi_bias(positions.to(dtype), self.slopes.to(dtype)))
+        bias = _made(key, lambda: alibi_bias(positions.to(dtype), self.slopes.to(dtype)))
+        if batch <= 1:  # (one sequence: ``[H, L, L]`` is its layout)
+            return bias
+        n = positions.shape[-1]
+        return _made(key + (batch,), lambda: bias.expand(batch, -1, n, n).reshape(-1, n, n))
 
     def forward_ragged(self, x, groups: list):
         """:meth:`forward` at inference (``_fast``, CPU) of groups of sequences laid end to end, ``x [rows, c]``:
         ``groups`` lists ``(count, positions [L])``, ``count`` sequences of those positions one after the
         other -> ``[rows, c]``."""
-        made = []
-        for g, positions in groups:
-            bias = self._made_bias(positions, x.dtype)
-            n = positions.shape[-1]
-            made.append((g, n, bias.expand(g, -1, n, n).reshape(-1, n, n) if g > 1 else bias))
+        made = [(g, positions.shape[-1], self._made_bias(positions, x.dtype, g)) for g, positions in groups]
         for blk in self.blocks:
             x = blk.forward_ragged(x, made)
         return self.norm(x)
@@ -374,37 +380,39 @@ class SplineTransformer(nn.Module):
                 out = out + F.pad(lat[..., :m], (0, out.shape[-1] - m))
         return out
 
-    def decode_ragged(self, controls: torch.Tensor, times: list, positions: list) -> list[torch.Tensor]:
+    def decode_ragged(self, controls: torch.Tensor, times: list, positions: list) -> torch.Tensor:
         """:meth:`decode` of each segment ``controls[i:i + 1]`` at its own ``times[i]``, ``positions[i]``
-        (lengths may differ) -> ``[m_i, out]`` each, in one pass at inference on the CPU: the rows of all
-        segments through each product at once, the attention per group of segments sampled alike (batched,
-        as :meth:`decode` batches them).  oneDNN's product computes a row the same whatever rows are beside
-        it, so each segment gets the numbers it gets alone (tests/test_model_inference.py), for one set-up
-        of each product instead of one per length (a slider change's segments of 31 and 30 frames:
-        0.50 -> 0.34 ms).  Elsewhere: one batched :meth:`decode` per group."""
+        (lengths may differ) -> ``[sum m_i, out]``, the segments' rows laid end to end in their order, in one
+        pass at inference on the CPU: the rows of all segments through each product at once, the attention
+        per group of segments sampled alike (batched, as :meth:`decode` batches them).  oneDNN's product
+        computes a row the same whatever rows are beside it, so each segment gets the numbers it gets alone
+        (tests/test_model_inference.py), for one set-up of each product instead of one per length (a slider
+        change's segments of 31 and 30 frames: 0.50 -> 0.34 ms).  Elsewhere: one batched :meth:`decode` per
+        group."""
         alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
         for i, (t, p) in enumerate(zip(times, positions)):
             alike.setdefault((id(t), id(p)), []).append(i)
         groups = list(alike.values())
-        if len(groups) == 1 or not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
-            got = [None] * len(times)  # (one length, or not on the CPU at inference: the batched decode per group)
-            for idx in groups:
-                own = controls if len(idx) == len(times) else controls[idx]
-                for i, rows in zip(idx, self.decode(own, times=times[idx[0]], positions=positions[idx[0]])):
-                    got[i] = rows
-            return got
-        lat = torch.cat([self.latents(controls[idx], times[idx[0]], positions[idx[0]]).flatten(0, 1)
-                         for idx in groups])
-        x = self.dec.forward_ragged(linear(self.from_latent, lat), [(len(idx), positions[idx[0]]) for idx in groups])
-        out = self.mlp_dec(x)
-        if self.cfg.linear_path:
-            m = self._shared_dims()
-            out[..., :m] += lat[..., :m]
+        if len(groups) == 1:  # (one length: the batched decode itself, its rows already in order)
+            return self.decode(controls, times=times[0], positions=positions[0]).flatten(0, 1)
+        if not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
+            out = torch.cat([self.decode(controls[idx], times=times[idx[0]], positions=positions[idx[0]]).flatten(0, 1)
+                             for idx in groups])  # (not on the CPU at inference: the batched decode per group)
+        else:
+            lat = torch.cat([self.latents(controls[idx], times[idx[0]], positions[idx[0]]).flatten(0, 1)
+                             for idx in groups])
+            x = self.dec.forward_ragged(linear(self.from_latent, lat), [(len(idx), positions[idx[0]]) for idx in groups])
+            out = self.mlp_dec(x)
+            if self.cfg.linear_path:
+                m = self._shared_dims()
+                out[..., :m] += lat[..., :m]
         order = [i for idx in groups for i in idx]  # (the rows' order: group by group)
+        if order == sorted(order):  # (each group's segments side by side: already in the request's order)
+            return out
         got = [None] * len(times)
-        for i, rows in zip(order, out.split([len(times[i]) for i in order])):
-            got[i] = rows
-        return got
+        for i, r in zip(order, out.split([len(times[i]) for i in order])):
+            got[i] = r
+        return torch.cat(got)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x.shape[1])

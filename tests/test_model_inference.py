@@ -66,8 +66,8 @@ def test_segments_of_different_lengths_decode_in_one_pass_to_their_numbers_alone
     # a slider change's segments (31 and 30 frames, re-timed, a 2-frame one): one pass through the model,
     # each segment bit for bit what it decodes to alone (the add-on caches decodes per segment)
     engine = Engine(SHIPPED / "motion_autoencoder.json")
-    cp = np.random.default_rng(2).normal(size=(4, 4, engine.model.cfg.latent)).astype(np.float32)
-    plans = [(31, 31, 0.0), (30, 30, 0.0), (2, 2, 0.0), (31, 61, 0.4)]
+    cp = np.random.default_rng(2).normal(size=(5, 4, engine.model.cfg.latent)).astype(np.float32)
+    plans = [(31, 31, 0.0), (30, 30, 0.0), (2, 2, 0.0), (31, 61, 0.4), (31, 31, 0.0)]  # (the last batched with the first)
     together = engine.decode_features(cp, plans)
     assert together.shape == (sum(m for _, m, _ in plans), engine.model.cfg.output_dim)
     at = np.cumsum([0] + [m for _, m, _ in plans])
