@@ -240,22 +240,20 @@ class Transformer(nn.Module):
         """
         if hidden is None and _fast(x) and positions.is_cpu and positions.dim() == 1 and not self.training:
             bias = self._made_bias(positions, x.dtype, x.shape[0])  # (laid out for ``attention``, kept)
-            for blk in self.blocks:
-                x = blk(x, bias)
-            return self.norm(x)
-        if _fast(x) and positions.is_cpu:
-            bias = self._made_bias(positions, x.dtype)
         else:
-            bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
-        if bias.dim() == 3:
-            bias = bias.unsqueeze(0)
-        if hidden is not None:
-            bias = bias.masked_fill(hidden[:, None, None, :], float("-inf"))
-        # Laid out once for the blocks' batched products (``attention``).  Not with hidden tokens: a row
-        # may then have nothing to attend to, which the fused kernel answers with zeros, a softmax with NaN.
-        if hidden is None and _fast(x) and not self.training:
-            b, h, n = x.shape[0], bias.shape[1], x.shape[1]
-            bias = bias.expand(b, h, n, n).reshape(b * h, n, n)
+            if _fast(x) and positions.is_cpu:
+                bias = self._made_bias(positions, x.dtype)
+            else:
+                bias = alibi_bias(positions.to(x.dtype), self.slopes.to(x.dtype))
+            if bias.dim() == 3:
+                bias = bias.unsqueeze(0)
+            if hidden is not None:
+                bias = bias.masked_fill(hidden[:, None, None, :], float("-inf"))
+            # Laid out once for the blocks' batched products (``attention``).  Not with hidden tokens: a row may
+            # then have nothing to attend to, which the fused kernel answers with zeros, a softmax with NaN.
+            if hidden is None and _fast(x) and not self.training:
+                b, h, n = x.shape[0], bias.shape[1], x.shape[1]
+                bias = bias.expand(b, h, n, n).reshape(b * h, n, n)
         for blk in self.blocks:
             x = blk(x, bias)
         return self.norm(x)
