@@ -102,19 +102,28 @@ class MeshEngine(EngineBase):
         if controls.keys is not None:
             return self._decode_keyed(controls, pts, max(1, int(round(scale))), timing, amplify, segment)
         self.require("autoencoder")
-        lengths = [b - a + 1 for a, b in controls.segments]
+        return join_frames(self.segment_frames(pts, [b - a + 1 for a, b in controls.segments], scale, timing))
+
+    @torch.inference_mode()
+    def segment_frames(self, points: np.ndarray, lengths: list[int], scale: float = 1.0,
+                       timing: float = 0.0) -> list[np.ndarray]:
+        """Each segment's own decode ``[m_i, V, 3]`` (before the seams are joined): control points
+        ``[S, K, d]`` of segments of ``lengths`` source frames, ``m_i = (n_i - 1) * scale + 1`` frames.
+        Segments of one source length and one output length are batched; the ALiBi distances are in
+        the segment's own source frames (two lengths may shrink to one output length)."""
         parts = [None] * len(lengths)
-        jobs = [(i, int(round((n - 1) * scale)) + 1) for i, n in enumerate(lengths)]
-        for m, group in group_by_length([(i, 0, 0, m - 1) for i, m in jobs]).items():
-            idx = [g[0] for g in group]
-            cp = torch.as_tensor(pts[idx], dtype=torch.float32, device=self.device)
+        alike: dict = {}  # (source frames, output frames) -> segment indices
+        for i, n in enumerate(lengths):
+            alike.setdefault((n, int(round((n - 1) * scale)) + 1), []).append(i)
+        for (n, m), idx in alike.items():
+            cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
             uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
             times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
-            positions = torch.as_tensor(uniform * (lengths[idx[0]] - 1), dtype=torch.float32)
+            positions = torch.as_tensor(uniform * (n - 1), dtype=torch.float32)
             flat = self._vertices(self.norm.inverse(self.model.decode(cp, m, times=times, positions=positions)))
             for k, i in enumerate(idx):
                 parts[i] = flat[k].cpu().numpy().reshape(m, -1, 3)
-        return join_frames(parts)
+        return parts
 
     def reconstruct(self, frames: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(frames))

@@ -117,3 +117,15 @@ def test_models_of_one_asset_share_one_basis_file(tmp_path):
     (tmp_path / "ship" / "asset_basis.safetensors").unlink()
     with pytest.raises(ck.CheckpointError, match="shared vertex basis is missing"):
         ck.load(a)
+
+
+def test_a_shrunk_decode_gives_each_segment_its_own_frames(tmp_path):
+    # segments of 31 and 32 source frames shrink to 10 frames each at scale 0.3: batched together they
+    # must still each attend over their own source frames (the numbers each gets decoded alone)
+    engine = MeshEngine(_mesh_checkpoint(tmp_path), "cpu")
+    points = np.random.default_rng(4).normal(size=(2, 4, engine.model.cfg.latent)).astype(np.float32)
+    both = engine.segment_frames(points, [31, 32], scale=0.3, timing=0.2)
+    assert [len(p) for p in both] == [10, 10]
+    for k, n in enumerate([31, 32]):
+        alone = engine.segment_frames(points[k:k + 1], [n], scale=0.3, timing=0.2)[0]
+        np.testing.assert_allclose(both[k], alone, rtol=0, atol=1e-6)
