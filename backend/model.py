@@ -109,7 +109,7 @@ def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tenso
     each output's products up in the same order: the numbers are the same bit for bit here
     (tests/test_model_inference.py); elsewhere they agree to float rounding."""
     if _ONEDNN_LINEAR is not None and _fast(x):
-        return _ONEDNN_LINEAR(x, _packed(layer), layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
+        return _ONEDNN_LINEAR(x, _packed(layer.weight), layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
     y = layer(x)
     return F.gelu(y) if gelu else y
 
@@ -117,16 +117,16 @@ def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tenso
 _ONEDNN_PACK = getattr(torch.ops.mkldnn, "_reorder_linear_weight", None) if _ONEDNN_LINEAR is not None else None
 
 
-def _packed(layer: nn.Linear) -> torch.Tensor:
-    """The layer's weight in oneDNN's own blocked layout (another 10 % off a small product), made once
-    and again whenever the weight changes (its version counter moves)."""
-    w = layer.weight
+def _packed(w: torch.Tensor) -> torch.Tensor:
+    """A weight ``[out, in]`` in oneDNN's own blocked layout (another 10 % off a small product), kept on
+    the tensor itself (so it goes with it: a checkpoint loaded again has new tensors, never an old
+    packing) and made again whenever the weight changes (its storage or its version counter)."""
     if _ONEDNN_PACK is None:
         return w
     key = (w.data_ptr(), w._version)
-    got = layer.__dict__.get("_onednn_weight")
+    got = w.__dict__.get("_onednn_packed")
     if got is None or got[0] != key:
-        got = layer.__dict__["_onednn_weight"] = (key, _ONEDNN_PACK(w.detach(), 64))
+        got = w.__dict__["_onednn_packed"] = (key, _ONEDNN_PACK(w.detach(), 64))
     return got[1]
 
 
@@ -137,9 +137,7 @@ def rows_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     several segments decoded together (``Engine.decode_features``)."""
     if _ONEDNN_LINEAR is None or not _fast(x) or weight.requires_grad:
         return x @ weight.T
-    key = ("packed", weight.data_ptr(), weight._version, tuple(weight.shape))
-    return _ONEDNN_LINEAR(x, _made(key, lambda: _ONEDNN_PACK(weight, 64) if _ONEDNN_PACK else weight), None,
-                          "none", [], "")
+    return _ONEDNN_LINEAR(x, _packed(weight), None, "none", [], "")
 
 
 class MLP(nn.Sequential):

@@ -166,3 +166,14 @@ def test_no_segments_decode_to_no_rows():
     engine = Engine(SHIPPED / "motion_autoencoder.json")
     got = engine.decode_features(np.zeros((0, 4, engine.model.cfg.latent), np.float32), [])
     assert got.shape == (0, engine.model.cfg.output_dim)
+
+
+def test_the_row_product_packs_each_weight_it_is_given():
+    # a weight made, used and freed, then another of the same shape (a checkpoint loaded again): the
+    # allocator hands the new one the old one's memory, and the product must still be of the new one
+    x = torch.randn(7, 135)
+    for _ in range(6):
+        w = torch.randn(135, 135)  # (made as a checkpoint's tensors are: outside inference mode)
+        with torch.inference_mode():
+            assert torch.allclose(M.rows_product(x, w), x @ w.T, atol=1e-4)
+        del w
