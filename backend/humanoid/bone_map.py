@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import structure
+
 FORMAT = "splinetween-bone-map"
 VERSION = 1
 
@@ -82,23 +84,31 @@ _NAMESPACE = re.compile(r"^[^:]*:")  # "mixamorig:Hips", "Character1:Hips"
 # Fallback: side-less, lower-case words per joint part, best first.
 SYNONYMS = {
     "Root": ["root", "jointroot"], "Hips": ["hips", "pelvis", "hip"], "Spine": ["spine", "spine1", "spine01", "abdomen",
-                                                                         "lowerback"],
+                                                                         "lowerback", "waist"],
     "Chest": ["chest", "spine2", "spine3", "spine02", "spine03", "upperchest", "thorax"], "Neck": ["neck", "neck1", "neck01"],
     "Head": ["head"], "Shoulder": ["shoulder", "clavicle", "collar", "collarbone"],
-    "UpperArm": ["upperarm", "arm", "uparm", "humerus", "shldr"], "LowerArm": ["lowerarm", "forearm", "loarm", "elbow"],
-    "Hand": ["hand", "wrist"], "UpperLeg": ["upperleg", "upleg", "thigh"], "LowerLeg": ["lowerleg", "leg", "shin", "calf",
-                                                                                         "knee"],
+    "UpperArm": ["upperarm", "arm", "uparm", "humerus", "shldr"], "LowerArm": ["lowerarm", "forearm", "loarm", "elbow",
+                                                                                   "radius"],
+    "Hand": ["hand", "wrist"], "UpperLeg": ["upperleg", "upleg", "thigh", "femur"],
+    "LowerLeg": ["lowerleg", "leg", "shin", "calf", "knee", "tibia"],
     "Foot": ["foot", "ankle"], "Toes": ["toes", "toe", "toebase", "ball", "toes01"],
 }
 
 
 @dataclass
 class BoneMap:
-    """Model joint -> bone (None: unmapped), the preset it came from and how much of it was found."""
+    """Model joint -> bone (None: unmapped), the preset it came from and how much of it was found;
+    ``reasons``: joint -> how its bone was found (``preset``, ``name and position``, ``structure``,
+    ``structure, side by geometry``, ``given``)."""
     bones: dict[str, str | None]
     preset: str = "Custom"
     score: float = 0.0  # mapped joints / joints
     notes: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def found(self) -> list[str]:
+        """``joint <- bone (reason)`` for every mapped joint: what a report and the panel show."""
+        return [f"{j} <- {b} ({self.reasons.get(j, 'given')})" for j, b in self.bones.items() if b]
 
     def mapped(self) -> dict[str, str]:
         return {j: b for j, b in self.bones.items() if b}
@@ -180,12 +190,17 @@ def _preset_map(preset: dict, joint_names, joint_parents, parents: dict) -> dict
     return out
 
 
+# ASF's leading side letter (``lfemur``, ``rhumerus``): only before the words ASF uses, so ``leg`` is no side.
+_ASF = r"^([lr])(?=(?:hipjoint|femur|tibia|foot|toes|clavicle|humerus|radius|wrist|hand|fingers|thumb)$)"
+
+
 def _normalise(name: str) -> tuple[str, str | None]:
     """Bone name -> (lower-case letters and digits without side, side from the name or None)."""
     n = strip_namespace(name)
     side = None
     for pat, s in ((r"(?:[._\-\s]|^)([LlRr])$", None), (r"^([LlRr])[._\-]", None), (r"(Left|Right)", None),
-                   (r"(left|right)", None), (r"[._\-]([LlRr])[._\-]", None)):
+                   (r"(left|right)", None), (r"[._\-]([LlRr])[._\-]", None), (r"^([lr])(?=[A-Z])", None),
+                   (_ASF, None)):
         m = re.search(pat, n)
         if m:
             side = "L" if m.group(1)[0] in "Ll" else "R"
@@ -298,13 +313,37 @@ def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
         best_name = "BVH / CMU"
     full = _past_zero_length(joint_names, joint_parents, bones, _fallback(joint_names, joint_parents, bones, best))
     notes = [f"{j} -> {full[j]} (by name and position)" for j in joint_names if full[j] and not best.get(j)]
+    reasons = {j: "preset" if best.get(j) == b else "name and position" for j, b in full.items() if b}
     if best_n == 0:
         best_name = "Custom"
+    if not _usable(joint_names, joint_parents, parents, full):  # names misled or said too little: the structure
+        st = structure.find(joint_names, bones, _parts_named, lambda b: _normalise(b)[1])
+        if st is not None:
+            full = _past_zero_length(joint_names, joint_parents, bones, {j: st[0].get(j) for j in joint_names})
+            reasons = {j: st[1].get(j, "structure") for j, b in full.items() if b}
+            best_name, notes = "Structure", [f"{j} -> {b} ({reasons[j]})" for j, b in full.items() if b]
     spaces = sorted({b.split(":")[0] for b in full.values() if b and ":" in b})
     if spaces:
         best_name += f" ({', '.join(s + ':' for s in spaces)})"
     score = sum(1 for v in full.values() if v) / max(len(joint_names), 1)
-    return BoneMap(full, best_name, score, notes)
+    return BoneMap(full, best_name, score, notes, reasons)
+
+
+def _usable(joint_names, joint_parents, parents: dict, bones: dict) -> bool:
+    """Every required joint on its own bone, each under its parent joint's."""
+    missing, absent, misplaced = problems(joint_names, joint_parents, parents, bones)
+    used = [b for b in bones.values() if b]
+    return not (missing or absent or misplaced) and len(used) == len(set(used))
+
+
+def _parts_named(bone: str) -> set[str]:
+    """The joint parts (``SYNONYMS``' keys) a bone's name says: a synonym whole, or one of four letters or
+    more inside it (``CC_Base_L_Upperarm``, ``lThighBend``, ``upperneck``); the machinery of a rig says none."""
+    if _MACHINERY.search(strip_namespace(bone)):
+        return set()
+    core = _normalise(bone)[0]
+    return {part for part, words in SYNONYMS.items()
+            if any(core == w or core.rstrip("0123456789") == w or (len(w) >= 4 and w in core) for w in words)}
 
 
 def problems(joint_names, joint_parents, bone_parents: dict, bones: dict) -> tuple[list[str], list[str], list[str]]:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import quat_np as Q
 from ..skeleton import Clip, Skeleton
 from . import axes as A
 from . import bone_map as BM
-from . import retarget
+from . import rest_pose, retarget
 
 FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
 
@@ -53,20 +54,55 @@ class Found:
     bone_map: BM.BoneMap
 
 
-def conversion(skeleton: Skeleton, names, parents, offsets, position_joints=(1,), given: dict | None = None,
+def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given: dict | None = None,
                hint: str = FILE_HINT) -> Found:
     """The file's skeleton -> the model's (``names``, ``parents``, rest ``offsets``), through ``given``
-    (model joint -> joint of the file) or detection.  Raises ``bone_map.BoneMapError`` or
-    ``rest_pose.RestPoseError`` naming the bones and the fix (``hint``: where a map is given)."""
+    (model joint -> joint of the file) or detection, stood up when the file's world is another axis up.
+    Raises ``bone_map.BoneMapError`` or ``rest_pose.RestPoseError`` naming the bones and the fix (``hint``:
+    where a map is given)."""
     names, parents = list(names), [int(p) for p in parents]
-    geometry, rig = rig_of(skeleton)
+    geometry, rig = rig_of(clip.skeleton)
     bm = BM.detect(names, parents, geometry)
     if given:
-        bm = BM.BoneMap({**bm.bones, **given}, "Custom")
+        bm = BM.BoneMap({**bm.bones, **given}, "Custom", reasons={j: "given" for j, b in given.items() if b})
     joint_bones = BM.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
     rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
                         tuple(position_joints))
-    return Found(rt, bm)
+    return Found(_stood_up(rt, clip, names), bm)
+
+
+UP = np.array([0.0, 1.0, 0.0])
+
+
+def _stood_up(rt: retarget.Retarget, clip: Clip, names) -> retarget.Retarget:
+    """``rt`` turned so that the capture stands on the model's Y up when the file is another axis up (Vicon's
+    Z): both its rest pose and its motion then have the head over the feet along that axis.  A rest lying
+    down under upright motion is the rest-pose difference's business; motion lying or crawling over a
+    standing rest is motion, and stays."""
+    at = {n: i for i, n in enumerate(names)}
+    if not all(n in at and rt.joint_bone[at[n]] >= 0 for n in ("Head", "Foot_L", "Foot_R")):
+        return rt
+    x = np.zeros((clip.skeleton.num_joints, 3))
+    for j, p in enumerate(clip.skeleton.parents):
+        x[j] = clip.skeleton.offsets[j] + (x[p] if p >= 0 else 0.0)
+    index = {n: i for i, n in enumerate(clip.skeleton.names)}
+    head, feet = index[rt.bone_of(at["Head"])], [index[rt.bone_of(at[n])] for n in ("Foot_L", "Foot_R")]
+    rest_up = x[head] - x[feet].mean(0)
+    frames = np.unique(np.linspace(0, clip.num_frames - 1, min(clip.num_frames, 32)).astype(int))
+    _, g = Q.fk(clip.rotations[frames], clip.positions[frames], clip.skeleton.parents)
+    moving_up = (g[:, head] - g[:, feet].mean(1)).mean(0)
+    axis = np.zeros(3)
+    k = int(np.argmax(np.abs(rest_up)))
+    axis[k] = np.sign(rest_up[k])
+    if k == 1 or _angle(rest_up, axis) > 45.0 or _angle(moving_up, axis) > 45.0:
+        return rt
+    return rt.upright(rest_pose.swing(axis, UP))
+
+
+def _angle(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    c = np.dot(a, b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
+    return float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
 
 
 def file_channels(clip: Clip, rt: retarget.Retarget) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +125,7 @@ def to_model(clip: Clip, model: Skeleton, position_joints=(1,), given: dict | No
     ``meta["found_by"]`` the preset or structure that found it.  Raises ``bone_map.BoneMapError`` /
     ``rest_pose.RestPoseError`` (both ``ValueError``, the message names the bones) for a skeleton that
     is no humanoid."""
-    found = conversion(clip.skeleton, model.names, model.parents, model.offsets, position_joints, given)
+    found = conversion(clip, model.names, model.parents, model.offsets, position_joints, given)
     rt = found.retarget
     rot, pos = rt.to_model(*file_channels(clip, rt))
     still = [j for j in range(len(model.names)) if j not in set(position_joints)]

@@ -19,7 +19,7 @@ the same rest posture) every ``D`` is the identity and this is ``rig_math.blende
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -83,6 +83,13 @@ class Retarget:
     position_joints: tuple
     native: bool  # the data set's own skeleton (one bone per joint, direct parents, same rest posture)
     reference: str = "the data set's rest pose"  # the posture the rest-pose differences are measured against
+    world: np.ndarray | None = None  # [4] the turn that stands the capture up (a Z-up file), None: none
+
+    def upright(self, world: np.ndarray) -> Retarget:
+        """The same conversion with the whole motion turned by ``world`` on the way in (and back on the way
+        out): the model's Y up for a capture whose world is another axis up."""
+        return replace(self, world=np.asarray(world, dtype=np.float64), native=False,
+                       rest_diff=np.tile(_ID, (len(self.joint_bone), 1)) if self.rest_diff is None else self.rest_diff)
 
     @property
     def mapped(self) -> list[int]:
@@ -293,6 +300,7 @@ class _Plan:
         depth = max((len(rt.between[j]) for j in js), default=0)
         between = np.array([list(rt.between[j]) + [j_count] * (depth - len(rt.between[j])) for j in js], dtype=int)
         d = rt.rest_diff
+        top = _ID if rt.world is None else qconj(rt.world)  # D_a of the top joints: the world's turn
         above = rt.above[js]
 
         def per(x):
@@ -304,7 +312,7 @@ class _Plan:
                    per(np.concatenate([rt._off(np.arange(b_count)).reshape(-1, 3), np.zeros((1, 3))])),
                    per(np.concatenate([rt.loc_frame.reshape(-1, 4), _ID[None]])),
                    None if d is None else per(d[js]),
-                   None if d is None else per(np.where((above >= 0)[:, None], d[np.maximum(above, 0)], _ID)))
+                   None if d is None else per(np.where((above >= 0)[:, None], d[np.maximum(above, 0)], top)))
 
     def full(self, name: str, f: int, make) -> np.ndarray:
         """``make()`` (``[k, 1, n]``, per joint) spread over ``f`` frames and kept: numpy's arithmetic runs

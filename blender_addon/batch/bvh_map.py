@@ -23,7 +23,7 @@ def conversion(clip, info, given: dict | None):
     """The file's skeleton -> the model's, through ``given`` (joint -> joint of the file) or detection
     (``backend.humanoid.bvh_rig.conversion``: the same code as training's and the add-on's)."""
     try:
-        return _RIG.conversion(clip.skeleton, info.names, info.parents, info.offsets, info.position_joints,
+        return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints,
                                given).retarget
     except (BM.BoneMapError, rest_pose.RestPoseError) as e:
         how = "the given bone map" if given else f"detected as {_preset(clip, info)}"
