@@ -103,7 +103,6 @@ class BoneMap:
     bones: dict[str, str | None]
     preset: str = "Custom"
     score: float = 0.0  # mapped joints / joints
-    notes: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
 
     def found(self) -> list[str]:
@@ -312,7 +311,6 @@ def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
             strip_namespace(b) != b for b in best.values() if b):  # Mixamo's names without its namespace
         best_name = "BVH / CMU"
     full = _past_zero_length(joint_names, joint_parents, bones, _fallback(joint_names, joint_parents, bones, best))
-    notes = [f"{j} -> {full[j]} (by name and position)" for j in joint_names if full[j] and not best.get(j)]
     reasons = {j: "preset" if best.get(j) == b else "name and position" for j, b in full.items() if b}
     if best_n == 0:
         best_name = "Custom"
@@ -321,12 +319,12 @@ def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
         if st is not None:
             full = _past_zero_length(joint_names, joint_parents, bones, {j: st[0].get(j) for j in joint_names})
             reasons = {j: st[1].get(j, "structure") for j, b in full.items() if b}
-            best_name, notes = "Structure", [f"{j} -> {b} ({reasons[j]})" for j, b in full.items() if b]
+            best_name = "Structure"
     spaces = sorted({b.split(":")[0] for b in full.values() if b and ":" in b})
     if spaces:
         best_name += f" ({', '.join(s + ':' for s in spaces)})"
     score = sum(1 for v in full.values() if v) / max(len(joint_names), 1)
-    return BoneMap(full, best_name, score, notes, reasons)
+    return BoneMap(full, best_name, score, reasons)
 
 
 def _usable(joint_names, joint_parents, parents: dict, bones: dict) -> bool:

@@ -64,7 +64,8 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
     geometry, rig = rig_of(clip.skeleton)
     bm = BM.detect(names, parents, geometry)
     if given:
-        bm = BM.BoneMap({**bm.bones, **given}, "Custom", reasons={j: "given" for j, b in given.items() if b})
+        bm = BM.BoneMap({**bm.bones, **given}, "Custom",
+                        reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
     joint_bones = BM.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
     rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
                         tuple(position_joints))
@@ -112,6 +113,24 @@ def file_channels(clip: Clip, rt: retarget.Retarget) -> tuple[np.ndarray, np.nda
     cols = [index[b] for b in rt.bones]
     offsets = np.asarray(clip.skeleton.offsets, dtype=np.float64)
     return clip.rotations[:, cols], clip.positions[:, cols] - offsets[cols]
+
+
+def from_model(rt: retarget.Retarget, skeleton: Skeleton, rot: np.ndarray, pos: np.ndarray, file_rot: np.ndarray,
+               file_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The model's motion (``rot``, ``pos`` ``[F, J, ...]``) back on the file's joints: the mapped joints'
+    channels from the model, every other joint's (and the bones in between, which the way back reads)
+    from the file's own ``file_rot``/``file_pos`` on the same frames."""
+    like = Clip(skeleton, file_rot, file_pos)
+    back_b, back_l = rt.to_rig(rot, pos, *file_channels(like, rt))
+    index = {n: i for i, n in enumerate(skeleton.names)}
+    offsets = np.asarray(skeleton.offsets, dtype=np.float64)
+    out_rot, out_pos = file_rot.copy(), file_pos.copy()
+    for j in rt.mapped:
+        c = index[rt.bone_of(j)]
+        out_rot[:, c] = back_b[:, j]
+        if j in rt.position_joints:
+            out_pos[:, c] = back_l[:, j] + offsets[c]
+    return out_rot, out_pos
 
 
 def to_model(clip: Clip, model: Skeleton, position_joints=(1,), given: dict | None = None) -> Clip:

@@ -19,6 +19,9 @@ class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
     joint: bpy.props.StringProperty(name="Joint", description="The model's joint")
     bone: bpy.props.StringProperty(name="Bone", description="The armature's bone that carries this joint "
                                    "(empty: the model fills it neutrally and nothing is written)")
+    why: bpy.props.StringProperty(name="Found by", description="How the bone was found: preset (its name in a "
+                                  "known tool's naming), name and position, structure (its place in the "
+                                  "hierarchy), side by geometry (no side in the names), given (set by hand)")
 
 
 class SplinetweenBoneMap(bpy.types.PropertyGroup):
@@ -76,7 +79,8 @@ def stored(obj) -> BM.BoneMap | None:
     st = getattr(obj.data, "splinetween_bone_map", None)
     if st is None or not len(st.entries):
         return None
-    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom")
+    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom",
+                      reasons={e.joint: e.why or "given" for e in st.entries if e.bone})
 
 
 def store(obj, bm: BM.BoneMap, joint_names) -> None:
@@ -86,6 +90,7 @@ def store(obj, bm: BM.BoneMap, joint_names) -> None:
     for j in joint_names:
         e = st.entries.add()
         e.joint, e.bone = j, bm.bones.get(j) or ""
+        e.why = bm.reasons.get(j, "given") if e.bone else ""
     st.preset = bm.preset
 
 
@@ -99,7 +104,7 @@ def _detected(obj, joint_names, joint_parents, geo) -> BM.BoneMap:
             _found.clear()
         _found[key] = BM.detect(joint_names, joint_parents, geo)
     bm = _found[key]
-    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, list(bm.notes))
+    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, dict(bm.reasons))
 
 
 _checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each joint: a map that passed is checked once
@@ -125,7 +130,8 @@ def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple
         bone_parents = {n: g[0] for n, g in geo.items()}
         bm = _detected(obj, joint_names, joint_parents, geo)
         if given:
-            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
+            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score,
+                            reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
     else:
         bone_parents = scene_io.bone_parents(obj)
     try:
