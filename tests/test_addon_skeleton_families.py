@@ -12,7 +12,8 @@ from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, import_bvh
 bpy = bpy()
 pytestmark = pytest.mark.blender
 SKELETONS = Path(__file__).resolve().parent / "fixtures" / "skeletons"
-FAMILIES = ("cmu_07_01", "asf", "reallusion", "daz", "mixamo6", "vicon_zup_inches", "lying", "child")
+FAMILIES = ("cmu_07_01", "asf", "reallusion", "daz", "mixamo6", "vicon_zup_inches", "lying", "child", "arena_louise",
+            "neuron_milad")
 
 
 @pytest.fixture(scope="module")

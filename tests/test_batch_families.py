@@ -71,12 +71,15 @@ def test_encode_and_edit_of_other_skeletons(inputs, tmp_path):
 
 
 def test_inbetween_of_other_skeletons_reports_the_map(inputs, tmp_path):
-    r = H.run_batch("inbetween", *[inputs / f"{f}.bvh" for f in FILES], "--every", 15, "--out-dir", tmp_path,
-                    "--jobs", 1, "--device", "cpu")
+    text = (inputs / "cmu_07_01.bvh").read_text()  # the same capture at NTSC's 119.88 fps
+    (inputs / "ntsc.bvh").write_text(text.replace("Frame Time: .0083333", f"Frame Time: {1001 / 120000:.9f}"))
+    r = H.run_batch("inbetween", *[inputs / f"{f}.bvh" for f in FILES + ("ntsc",)], "--every", 15, "--out-dir",
+                    tmp_path, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     rec = objects(tmp_path, "inbetween")
     assert rec["reallusion"]["bone_map"]["Hips"] == "CC_Base_Hip" and rec["reallusion"]["keys"] == [0, 15, 30, 45, 60, 71]
-    for f in FILES:
+    assert read_bvh(tmp_path / "ntsc.bvh").frame_time == pytest.approx(1001 / 120000)
+    for f in FILES + ("ntsc",):
         src, out = read_bvh(inputs / f"{f}.bvh"), read_bvh(tmp_path / f"{f}.bvh")
         np.testing.assert_allclose(out.rotations[[0, 15, 30, 45]], src.rotations[[0, 15, 30, 45]], atol=1e-5)
         assert not np.allclose(out.rotations[1:15], src.rotations[1:15], atol=1e-3)  # the gaps were filled

@@ -1,6 +1,7 @@
-"""Other studios' skeletons (tests/fixtures/skeletons, made from CMU's capture by make_families.py):
-each family's joints found (by preset or by structure) and its motion converted to the same poses as
-CMU's own file, through backend.humanoid (the code training, the batch and the add-on share)."""
+"""Other studios' skeletons (tests/fixtures/skeletons): families made from CMU's capture by
+make_families.py, each found (by preset or by structure) and converted to the same poses as CMU's own
+file; two published captures of other systems (Arena, Axis Neuron) found and standing upright; all
+through backend.humanoid (the code training, the batch and the add-on share)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,3 +68,26 @@ def test_family_found_and_converted_as_cmus_own_file(family, cmu):
     assert shape.max() < 0.05, family  # centimetres
     height = x[:, 1, 1] - x[:, [16, 20], 1].min(-1)  # hips over the lower foot
     assert np.allclose(height, ref[:, 1, 1] - ref[:, [16, 20], 1].min(-1), rtol=0.02), family
+
+
+PUBLISHED = {  # wspr/bvh-matlab, Apache-2.0 (LICENSE-bvh-matlab.txt)
+    # Arena: "LeftShoulder" is the upper arm and "LeftHip" the thigh; the neck and both collars start at one point
+    "arena_louise": ("Structure", {"Hips": "Hips", "Chest": "Chest", "Neck": "Neck", "Head": "Head",
+                                   "Shoulder_L": "LeftCollar", "UpperArm_L": "LeftShoulder", "LowerArm_L": "LeftElbow",
+                                   "Hand_L": "LeftWrist", "UpperArm_R": "RightShoulder", "UpperLeg_L": "LeftHip",
+                                   "LowerLeg_L": "LeftKnee", "Foot_L": "LeftAnkle", "UpperLeg_R": "RightHip"}),
+    "neuron_milad": ("BVH / CMU", {"Hips": "Hips", "Spine": "Spine", "Head": "Head", "UpperArm_L": "LeftArm",
+                                   "Hand_R": "RightHand", "UpperLeg_R": "RightUpLeg", "Foot_L": "LeftFoot"}),
+}
+
+
+@pytest.mark.parametrize("family", sorted(PUBLISHED))
+def test_published_capture_found_and_standing(family):
+    found_by, joints = PUBLISHED[family]
+    out = bvh_rig.to_model(read_bvh(SKELETONS / f"{family}.bvh"), MODEL)
+    got = out.meta["bone_map"]
+    assert {j: got.get(j) for j in joints} == joints and out.meta["found_by"] == found_by
+    x = world(out)
+    head, hips, feet = x[:, 5, 1], x[:, 1, 1], x[:, [16, 20], 1].min(-1)
+    assert (head > hips).all() and (hips > feet).all()  # upright on every frame, Y up
+    assert 110.0 < np.median(head - feet) < 170.0  # standing: the head joint (the data set's two test clips: 122-128 cm)

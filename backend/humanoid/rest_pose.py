@@ -166,7 +166,10 @@ def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, pos
     body = None  # the rig's turn against the reference: from the first joint with two directions (the hips)
     for j in range(j_count):
         if len(targets[j]) >= 2:
-            d[j] = R.qmul(kabsch([x[k] - x[j] for k in targets[j]], [heads[k] - heads[j] for k in targets[j]]), ref[j])
+            ts = targets[j]
+            if _parallel([heads[k] - heads[j] for k in ts]):  # (Arena's neck and collars start at one point)
+                ts = ts + [g for k in ts for g in targets[k]]
+            d[j] = R.qmul(kabsch([x[k] - x[j] for k in ts], [heads[k] - heads[j] for k in ts]), ref[j])
             if body is None:
                 body = R.qmul(d[j], R.qconj(ref[j]))
     body = _ID if body is None else body
@@ -187,6 +190,12 @@ def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, pos
         dev[j] = angle_deg(R.qmul(R.qconj(turned), d[j]))
     neutral = np.array([ref[j] if p < 0 else R.qmul(R.qconj(ref[p]), ref[j]) for j, p in enumerate(parents)])
     return d, neutral, dev
+
+
+def _parallel(directions, degrees: float = 10.0) -> bool:
+    """All ``directions`` within ``degrees`` of the first: no turn about them can be read from them."""
+    u = [_unit(v) for v in directions]
+    return all(float(np.dot(u[0], v)) > np.cos(np.radians(degrees)) for v in u[1:])
 
 
 def _fk_positions(glob, parents, offsets):

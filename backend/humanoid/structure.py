@@ -95,7 +95,7 @@ def _limbs(tree: _Tree, root) -> tuple | None:
     else:
         return None
     chest = runs[spine][-1]
-    arms = parts[spine]
+    arms = sorted(parts[spine], key=tree.branch, reverse=True)[:2]  # (a long neck parts there too: Arena's)
     others = [k for k in tree.kids[chest] if k not in arms]
     if len(arms) != 2 or not others:
         return None
@@ -179,9 +179,9 @@ def _arm(tree: _Tree, chain: list, chest, words_of) -> dict:
         upper, lower = _two_segments(s, [i for i in moving if i < hand], hand, 1.1)
     out = {"UpperArm": chain[upper], "LowerArm": chain[lower], "Hand": chain[hand]}
     shoulder = _named(chain, "Shoulder", words_of)
-    if shoulder is None and upper > 0:
-        shoulder = 0
-    if shoulder is not None and shoulder < upper:
+    if shoulder is None or shoulder >= upper:  # (Arena's "LeftShoulder" is the upper arm, "LeftCollar" above it)
+        shoulder = 0 if upper > 0 else None
+    if shoulder is not None:
         out["Shoulder"] = chain[shoulder]
     return out
 
