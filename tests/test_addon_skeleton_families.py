@@ -48,15 +48,17 @@ def test_blender_import_finds_the_joints_the_batch_finds(model, family):
         bpy.data.objects.remove(obj)
 
 
-def test_a_lying_rest_in_betweens_in_blender_as_in_the_batch(model):
-    """The rest pose on its back, the motion standing: Import BVH + Inbetween gives every mapped bone the
-    world rotation the batch's .bvh path gives it (the batch refused this file before)."""
+@pytest.mark.parametrize("family", ["lying", "vicon_zup_inches"])
+def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, family):
+    """The rest pose on its back under standing motion, and a Z-up capture in inches (lying in the scene
+    after Import BVH, which reads Y up): Import BVH + Inbetween gives every mapped bone the world rotation
+    the batch's .bvh path gives it (both files were refused before; the Z-up one is stood up on both paths)."""
     from backend import quat_np as Q
     from backend.bvh import read_bvh
     from blender_addon import bridge
     from blender_addon.batch import bvh_map
     from blender_addon.core import rig_math as R
-    path = SKELETONS / "lying.bvh"
+    path = SKELETONS / f"{family}.bvh"
     obj = import_bvh(path)
     n, keys = thin_every(obj, 15)
     assert bpy.ops.anim.splinetween_inbetween(editable=False) == {"FINISHED"}

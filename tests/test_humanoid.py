@@ -121,3 +121,16 @@ def _line(sk: Skeleton, j: int) -> list[int]:
     while sk.parents[out[-1]] >= 0:
         out.append(int(sk.parents[out[-1]]))
     return out
+
+
+def test_names_that_say_nothing_and_a_rest_that_says_nothing(dataset):
+    """The data set's own skeleton with every joint renamed ``bone00``...: its rest pose lies along one axis
+    (no feet forward, no left), so the sides come from the motion's frames; it converts to itself."""
+    clip = dataset[0]
+    sk = clip.skeleton
+    nameless = Skeleton(tuple(f"bone{j:02d}" for j in range(sk.num_joints)), sk.parents, sk.offsets, sk.channels,
+                        sk.end_sites)
+    out = bvh_rig.to_model(Clip(nameless, clip.rotations, clip.positions, clip.frame_time), sk)
+    assert out.meta["bone_map"] == {n: f"bone{j:02d}" for j, n in enumerate(sk.names) if j > 0}
+    assert out.meta["found_by"] == "Structure"
+    np.testing.assert_allclose(np.abs((out.rotations * clip.rotations).sum(-1)), 1.0, atol=1e-9)

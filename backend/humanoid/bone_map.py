@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import structure
+from .names import MACHINERY, SYNONYMS, normalise, strip_namespace
 
 FORMAT = "splinetween-bone-map"
 VERSION = 1
@@ -79,20 +80,6 @@ _PART = re.compile(r"^(.*?)(?:_([LR]))?$")
 # Side spellings: "{s}" -> token, "{S}" -> word.  Tried in this order; the rig keeps one convention.
 _SIDE_TOKENS = {"L": ("L", "l", "Left", "left"), "R": ("R", "r", "Right", "right")}
 _SIDE_WORDS = {"L": ("Left", "L_", "l_", "left"), "R": ("Right", "R_", "r_", "right")}
-_NAMESPACE = re.compile(r"^[^:]*:")  # "mixamorig:Hips", "Character1:Hips"
-
-# Fallback: side-less, lower-case words per joint part, best first.
-SYNONYMS = {
-    "Root": ["root", "jointroot"], "Hips": ["hips", "pelvis", "hip"], "Spine": ["spine", "spine1", "spine01", "abdomen",
-                                                                         "lowerback", "waist"],
-    "Chest": ["chest", "spine2", "spine3", "spine02", "spine03", "upperchest", "thorax"], "Neck": ["neck", "neck1", "neck01"],
-    "Head": ["head"], "Shoulder": ["shoulder", "clavicle", "collar", "collarbone"],
-    "UpperArm": ["upperarm", "arm", "uparm", "humerus", "shldr"], "LowerArm": ["lowerarm", "forearm", "loarm", "elbow",
-                                                                                   "radius"],
-    "Hand": ["hand", "wrist"], "UpperLeg": ["upperleg", "upleg", "thigh", "femur"],
-    "LowerLeg": ["lowerleg", "leg", "shin", "calf", "knee", "tibia"],
-    "Foot": ["foot", "ankle"], "Toes": ["toes", "toe", "toebase", "ball", "toes01"],
-}
 
 
 @dataclass
@@ -140,10 +127,6 @@ def _sided(pattern: str, side: str | None) -> list[str]:
     return out or [pattern]
 
 
-def strip_namespace(name: str) -> str:
-    return _NAMESPACE.sub("", name)
-
-
 def ancestors(bone: str, parents: dict) -> list[str]:
     """The bone's parent, grandparent, ... (a cycle-safe walk)."""
     out, seen = [], {bone}
@@ -189,29 +172,6 @@ def _preset_map(preset: dict, joint_names, joint_parents, parents: dict) -> dict
     return out
 
 
-# ASF's leading side letter (``lfemur``, ``rhumerus``): only before the words ASF uses, so ``leg`` is no side.
-_ASF = r"^([lr])(?=(?:hipjoint|femur|tibia|foot|toes|clavicle|humerus|radius|wrist|hand|fingers|thumb)$)"
-
-
-def _normalise(name: str) -> tuple[str, str | None]:
-    """Bone name -> (lower-case letters and digits without side, side from the name or None)."""
-    n = strip_namespace(name)
-    side = None
-    for pat, s in ((r"(?:[._\-\s]|^)([LlRr])$", None), (r"^([LlRr])[._\-]", None), (r"(Left|Right)", None),
-                   (r"(left|right)", None), (r"[._\-]([LlRr])[._\-]", None), (r"^([lr])(?=[A-Z])", None),
-                   (_ASF, None)):
-        m = re.search(pat, n)
-        if m:
-            side = "L" if m.group(1)[0] in "Ll" else "R"
-            n = n[:m.start(1)] + n[m.end(1):]
-            break
-    return re.sub(r"[^a-z0-9]", "", n.lower()), side
-
-
-# Rig machinery a fallback never takes for a joint (constraint-driven helpers, widgets, IK targets and poles).
-_MACHINERY = re.compile(r"^(MCH|ORG|VIS|WGT|DEF)[-_]|^tweak|(^|[._\-])(ik|IK|pole|target)([._\-]|$)")
-
-
 def _below(j: int, joint_parents, found: dict, names) -> list[str]:
     """The bones of the joints already mapped under joint ``j`` (they must stay under its bone)."""
     out = []
@@ -229,7 +189,7 @@ def _fallback(joint_names, joint_parents, bones: dict, found: dict) -> dict[str,
     the ancestry rule (the nearest mapped parent joint's bone must be an ancestor, the bones of mapped
     joints below must be descendants)."""
     parents = {b: v[0] for b, v in bones.items()}
-    norm = {b: _normalise(b) for b in bones if not _MACHINERY.search(strip_namespace(b))}
+    norm = {b: normalise(b) for b in bones if not MACHINERY.search(strip_namespace(b))}
     out = dict(found)
     for j, joint in enumerate(joint_names):
         if out.get(joint):
@@ -293,10 +253,11 @@ def _dist(a, b) -> float:
     return float(np.linalg.norm(np.subtract(a, b)))
 
 
-def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
+def detect(joint_names, joint_parents, bones: dict, posed: dict | None = None) -> BoneMap:
     """The best preset for the rig (most joints found), completed by the fallback.
 
-    ``bones``: ``{name: (parent name or None, head xyz, tail xyz)}`` in armature space."""
+    ``bones``: ``{name: (parent name or None, head xyz, tail xyz)}`` in armature space; ``posed``: ``{name:
+    heads [F, 3]}`` on frames of the motion, where the structure reads left and right when names do not."""
     parents = {b: v[0] for b, v in bones.items()}
     best_name, best = "Custom", {j: None for j in joint_names}
     best_n = 0
@@ -315,7 +276,7 @@ def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
     if best_n == 0:
         best_name = "Custom"
     if not _usable(joint_names, joint_parents, parents, full):  # names misled or said too little: the structure
-        st = structure.find(joint_names, bones, _parts_named, lambda b: _normalise(b)[1])
+        st = structure.find(joint_names, bones, posed)
         if st is not None:
             full = _past_zero_length(joint_names, joint_parents, bones, {j: st[0].get(j) for j in joint_names})
             reasons = {j: st[1].get(j, "structure") for j, b in full.items() if b}
@@ -332,16 +293,6 @@ def _usable(joint_names, joint_parents, parents: dict, bones: dict) -> bool:
     missing, absent, misplaced = problems(joint_names, joint_parents, parents, bones)
     used = [b for b in bones.values() if b]
     return not (missing or absent or misplaced) and len(used) == len(set(used))
-
-
-def _parts_named(bone: str) -> set[str]:
-    """The joint parts (``SYNONYMS``' keys) a bone's name says: a synonym whole, or one of four letters or
-    more inside it (``CC_Base_L_Upperarm``, ``lThighBend``, ``upperneck``); the machinery of a rig says none."""
-    if _MACHINERY.search(strip_namespace(bone)):
-        return set()
-    core = _normalise(bone)[0]
-    return {part for part, words in SYNONYMS.items()
-            if any(core == w or core.rstrip("0123456789") == w or (len(w) >= 4 and w in core) for w in words)}
 
 
 def problems(joint_names, joint_parents, bone_parents: dict, bones: dict) -> tuple[list[str], list[str], list[str]]:

@@ -62,42 +62,49 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
     where a map is given)."""
     names, parents = list(names), [int(p) for p in parents]
     geometry, rig = rig_of(clip.skeleton)
-    bm = BM.detect(names, parents, geometry)
+    moving = posed(clip)
+    bm = BM.detect(names, parents, geometry, moving)
     if given:
         bm = BM.BoneMap({**bm.bones, **given}, "Custom",
                         reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
     joint_bones = BM.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
     rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
                         tuple(position_joints))
-    return Found(_stood_up(rt, clip, names), bm)
+    turn = up_turn(names, joint_bones, {b: g[1] for b, g in geometry.items()}, moving)
+    return Found(rt if turn is None else rt.upright(turn), bm)
+
+
+def posed(clip: Clip, frames: int = 8) -> dict:
+    """``{joint: heads [F, 3]}`` on ``frames`` frames spread over the clip, in Blender's axes (as ``rig_of``)."""
+    at = np.unique(np.linspace(0, clip.num_frames - 1, min(clip.num_frames, frames)).astype(int))
+    _, x = Q.fk(clip.rotations[at], clip.positions[at], clip.skeleton.parents)
+    x = A.qrotate(np.broadcast_to(A.BVH_TO_BLENDER, x.shape[:-1] + (4,)), x)
+    return {n: x[:, j] for j, n in enumerate(clip.skeleton.names)}
 
 
 UP = np.array([0.0, 1.0, 0.0])
 
 
-def _stood_up(rt: retarget.Retarget, clip: Clip, names) -> retarget.Retarget:
-    """``rt`` turned so that the capture stands on the model's Y up when the file is another axis up (Vicon's
-    Z): both its rest pose and its motion then have the head over the feet along that axis.  A rest lying
-    down under upright motion is the rest-pose difference's business; motion lying or crawling over a
-    standing rest is motion, and stays."""
-    at = {n: i for i, n in enumerate(names)}
-    if not all(n in at and rt.joint_bone[at[n]] >= 0 for n in ("Head", "Foot_L", "Foot_R")):
-        return rt
-    x = np.zeros((clip.skeleton.num_joints, 3))
-    for j, p in enumerate(clip.skeleton.parents):
-        x[j] = clip.skeleton.offsets[j] + (x[p] if p >= 0 else 0.0)
-    index = {n: i for i, n in enumerate(clip.skeleton.names)}
-    head, feet = index[rt.bone_of(at["Head"])], [index[rt.bone_of(at[n])] for n in ("Foot_L", "Foot_R")]
-    rest_up = x[head] - x[feet].mean(0)
-    frames = np.unique(np.linspace(0, clip.num_frames - 1, min(clip.num_frames, 32)).astype(int))
-    _, g = Q.fk(clip.rotations[frames], clip.positions[frames], clip.skeleton.parents)
-    moving_up = (g[:, head] - g[:, feet].mean(1)).mean(0)
-    axis = np.zeros(3)
+def up_turn(names, joint_bones, rest: dict, posed: dict) -> np.ndarray | None:
+    """The turn that stands a capture on the model's Y up when its world is another axis up (Vicon's Z), or
+    None: both its rest pose and its motion have the head over the feet along that axis.  ``rest``:
+    ``{bone: head}``, ``posed``: ``{bone: heads [F, 3]}`` (Blender's axes, as ``bone_map.detect`` reads them).
+    A rest lying down under upright motion is the rest-pose difference's business; motion lying or
+    crawling over a standing rest is motion, and stays."""
+    at = {n: b for n, b in zip(names, joint_bones) if b}
+    if not all(n in at for n in ("Head", "Foot_L", "Foot_R")):
+        return None
+
+    def up(x):  # head over the feet, BVH axes
+        v = np.asarray(x[at["Head"]], dtype=np.float64) - (np.asarray(x[at["Foot_L"]]) + np.asarray(x[at["Foot_R"]])) / 2
+        return A.qrotate(A.qconj(A.BVH_TO_BLENDER), np.reshape(v, (-1, 3)).mean(0))
+    rest_up, moving_up = up(rest), up(posed)
     k = int(np.argmax(np.abs(rest_up)))
+    axis = np.zeros(3)
     axis[k] = np.sign(rest_up[k])
     if k == 1 or _angle(rest_up, axis) > 45.0 or _angle(moving_up, axis) > 45.0:
-        return rt
-    return rt.upright(rest_pose.swing(axis, UP))
+        return None
+    return rest_pose.swing(axis, UP)
 
 
 def _angle(a, b) -> float:

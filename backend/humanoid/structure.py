@@ -10,9 +10,9 @@ down, in inches or Z up is read the same as one standing in centimetres:
   where the two arms part; the **neck and head** are the chest's longest other branch;
 * along each chain, extra bones (hip joints, several spine or neck segments, twist bones, end sites)
   are passed through: a joint takes the first bone of its chain whose name says so (``thigh``,
-  ``lfemur``, ``CC_Base_L_Calf``, ``lShldr``: ``bone_map.SYNONYMS``), else the bone its place along the
+  ``lfemur``, ``CC_Base_L_Calf``, ``lShldr``: ``names.SYNONYMS``), else the bone its place along the
   chain says (the foot where the leg turns forward, the knee halfway between hip and foot, ...);
-* left and right come from the names (any spelling ``bone_map.side_of`` reads), else from geometry
+* left and right come from the names (any spelling ``names.normalise`` reads), else from geometry
   (the feet point forward, left is up x forward).
 
 ``find`` gives ``{joint: bone}`` with the reason for each (``structure`` or ``structure, side by
@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .names import normalise, parts_named
+
 LONG = 0.25  # a branch this long (of the longest path from the pelvis) is a limb, not a finger, toe or face bone
+TWIN = 0.7  # the shorter limb of a pair is at least this share of the longer
 
 
 class _Tree:
@@ -97,9 +100,15 @@ def _limbs(tree: _Tree, root) -> tuple | None:
     chest = runs[spine][-1]
     arms = sorted(parts[spine], key=tree.branch, reverse=True)[:2]  # (a long neck parts there too: Arena's)
     others = [k for k in tree.kids[chest] if k not in arms]
-    if len(arms) != 2 or not others:
+    if len(arms) != 2 or not others or not _twins(tree, arms) or not _twins(tree, legs):
         return None
     return pelvis, legs, chest, arms, max(others, key=tree.branch), runs[spine][:-1]
+
+
+def _twins(tree: _Tree, pair: list) -> bool:
+    """Two limbs of a pair are about as long (a neck is no arm: a body with one arm is not read as two)."""
+    a, b = (tree.branch(k) for k in pair)
+    return min(a, b) >= TWIN * max(a, b)
 
 
 def _along(tree: _Tree, chain: list, origin) -> np.ndarray:
@@ -212,26 +221,29 @@ def _neck(tree: _Tree, start, words_of) -> dict:
     return out
 
 
-def _side_by_geometry(tree: _Tree, pelvis, chest, legs: list, leg_maps: list) -> list:
-    """'L'/'R' for two legs from the rest geometry: up the spine, forward the feet, left = up x forward."""
-    up = tree.head[chest] - tree.head[pelvis]
-    up /= max(float(np.linalg.norm(up)), 1e-12)
-    fwd = np.zeros(3)
-    for m in leg_maps:
-        if "Toes" in m:
-            fwd += tree.head[m["Toes"]] - tree.head[m["Foot"]]
-    fwd -= np.dot(fwd, up) * up
-    if np.linalg.norm(fwd) < 1e-9:
-        return ["L", "R"] if tree.head[legs[0]][0] > tree.head[legs[1]][0] else ["R", "L"]
+def _side_by_geometry(at, pelvis, chest, leg_maps: list, arm_maps: list) -> tuple[list, list]:
+    """('L'/'R' for the two legs, for the two arms) from geometry: ``at[bone]`` its head ``[F, 3]`` on F
+    poses (the rest, or frames of the motion).  Up the spine, forward the feet (from hip to toe where no
+    toe is found), left = up x forward; the arm nearer the left leg is the left arm.  Votes summed over
+    the poses, so one odd frame does not decide."""
+    up = at[chest] - at[pelvis]
+    up = up / np.maximum(np.linalg.norm(up, axis=-1, keepdims=True), 1e-12)
+    fwd = sum(at[m.get("Toes", m["Foot"])] - at[m["Foot"] if "Toes" in m else m["UpperLeg"]] for m in leg_maps)
+    fwd = fwd - (fwd * up).sum(-1, keepdims=True) * up
     left = np.cross(up, fwd)
-    a = np.dot(tree.head[leg_maps[0]["Foot"]] - tree.head[leg_maps[1]["Foot"]], left)
-    return ["L", "R"] if a > 0 else ["R", "L"]
+    legs = float(((at[leg_maps[0]["UpperLeg"]] - at[leg_maps[1]["UpperLeg"]]) * left).sum())
+    leg_sides = ["L", "R"] if legs > 0 else ["R", "L"]
+    left_leg = at[leg_maps[leg_sides.index("L")]["UpperLeg"]] - at[pelvis]
+    arms = float(((at[arm_maps[0]["UpperArm"]] - at[arm_maps[1]["UpperArm"]]) * left_leg).sum())
+    return leg_sides, (["L", "R"] if arms > 0 else ["R", "L"])
 
 
-def find(joint_names, bones: dict, words_of, side_of) -> tuple[dict, dict] | None:
+def find(joint_names, bones: dict, posed: dict | None = None) -> tuple[dict, dict] | None:
     """(``{model joint: bone}``, ``{model joint: reason}``) for the model's joints (``joint_names`` as
-    ``Hips``, ``UpperLeg_L``, ...), or None.  ``words_of(bone)``: the joint parts its name says (a set),
-    ``side_of(bone)``: 'L', 'R' or None from its name."""
+    ``Hips``, ``UpperLeg_L``, ...), or None.  ``posed``: ``{bone: heads [F, 3]}`` on frames of the motion
+    (same axes as the rest), what the sides are read from where the names say nothing (a rest pose may
+    say nothing useful: the data set's own lies along one axis)."""
+    words_of, side_of = parts_named, (lambda b: normalise(b)[1])
     tree = _Tree(bones)
     roots = [b for b in tree.names if tree.parent[b] is None]
     if not roots:
@@ -245,15 +257,13 @@ def find(joint_names, bones: dict, words_of, side_of) -> tuple[dict, dict] | Non
     leg_maps = [_leg(tree, tree.path(k), pelvis, words_of) for k in legs]
     arm_maps = [_arm(tree, tree.path(k), chest, words_of) for k in arms]
     by_name = [_chain_side(tree, k, side_of) for k in legs], [_chain_side(tree, k, side_of) for k in arms]
-    geo = False
     leg_sides = by_name[0] if sorted(map(str, by_name[0])) == ["L", "R"] else None
-    if leg_sides is None:
-        leg_sides, geo = _side_by_geometry(tree, pelvis, chest, legs, leg_maps), True
     arm_sides = by_name[1] if sorted(map(str, by_name[1])) == ["L", "R"] else None
-    if arm_sides is None:  # the arm on the left leg's side
-        left_leg = tree.head[leg_maps[leg_sides.index("L")]["UpperLeg"]] - tree.head[pelvis]
-        d = [np.dot(tree.head[m["UpperArm"]] - tree.head[chest], left_leg) for m in arm_maps]
-        arm_sides, geo = (["L", "R"] if d[0] > d[1] else ["R", "L"]), True
+    geo = leg_sides is None or arm_sides is None
+    if geo:
+        at = posed if posed else {b: h[None] for b, h in tree.head.items()}
+        by_geometry = _side_by_geometry(at, pelvis, chest, leg_maps, arm_maps)
+        leg_sides, arm_sides = leg_sides or by_geometry[0], arm_sides or by_geometry[1]
     for side, m in list(zip(leg_sides, leg_maps)) + list(zip(arm_sides, arm_maps)):
         for part, b in m.items():
             found[f"{part}_{side}"] = b

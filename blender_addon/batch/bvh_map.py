@@ -39,7 +39,7 @@ def record(found, info) -> dict:
 
 
 def _preset(clip, info) -> str:
-    return BM.detect(list(info.names), list(info.parents), _RIG.rig_of(clip.skeleton)[0]).preset
+    return BM.detect(list(info.names), list(info.parents), _RIG.rig_of(clip.skeleton)[0], _RIG.posed(clip)).preset
 
 
 def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:

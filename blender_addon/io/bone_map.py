@@ -9,10 +9,13 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from .. import bridge
 from ..core import bone_map as BM
 from ..core import rest_pose, retarget
 from ..core.errors import Refusal
 from . import scene as scene_io
+
+_RIG = bridge.numpy_module("humanoid.bvh_rig")
 
 
 class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
@@ -53,6 +56,15 @@ def geometry(obj) -> dict:
     data = obj.data.bones
     heads, tails = _rest(data, "head_local", 3).tolist(), _rest(data, "tail_local", 3).tolist()
     return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
+
+
+def posed(obj) -> dict:
+    """``{bone: head [1, 3]}`` at the current frame (armature space): where detection reads left and right
+    when neither the names nor the rest pose tell them."""
+    bones = obj.pose.bones
+    buf = np.empty(len(bones) * 3, dtype=np.float32)
+    bones.foreach_get("head", buf)
+    return {b.name: h[None].astype(np.float64) for b, h in zip(bones, buf.reshape(-1, 3))}
 
 
 def rig_bones(obj, mapped=None) -> dict:
@@ -102,7 +114,7 @@ def _detected(obj, joint_names, joint_parents, geo) -> BM.BoneMap:
     if key not in _found:
         if len(_found) > 32:
             _found.clear()
-        _found[key] = BM.detect(joint_names, joint_parents, geo)
+        _found[key] = BM.detect(joint_names, joint_parents, geo, posed(obj))
     bm = _found[key]
     return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, dict(bm.reasons))
 
@@ -155,13 +167,17 @@ _built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
     rig = rig_bones(obj, [b for b in joint_bones if b])
+    turn = _RIG.up_turn(info.names, joint_bones, {n: b.matrix[:3, 3] for n, b in rig.items()}, posed(obj))
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
-           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()))
+           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()),
+           None if turn is None else turn.tobytes())
     if key not in _built:
         try:
             rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         except rest_pose.RestPoseError as e:
             raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        if turn is not None:  # a capture lying in the scene (a Z-up file imported as Y up): stood up, as the batch
+            rt = rt.upright(turn)
         if len(_built) > 32:
             _built.clear()
         _built[key] = rt

@@ -50,7 +50,7 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
         def work() -> str:
             obj = context.active_object
             names, parents = _joints(context)
-            bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+            bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             bone_map_io.store(obj, bm, names)
             return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}; {'; '.join(bm.found())}"
         return run_reported(self, work)
@@ -89,7 +89,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             bm = bone_map_io.stored(obj)
             if bm is None:
                 names, parents = _joints(context)
-                bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+                bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
