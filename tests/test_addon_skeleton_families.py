@@ -48,6 +48,7 @@ def test_blender_import_finds_the_joints_the_batch_finds(model, family):
         bpy.data.objects.remove(obj)
 
 
+@pytest.mark.torch  # (the batch's path runs the model in this Python)
 @pytest.mark.parametrize("family", ["lying", "vicon_zup_inches"])
 def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, family):
     """The rest pose on its back under standing motion, and a Z-up capture in inches (lying in the scene

@@ -38,6 +38,7 @@ def objects(out, command):
     return {Path(f["input"]).stem: f["objects"][0] for f in H.load_report(out, command)["files"]}
 
 
+@pytest.mark.torch  # (encode and edit of a .bvh run the model in the worker's Python)
 def test_encode_and_edit_of_other_skeletons(inputs, tmp_path):
     paths = [inputs / f"{f}.bvh" for f in FILES]
     r = H.run_batch("encode", *paths, "--out-dir", tmp_path / "enc", "--jobs", 1, "--device", "cpu")
