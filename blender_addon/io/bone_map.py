@@ -167,7 +167,9 @@ _built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
     rig = rig_bones(obj, [b for b in joint_bones if b])
-    turn = _RIG.up_turn(info.names, joint_bones, {n: b.matrix[:3, 3] for n, b in rig.items()}, posed(obj))
+    ends = [b for j, b in zip(info.names, joint_bones) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
+    turn = _RIG.up_turn(info.names, joint_bones, {b: rig[b].matrix[:3, 3] for b in ends},
+                        {b: np.array(obj.pose.bones[b].head, dtype=np.float64)[None] for b in ends})
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
            tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()),
            None if turn is None else turn.tobytes())
