@@ -107,7 +107,7 @@ def default_mesh_checkpoint(task: str) -> Path:
 def numpy_module(name: str):
     """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
     without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase"):
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "json_limits", "checkpoint_kind"):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -132,7 +132,10 @@ def describe(settings: BackendSettings) -> ModelInfo:
     try:
         key = (str(path), path.stat().st_mtime_ns)
         if key not in _info_cache:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = numpy_module("json_limits").read(path)
+            wrong = numpy_module("checkpoint_kind").not_motion(path.name, doc)
+            if wrong:
+                raise BridgeError(wrong)
             sk, feat = doc["skeleton"], doc["features"]
             _info_cache[key] = ModelInfo(path, tuple(sk["names"]), tuple(int(p) for p in sk["parents"]),
                                          np.asarray(sk["offsets"], dtype=np.float64).reshape(-1, 3),
@@ -142,8 +145,8 @@ def describe(settings: BackendSettings) -> ModelInfo:
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise BridgeError(f"{path} is not a Splinetween checkpoint ({e})") from None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:  # (fields of another type)
+        raise BridgeError(f"{path} is not a Splinetween checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
     return _info_cache[key]
 
 

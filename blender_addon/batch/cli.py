@@ -193,9 +193,10 @@ def _options(args) -> dict:
 def _bone_map(ap, path: Path) -> dict:
     """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
     from ..core import bone_map
+    from ..io import bone_map_file
     try:
-        return bone_map.from_json(Path(path).expanduser().read_text(encoding="utf-8")).bones
-    except (OSError, UnicodeDecodeError) as e:
+        return bone_map_file.read_file(Path(path).expanduser()).bones
+    except OSError as e:
         ap.error(f"--bone-map {path}: {getattr(e, 'strerror', None) or e}")
     except bone_map.BoneMapError as e:
         ap.error(f"--bone-map {path}: {e}")

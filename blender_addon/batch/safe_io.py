@@ -25,7 +25,8 @@ from .. import bridge
 
 TEMP_TAG = ".splinetween-tmp-"
 MARKER_SUFFIX = ".done"
-BACKUP_SUFFIX = "1"  # scene.blend -> scene.blend1, walk.bvh -> walk.bvh1
+BACKUP_SUFFIX = "1"
+MAX_MARKER = 16 << 20  # a marker holds one file's report entry  # scene.blend -> scene.blend1, walk.bvh -> walk.bvh1
 
 
 def temp_path(dest: Path) -> Path:
@@ -147,8 +148,8 @@ def write_marker(output: Path, input_stamp: dict | None, digest: str, result: di
 
 def read_marker(output: Path) -> dict | None:
     try:
-        doc = json.loads(marker_path(output).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = bridge.numpy_module("json_limits").read(marker_path(output), max_bytes=MAX_MARKER)
+    except (OSError, ValueError):  # (JsonLimitError is a ValueError): no usable marker, the file is redone
         return None
     return doc if isinstance(doc, dict) and doc.get("tool") == "splinetween-batch" else None
 
