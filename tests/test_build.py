@@ -132,7 +132,7 @@ t0 = time.time()
 while op.tick() is not None and time.time() - t0 < 120:
     time.sleep(0.2)
 print("RESULT " + json.dumps({"op": sorted(res), "state": job.state, "message": job.message, "root": str(job.root),
-                              "prop": obj.get("splinetween_mesh_checkpoint")}))
+                              "prop": obj.get("splinetween_mesh_autoencoder")}))
 """
 
 

@@ -213,6 +213,14 @@ def _validate(ap, args) -> None:
         ap.error(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), for example 1.5")
     if args.timeout < 0:
         ap.error("--timeout must be 0 (no limit) or more")
+    if args.out_dir is not None:
+        problem = inputs.folder_problem(args.out_dir)
+        if problem:
+            ap.error(f"--out-dir {args.out_dir}: {problem}")
+    if args.report is not None:
+        problem = inputs.folder_problem(args.report.expanduser().parent)
+        if problem or args.report.expanduser().is_dir():
+            ap.error(f"--report {args.report}: {problem or 'is a folder; give a file name, like report.json'}")
 
 
 def _output_name(command: str):
