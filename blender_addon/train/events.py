@@ -25,9 +25,8 @@ class TrainProgress:
 
     @property
     def factor(self) -> float:
-        if self.total:
-            return min(1.0, self.step / self.total)
-        return min(1.0, self.phase_done / self.phase_total) if self.phase_total else 0.0
+        done, total = (self.step, self.total) if self.total else (self.phase_done, self.phase_total)
+        return max(0.0, min(1.0, done / total)) if total > 0 else 0.0
 
     def text(self) -> str:
         """The progress bar's words: the step and ETA, else the phase (and its count), else "Starting..."."""
