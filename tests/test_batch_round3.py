@@ -165,3 +165,21 @@ def test_an_output_whose_save_fails_is_a_message(walk, tmp_path):
     _, entry, _ = _capped(walk, tmp_path, compress=True)
     assert entry["errors"][0].startswith("Blender could not save the file (File too large); no output was "
                                          "written (is the disk full?)"), entry
+
+
+def test_an_armature_animated_only_in_nla_strips_is_explained(walk, tmp_path):
+    bpy.ops.wm.open_mainfile(filepath=str(walk["path"]), load_ui=False)
+    rig = bpy.data.objects[walk["object"]]
+    ad = rig.animation_data
+    track = ad.nla_tracks.new()
+    track.name = "Walk track"
+    track.strips.new("Walk", 1, ad.action)
+    ad.action = None
+    src = tmp_path / "nla.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(src), copy=True, check_existing=False)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    r = H.run_batch("inbetween", src, "--out-dir", tmp_path / "out", timeout=600)
+    assert r.returncode == 1, r.stderr
+    entry = H.load_report(tmp_path / "out")["files"][0]
+    assert f"{walk['object']}: the animation of {walk['object']} is in NLA strips (Walk track: Walk), not in an " \
+        "active action: enter tweak mode" in entry["errors"][0], entry["errors"]

@@ -13,6 +13,7 @@ from ..core import constraints, layer_math
 from ..core.errors import Refusal
 from ..inbetween import fill
 from ..io import bone_map as bone_map_io
+from ..io import nla
 from ..io import scene as scene_io
 from ..latent import core as latent
 from ..latent import encode as latent_encode
@@ -126,6 +127,8 @@ def _prepare(obj, info, entry: dict, need_keys: bool = True, given: dict | None 
     bones = match(obj, info, given)
     if isinstance(bones, str):
         return {"name": obj.name, "status": "skipped", "reason": bones}
+    if nla.only_in_nla(obj):
+        return {"name": obj.name, "status": "skipped", "reason": nla.only_in_nla(obj)}
     bag = scene_io.channelbag(obj)
     curves = scene_io.curves_by_bone(bag, bones) if bag is not None else {}
     if need_keys and key_range(curves) is None:
