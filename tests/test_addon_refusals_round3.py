@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           snapshot, thin_keys, use_test_backend)
+from addon_helpers import assert_same_keys, bpy, snapshot
+from test_addon_constraints import rig, walk  # noqa: F401 (fixtures: the walk thinned to keys every 15 frames)
 
 bpy = bpy()
 from blender_addon import preferences  # noqa: E402
@@ -18,24 +18,11 @@ pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
 
 
-@pytest.fixture(scope="module")
-def walk():
-    fresh_scene_with_addon()
-    use_test_backend()
-    obj = import_bvh()
-    thin_keys(obj, range(1, 92, 15))
-    yield obj.name
-    disable_addon()
-
-
 @pytest.fixture
-def arm(walk):
-    a = copy_armature(bpy.data.objects[walk])
+def arm(rig):  # noqa: F811
+    a = rig[0]
     bpy.context.view_layer.objects.active = a
-    name = a.name
-    yield a
-    if name in bpy.data.objects:
-        bpy.data.objects.remove(bpy.data.objects[name])
+    return a
 
 
 def drive(arm, bone: str, prop: str = "rotation_quaternion", index: int = 1, mute: bool = False):
