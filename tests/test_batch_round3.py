@@ -183,3 +183,15 @@ def test_an_armature_animated_only_in_nla_strips_is_explained(walk, tmp_path):
     entry = H.load_report(tmp_path / "out")["files"][0]
     assert f"{walk['object']}: the animation of {walk['object']} is in NLA strips (Walk track: Walk), not in an " \
         "active action: enter tweak mode" in entry["errors"][0], entry["errors"]
+
+
+def test_a_bone_map_nested_deep_is_a_usage_error(walk, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    r = H.run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", deep)
+    assert r.returncode == 2 and f"--bone-map {deep}: not a bone map file (nested deeper than 8 levels)" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_text('{"format": "splinetween-bone-map", "version": "1", "bones": {}}', encoding="utf-16")
+    r = H.run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", utf16)
+    assert r.returncode == 2 and 'the bone map\'s "version" is the text "1", not the number 1' in r.stderr
