@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -124,7 +125,7 @@ def _mutations():
 @given(edit=_mutations(), raw=st.binary(max_size=64), as_raw=st.booleans())
 def test_fuzz_checkpoint_json(tmp_path, edit, raw, as_raw):
     """The checkpoint JSON the bridge reads (no weights are loaded): a ModelInfo or a BridgeError."""
-    j = tmp_path / "c.json"
+    j = tmp_path / f"c{uuid.uuid4().hex}.json"  # (a new name each time: describe caches by path and mtime)
     if as_raw:
         j.write_bytes(raw)
     else:
