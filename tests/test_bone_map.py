@@ -113,3 +113,21 @@ def test_json_round_trip_and_bad_files():
                       (json.dumps({"format": BM.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
         with pytest.raises(BM.BoneMapError, match=why):
             BM.from_json(text, NAMES)
+
+
+def test_a_rig_whose_names_say_nothing_is_found_by_its_structure():
+    """Every bone named ``b00``...: the pelvis, legs, spine, chest, arms, neck and head from the hierarchy and
+    the bone lengths, left and right from geometry (the toes point forward, -Y; left is +X); a control root
+    above the hips and a three-bone spine passed through.  The same rig mirrored swaps the sides."""
+    keys = [k for k, _, _ in RB._both_sides()]
+    names = {k: f"b{i:02d}" for i, k in enumerate(keys)}
+    expect = {"Hips": "hips", "Spine": "spine1", "Chest": "spine3", "Neck": "neck", "Head": "head",
+              "UpperArm_L": "upperarm_L", "LowerArm_L": "lowerarm_L", "Hand_L": "hand_L", "Shoulder_R": "shoulder_R",
+              "UpperLeg_L": "upleg_L", "LowerLeg_R": "leg_R", "Foot_L": "foot_L", "Toes_R": "toe_R"}
+    bm = detected(RB.rig(names))
+    assert {j: bm.bones[j] for j in expect} == {j: names[k] for j, k in expect.items()}
+    assert bm.preset == "Structure" and bm.reasons["UpperArm_L"] == "structure, side by geometry"
+    assert bm.reasons["Hips"] == "structure" and bm.bones["joint_Root"] is None
+    mirrored = {b: (p, (-h[0], h[1], h[2]), (-t[0], t[1], t[2])) for b, (p, h, t) in RB.rig(names).items()}
+    flipped = BM.detect(NAMES, PARENTS, mirrored)
+    assert flipped.bones["UpperLeg_L"] == names["upleg_R"] and flipped.bones["Hand_R"] == names["hand_L"]

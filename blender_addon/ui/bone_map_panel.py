@@ -34,6 +34,8 @@ class BoneMapPanel:
             required = e.joint not in BM.OPTIONAL
             row.alert = (required and not e.bone) or (bool(e.bone) and e.bone not in arm.bones)
             row.prop_search(e, "bone", arm, "bones", text=e.joint + ("" if required else " (optional)"))
+            if e.bone and e.why:  # how it was found: a wrong guess is seen (and fixed) here
+                row.label(text=e.why)
 
 
 classes = sidebar_panels(BoneMapPanel, "bone_map")

@@ -40,7 +40,7 @@ def summary(bm: BM.BoneMap, names) -> str:
 
 class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
     """Detect which bone carries each of the model's joints (presets: Mixamo, Rigify, Unreal, Auto-Rig Pro, BVH, the
-    data set's names; else by name and position) and save the map on the armature"""
+    data set's names; else by name and position, else by the skeleton's structure) and save the map on the armature"""
 
     bl_idname = "anim.splinetween_bone_map_detect"
     bl_label = "Detect Bone Map"
@@ -51,10 +51,9 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
         def work() -> str:
             obj = context.active_object
             names, parents = _joints(context)
-            bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+            bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             bone_map_io.store(obj, bm, names)
-            found = f"; by name and position: {', '.join(bm.notes)}" if bm.notes else ""
-            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}{found}"
+            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}; {'; '.join(bm.found())}"
         return run_reported(self, work)
 
 
@@ -91,7 +90,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             bm = bone_map_io.stored(obj)
             if bm is None:
                 names, parents = _joints(context)
-                bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+                bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
