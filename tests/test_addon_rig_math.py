@@ -7,7 +7,7 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 from backend import quat_np as Q
-from blender_addon.core import continuity, gaps
+from blender_addon.core import continuity, gaps, quat
 from blender_addon.core import rig_math as R
 
 RNG = np.random.default_rng(7)
@@ -18,13 +18,24 @@ def random_quats(n):
 
 
 def test_quaternion_basics_match_backend():
+    """core.quat is backend.quat_np's arithmetic term for term: the same floats (computed here, on this
+    machine, by both), in both layouts, whichever way the add-on reaches them."""
     a, b = random_quats(50), random_quats(50)
-    np.testing.assert_allclose(R.qmul(a, b), Q.mul(a, b), atol=1e-14)
-    np.testing.assert_allclose(R.q_to_matrix(a), Q.to_matrix(a), atol=1e-14)
-    np.testing.assert_allclose(R.q_from_matrix(Q.to_matrix(a)), Q.from_matrix(Q.to_matrix(a)), atol=1e-12)
     v = RNG.normal(size=(50, 3))
-    np.testing.assert_allclose(R.qrotate(a, v), Q.rotate(a, v), atol=1e-12)
-    np.testing.assert_allclose(R.slerp(a, b, 0.3), Q.slerp(a, b, 0.3), atol=1e-12)
+    m = Q.to_matrix(a) + RNG.normal(scale=1e-7, size=(50, 3, 3)).astype(np.float32)  # float32 noise
+    same = np.testing.assert_array_equal
+    same(R.qmul(a, b), Q.mul(a, b))
+    same(quat.mul(a.astype(np.float32), b.astype(np.float32)), Q.mul(a.astype(np.float32), b.astype(np.float32)))
+    same(R.q_to_matrix(a), Q.to_matrix(a))
+    same(R.q_from_matrix(m), Q.from_matrix(m))
+    same(R.qconj(a), Q.inv(a))
+    same(R.qnormalize(3 * a), Q.normalize(3 * a, eps=1e-12))
+    same(R.qrotate(a, v), Q.rotate(a, v))
+    same(R.slerp(a, b, 0.3), Q.slerp(a, b, 0.3, eps=1e-8))
+    same(R.slerp(a, b, np.linspace(0, 1, 50)), Q.slerp(a, b, np.linspace(0, 1, 50), eps=1e-8))
+    same(quat.mul_c(a.T, b.T), Q.mul(a, b).T)
+    same(quat.conj_c(a.T), Q.inv(a).T)
+    same(quat.rotate_c(a.T, v.T), Q.rotate(a, v).T)
 
 
 @pytest.mark.parametrize("mode", R.EULER_MODES)
