@@ -254,14 +254,14 @@ def encode_case(repeats: int):
 
 
 def mesh_case(repeats: int):
-    import mesh_addon_helpers as H
+    import mesh_addon_helpers
     from addon_helpers import bpy
     from blender_addon.io import mesh as mesh_io
     bpy = bpy()
-    flag = H.flag()
-    H.setup_scene()
-    H.prefs().backend_mode = "IN_PROCESS"
-    obj = H.cached_grid(flag["pc2"], "Flag")
+    flag = mesh_addon_helpers.flag()
+    mesh_addon_helpers.setup_scene()
+    mesh_addon_helpers.prefs().backend_mode = "IN_PROCESS"
+    obj = mesh_addon_helpers.cached_grid(flag["pc2"], "Flag")
     assert bpy.ops.anim.splinetween_mesh_encode(frame_range="CUSTOM", frame_start=1, frame_end=60) == {"FINISHED"}
     st = obj.splinetween_latent
     bpy.context.scene.frame_set(30)
