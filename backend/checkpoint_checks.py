@@ -124,7 +124,7 @@ def check_mirror(jpath: Path, doc, joints: int, error) -> None:
 class _RandomAsEmpty(torch.overrides.TorchFunctionMode):
     """Random tensors made as ``empty`` ones, random fills skipped: on the meta device only their
     shapes matter, and PyTorch's meta ``randn`` and in-place random fills run Python reference
-    kernels whose checks import sympy (a large share of every engine load)."""
+    kernels whose checks import sympy (0.3-0.7 s of every engine load)."""
     _MADE = {torch.randn, torch.rand}
     _FILLED = {torch.Tensor.normal_, torch.Tensor.uniform_}
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from . import quat_torch
+from . import quat_torch as QT
 
 
 @dataclass
@@ -51,7 +51,7 @@ def to_features(rot: torch.Tensor, pos: torch.Tensor, layout: FeatureLayout,
         origin = sequence_origin(pos, layout)
     p = pos[..., layout.position_joints, :].clone()
     p[..., 0, :] = p[..., 0, :] - origin[..., None, :]
-    r = quat_torch.to_6d(rot[..., layout.rotation_joints, :])
+    r = QT.to_6d(rot[..., layout.rotation_joints, :])
     return torch.cat([p.flatten(-2), r.flatten(-2)], -1), origin
 
 
@@ -74,7 +74,7 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
     shape = feat.shape[:-1]
     rot = torch.zeros(shape + (num_joints, 4), dtype=feat.dtype, device=feat.device)
     rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = quat_torch.from_6d(r6)
+    rot[..., layout.rotation_joints, :] = QT.from_6d(r6)
     pos = template_pos.to(feat).expand(shape + (num_joints, 3)).clone()
     pos[..., layout.position_joints, :] = p
     return rot, pos
@@ -88,12 +88,12 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     so a segment converts to the same poses alone or beside others (the add-on caches decodes per
     segment).  A few dozen numpy operations cost a fraction of the same torch ones (a slider change
     decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
-    from . import quat_np
+    from . import quat_np as Q
     feat = np.asarray(feat, dtype=np.float64)
     n_p, shape = len(layout.position_joints), feat.shape[:-1]
     rot = np.zeros(shape + (num_joints, 4))
     rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = quat_np.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
+    rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import quat_torch
+from . import quat_torch as QT
 from .features import to_features
 
 
@@ -50,7 +50,7 @@ def interpolate(rot: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor):
     def take(x, i):
         return torch.gather(x, 1, i[..., None, None].expand(-1, -1, *x.shape[2:]))
     a = alpha[..., None, None].to(rot.dtype)
-    r = quat_torch.slerp(take(rot, prev), take(rot, nxt), a[..., 0])
+    r = QT.slerp(take(rot, prev), take(rot, nxt), a[..., 0])
     p = take(pos, prev) * (1 - a) + take(pos, nxt) * a
     return r, p
 

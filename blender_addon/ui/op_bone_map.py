@@ -7,7 +7,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, preferences
-from ..core import bone_map
+from ..core import bone_map as BM
 from ..core.errors import Refusal, run_reported
 from ..io import bone_map as bone_map_io
 
@@ -31,7 +31,7 @@ def _joints(context) -> tuple[list[str], list[int]]:
     return list(info.names), list(info.parents)
 
 
-def summary(bm: bone_map.BoneMap, names) -> str:
+def summary(bm: BM.BoneMap, names) -> str:
     left = [j for j in names if not bm.bones.get(j)]
     n = len(names) - len(left)
     return f"{n} of {len(names)} joints mapped" + (f"; not mapped: {', '.join(left)}" if left else "")
@@ -50,7 +50,7 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
         def work() -> str:
             obj = context.active_object
             names, parents = _joints(context)
-            bm = bone_map.detect(names, parents, bone_map_io.geometry(obj))
+            bm = BM.detect(names, parents, bone_map_io.geometry(obj))
             bone_map_io.store(obj, bm, names)
             found = f"; by name and position: {', '.join(bm.notes)}" if bm.notes else ""
             return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}{found}"
@@ -90,7 +90,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             bm = bone_map_io.stored(obj)
             if bm is None:
                 names, parents = _joints(context)
-                bm = bone_map.detect(names, parents, bone_map_io.geometry(obj))
+                bm = BM.detect(names, parents, bone_map_io.geometry(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
@@ -121,8 +121,8 @@ class ANIM_OT_splinetween_bone_map_import(bpy.types.Operator, ImportHelper):
                 raise Refusal(f"cannot read {path}: {getattr(e, 'strerror', None) or e}; nothing was changed") from None
             names, _ = _joints(context)
             try:
-                bm = bone_map.from_json(text, names)
-            except bone_map.BoneMapError as e:
+                bm = BM.from_json(text, names)
+            except BM.BoneMapError as e:
                 raise Refusal(f"{path.name}: {e}; nothing was changed") from None
             absent = sorted({b for b in bm.bones.values() if b and b not in obj.data.bones})
             if absent:
