@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import writer_cases as W
+import writer_cases
 from addon_helpers import disable_addon
 
 pytestmark = pytest.mark.blender
@@ -28,7 +28,7 @@ ULPS = 4  # float rounding only: one CPU's SIMD math against another's, a few ul
 
 @pytest.fixture(scope="module")
 def ref():
-    data = dict(np.load(W.FIXTURE))
+    data = dict(np.load(writer_cases.FIXTURE))
     yield data
     disable_addon()
 
@@ -54,23 +54,23 @@ def assert_same_curves(got: dict, want: dict, what: str) -> None:
 
 def test_the_rig_is_rebuilt_exactly(ref):
     """The starting point: the stored keys come back bit for bit (else nothing below would mean much)."""
-    obj = W.build_rig(W.unpack(ref, "base"))
-    got, want = W.curves_of(obj), W.unpack(ref, "base")
+    obj = writer_cases.build_rig(writer_cases.unpack(ref, "base"))
+    got, want = writer_cases.curves_of(obj), writer_cases.unpack(ref, "base")
     assert sorted(got) == sorted(want)
     for key in want:  # set by foreach_set, read by foreach_get: no arithmetic, so exactly
         assert all(np.array_equal(got[key][a], want[key][a]) for a in want[key]), key
-    assert [pb.rotation_mode for pb in (obj.pose.bones[b] for b in W.BONES)] == W.MODES
+    assert [pb.rotation_mode for pb in (obj.pose.bones[b] for b in writer_cases.BONES)] == writer_cases.MODES
 
 
-@pytest.mark.parametrize("scenario", list(W.SCENARIOS))
+@pytest.mark.parametrize("scenario", list(writer_cases.SCENARIOS))
 def test_the_writer_writes_the_reference_keys(ref, scenario):
-    obj = W.build_rig(W.unpack(ref, "base"))
-    written, skipped = W.run_scenario(obj, scenario, ref["out_basis"], ref["out_loc"])
+    obj = writer_cases.build_rig(writer_cases.unpack(ref, "base"))
+    written, skipped = writer_cases.run_scenario(obj, scenario, ref["out_basis"], ref["out_loc"])
     assert written == int(ref[f"{scenario}/written"])
     assert skipped == ref[f"{scenario}/skipped"].tolist()
-    got, want = W.curves_of(obj), W.unpack(ref, scenario)
+    got, want = writer_cases.curves_of(obj), writer_cases.unpack(ref, scenario)
     assert_same_curves(got, want, scenario)
-    base = W.unpack(ref, "base")
+    base = writer_cases.unpack(ref, "base")
     changed = [k for k in want if k not in base or len(want[k]["co"]) != len(base[k]["co"])]
     assert len(changed) >= 30  # (the reference did write: every bone, its rotation and the position bones)
 
@@ -78,9 +78,10 @@ def test_the_writer_writes_the_reference_keys(ref, scenario):
 def test_the_reader_reads_the_reference_poses(ref):
     """read_pose on key frames (key values), on every frame and between frames (the curves evaluated)."""
     from blender_addon.io import scene as scene_io
-    obj = W.build_rig(W.unpack(ref, "base"))
+    obj = writer_cases.build_rig(writer_cases.unpack(ref, "base"))
     bag = scene_io.channelbag(obj)
-    for name, frames in (("keys", W.KEYS), ("dense", np.arange(1, W.FRAMES + 1)), ("between", [1.5, 20.25, 40.75])):
-        basis, loc = scene_io.read_pose(obj, bag, W.BONES, frames)
+    dense = np.arange(1, writer_cases.FRAMES + 1)
+    for name, frames in (("keys", writer_cases.KEYS), ("dense", dense), ("between", [1.5, 20.25, 40.75])):
+        basis, loc = scene_io.read_pose(obj, bag, writer_cases.BONES, frames)
         assert np.all(close(basis.reshape(len(basis), -1), ref[f"read/{name}/basis"].reshape(len(basis), -1))), name
         assert np.all(close(loc.reshape(len(loc), -1), ref[f"read/{name}/loc"].reshape(len(loc), -1))), name
