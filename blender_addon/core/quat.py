@@ -40,11 +40,18 @@ def conj(q):
     return q * _CONJ
 
 
+def _cross(a, b):
+    """``np.cross`` over the last axis term for term (the same floats), without its per-call set-up."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack(np.broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+
+
 def rotate(q, v):
     """Vectors ``v [..., 3]`` rotated by unit quaternions ``q [..., 4]``."""
     w, xyz = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(xyz, v)
-    return v + w * t + np.cross(xyz, t)
+    t = 2.0 * _cross(xyz, v)
+    return v + w * t + _cross(xyz, t)
 
 
 def to_matrix(q):
