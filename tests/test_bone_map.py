@@ -1,4 +1,4 @@
-"""blender_addon.core.bone_map on its own: presets detected on rigs named as each tool names them, the
+"""backend.humanoid.bone_map on its own: presets detected on rigs named as each tool names them, the
 ancestry rule, refusals that say what is missing, the JSON preset format."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 import rig_builders as RB
-from blender_addon.core import bone_map as BM
+from backend.humanoid import bone_map
 
 NAMES = ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head", "Shoulder_L", "UpperArm_L", "LowerArm_L", "Hand_L",
          "Shoulder_R", "UpperArm_R", "LowerArm_R", "Hand_R", "UpperLeg_L", "LowerLeg_L", "Foot_L", "Toes_L",
@@ -21,8 +21,8 @@ def parents_of(bones):
 
 
 def detected(bones):
-    bm = BM.detect(NAMES, PARENTS, bones)
-    BM.check(NAMES, PARENTS, parents_of(bones), bm.bones)  # accepted as it is: no user step
+    bm = bone_map.detect(NAMES, PARENTS, bones)
+    bone_map.check(NAMES, PARENTS, parents_of(bones), bm.bones)  # accepted as it is: no user step
     return bm
 
 
@@ -81,38 +81,38 @@ def test_unknown_names_fall_back_to_name_similarity_and_the_side_by_position():
 
 def test_a_map_with_too_little_is_refused_naming_what_is_missing():
     bones = RB.rig({k: v for k, v in RB.MIXAMO.items() if "arm" not in k.lower() and "hand" not in k})
-    bm = BM.detect(NAMES, PARENTS, bones)
-    with pytest.raises(BM.BoneMapError) as e:
-        BM.check(NAMES, PARENTS, parents_of(bones), bm.bones)
+    bm = bone_map.detect(NAMES, PARENTS, bones)
+    with pytest.raises(bone_map.BoneMapError) as e:
+        bone_map.check(NAMES, PARENTS, parents_of(bones), bm.bones)
     msg = str(e.value)
     assert msg.startswith("no bone for UpperArm_L, LowerArm_L, Hand_L, UpperArm_R, LowerArm_R, Hand_R")
     assert "Bone Map panel" in msg
     full = RB.rig(RB.MIXAMO)
-    with pytest.raises(BM.BoneMapError, match=r"^no bone for Spine or Chest \("):
-        BM.check(NAMES, PARENTS, parents_of(full), dict(detected(full).bones, Spine=None, Chest=None))
+    with pytest.raises(bone_map.BoneMapError, match=r"^no bone for Spine or Chest \("):
+        bone_map.check(NAMES, PARENTS, parents_of(full), dict(detected(full).bones, Spine=None, Chest=None))
 
 
 def test_a_joint_must_sit_under_its_parent_joints_bone():
     bones = RB.rig(RB.MIXAMO)
     bm = detected(bones)
     wrong = dict(bm.bones, LowerArm_L="mixamorig:RightForeArm", LowerArm_R=None)
-    with pytest.raises(BM.BoneMapError, match=r"LowerArm_L \(mixamorig:RightForeArm is not under "
+    with pytest.raises(bone_map.BoneMapError, match=r"LowerArm_L \(mixamorig:RightForeArm is not under "
                                               r"mixamorig:LeftArm\)"):
-        BM.check(NAMES, PARENTS, parents_of(bones), wrong)
-    with pytest.raises(BM.BoneMapError, match=r"bones not in the armature: Head -> Kopf"):
-        BM.check(NAMES, PARENTS, parents_of(bones), dict(bm.bones, Head="Kopf"))
+        bone_map.check(NAMES, PARENTS, parents_of(bones), wrong)
+    with pytest.raises(bone_map.BoneMapError, match=r"bones not in the armature: Head -> Kopf"):
+        bone_map.check(NAMES, PARENTS, parents_of(bones), dict(bm.bones, Head="Kopf"))
 
 
 def test_json_round_trip_and_bad_files():
     bm = detected(RB.rig(RB.UNREAL))
-    back = BM.from_json(bm.to_json(), NAMES)
+    back = bone_map.from_json(bm.to_json(), NAMES)
     assert back.bones == bm.bones and back.preset == bm.preset
     for text, why in [("{", "not JSON"), ("[]", "not a bone map file"),
-                      (json.dumps({"format": BM.FORMAT, "version": 9, "bones": {}}), "version 9"),
-                      (json.dumps({"format": BM.FORMAT, "version": 1, "bones": {"Hips": 3}}), "joint name -> bone"),
-                      (json.dumps({"format": BM.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
-        with pytest.raises(BM.BoneMapError, match=why):
-            BM.from_json(text, NAMES)
+                      (json.dumps({"format": bone_map.FORMAT, "version": 9, "bones": {}}), "version 9"),
+                      (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Hips": 3}}), "joint name -> bone"),
+                      (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
+        with pytest.raises(bone_map.BoneMapError, match=why):
+            bone_map.from_json(text, NAMES)
 
 
 def test_a_rig_whose_names_say_nothing_is_found_by_its_structure():
@@ -129,5 +129,5 @@ def test_a_rig_whose_names_say_nothing_is_found_by_its_structure():
     assert bm.preset == "Structure" and bm.reasons["UpperArm_L"] == "structure, side by geometry"
     assert bm.reasons["Hips"] == "structure" and bm.bones["joint_Root"] is None
     mirrored = {b: (p, (-h[0], h[1], h[2]), (-t[0], t[1], t[2])) for b, (p, h, t) in RB.rig(names).items()}
-    flipped = BM.detect(NAMES, PARENTS, mirrored)
+    flipped = bone_map.detect(NAMES, PARENTS, mirrored)
     assert flipped.bones["UpperLeg_L"] == names["upleg_R"] and flipped.bones["Hand_R"] == names["hand_L"]

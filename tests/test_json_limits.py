@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from addon_helpers import ROOT
 from blender_addon import bridge
 from blender_addon.batch import safe_io
-from blender_addon.core import bone_map as BM
+from backend.humanoid import bone_map
 from blender_addon.io import bone_map_file
 
 limits = bridge.numpy_module("json_limits")
 CKPTS = ROOT / "backend" / "checkpoints"
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-GOOD_MAP = {"format": BM.FORMAT, "version": 1, "preset": "Mixamo", "bones": {"Hips": "mixamorig:Hips", "Head": None}}
+GOOD_MAP = {"format": bone_map.FORMAT, "version": 1, "preset": "Mixamo", "bones": {"Hips": "mixamorig:Hips", "Head": None}}
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
                            lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
@@ -56,7 +56,7 @@ def test_a_pipe_is_refused_without_waiting_for_it(tmp_path):
     os.mkfifo(pipe)
     with pytest.raises(limits.JsonLimitError, match="map.json is not a regular file"):
         limits.read(pipe)  # (opening it would block until a writer came)
-    with pytest.raises(BM.BoneMapError, match="not a bone map file \\(not a regular file"):
+    with pytest.raises(bone_map.BoneMapError, match="not a bone map file \\(not a regular file"):
         bone_map_file.read_file(pipe)
 
 
@@ -68,8 +68,8 @@ def test_a_pipe_is_refused_without_waiting_for_it(tmp_path):
 ])
 def test_bone_map_versions_say_what_to_do(version, message):
     doc = dict(GOOD_MAP, version=version) if version is not None else {k: v for k, v in GOOD_MAP.items() if k != "version"}
-    with pytest.raises(BM.BoneMapError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        BM.from_json(json.dumps(doc))
+    with pytest.raises(bone_map.BoneMapError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        bone_map.from_json(json.dumps(doc))
 
 
 def test_bone_map_files_in_utf16_deep_or_absurd(tmp_path):
@@ -77,18 +77,18 @@ def test_bone_map_files_in_utf16_deep_or_absurd(tmp_path):
     f.write_text(json.dumps(GOOD_MAP), encoding="utf-16")
     assert bone_map_file.read_file(f).bones == {"Hips": "mixamorig:Hips", "Head": None}
     f.write_bytes(b'{"format": "splinetween-bone-map", "bones": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
-    with pytest.raises(BM.BoneMapError, match="not a bone map file"):
+    with pytest.raises(bone_map.BoneMapError, match="not a bone map file"):
         bone_map_file.read_file(f)
-    with pytest.raises(BM.BoneMapError, match="not a bone map file"):
-        BM.from_json(f.read_bytes())
+    with pytest.raises(bone_map.BoneMapError, match="not a bone map file"):
+        bone_map.from_json(f.read_bytes())
     f.write_text(json.dumps(dict(GOOD_MAP, preset="x" * 300_000)))
-    with pytest.raises(BM.BoneMapError, match=r'"preset" must be a name of at most 63 bytes \(it is 300,000 bytes\)'):
+    with pytest.raises(bone_map.BoneMapError, match=r'"preset" must be a name of at most 63 bytes \(it is 300,000 bytes\)'):
         bone_map_file.read_file(f)
     f.write_text(json.dumps(dict(GOOD_MAP, bones={"Hips": "b" * 64})))
-    with pytest.raises(BM.BoneMapError, match="a name of 64 bytes; joint and bone names have at most 63"):
+    with pytest.raises(bone_map.BoneMapError, match="a name of 64 bytes; joint and bone names have at most 63"):
         bone_map_file.read_file(f)
-    f.write_bytes(b" " * (BM.MAX_FILE + 1))
-    with pytest.raises(BM.BoneMapError, match=r"not a bone map file \(1,048,577 bytes, more than the 1,048,576 this reads"):
+    f.write_bytes(b" " * (bone_map.MAX_FILE + 1))
+    with pytest.raises(bone_map.BoneMapError, match=r"not a bone map file \(1,048,577 bytes, more than the 1,048,576 this reads"):
         bone_map_file.read_file(f)
 
 
@@ -96,10 +96,10 @@ def test_bone_map_files_in_utf16_deep_or_absurd(tmp_path):
 @given(doc=json_values, raw=st.binary(max_size=64), as_raw=st.booleans())
 def test_fuzz_bone_map_files(tmp_path, doc, raw, as_raw):
     f = tmp_path / "fuzz.json"
-    f.write_bytes(raw if as_raw else json.dumps({"format": BM.FORMAT, "version": 1, "bones": doc}).encode())
+    f.write_bytes(raw if as_raw else json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": doc}).encode())
     try:
         got = bone_map_file.read_file(f, ["Hips", "Head"])
-    except BM.BoneMapError:
+    except bone_map.BoneMapError:
         return
     assert set(got.bones) <= {"Hips", "Head"}
 

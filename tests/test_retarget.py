@@ -1,4 +1,4 @@
-"""blender_addon.core.retarget and core.rest_pose on their own (numpy): rigs of other tools, bone axes and rolls,
+"""backend.humanoid.retarget and rest_pose on their own (numpy): rigs of other tools, bone axes and rolls,
 chains with bones in between, A/T-pose rests.  What the model sees is the rig's world motion in its own
 convention (checked by forward kinematics on both sides), and the way back returns the rig's channels."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
 import retarget_loops
 import rig_builders as RB
-from blender_addon.core import bone_map as BM
-from blender_addon.core import rest_pose as RP
-from blender_addon.core import retarget as RT
+from backend.humanoid import bone_map
+from backend.humanoid import rest_pose
+from backend.humanoid import retarget
 from blender_addon.core import rig_math as R
 
 CK = json.loads((addon_helpers.ROOT / "backend" / "checkpoints" / "inbetween.json").read_text())["skeleton"]
@@ -35,11 +35,11 @@ def rest_matrix(head, tail, rng):
 
 def converted(names_table, extra=(), unmap=()):
     bones = RB.rig(names_table, extra)
-    bm = BM.detect(NAMES, PARENTS, bones)
-    joint_bones = BM.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bm.bones)
+    bm = bone_map.detect(NAMES, PARENTS, bones)
+    joint_bones = bone_map.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bm.bones)
     joint_bones = [None if n in unmap else b for n, b in zip(NAMES, joint_bones)]
-    rig = {b: RT.RigBone(v[0], rest_matrix(v[1], v[2], RNG), bool(RNG.integers(2))) for b, v in bones.items()}
-    return RT.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
+    rig = {b: retarget.RigBone(v[0], rest_matrix(v[1], v[2], RNG), bool(RNG.integers(2))) for b, v in bones.items()}
+    return retarget.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
 
 
 def rig_fk(rt, basis, loc):
@@ -116,8 +116,8 @@ def test_the_data_sets_own_skeleton_converts_as_before():
     for j, (n, p) in enumerate(zip(NAMES, PARENTS)):
         m = np.eye(4)
         m[:3, 3] = R.qrotate(C, OFFSETS[j]) / 100.0 + (rig[NAMES[p]].matrix[:3, 3] if p >= 0 else 0.0)
-        rig[n] = RT.RigBone(NAMES[p] if p >= 0 else None, m, True)
-    rt = RT.build(NAMES, PARENTS, OFFSETS, list(NAMES), rig)
+        rig[n] = retarget.RigBone(NAMES[p] if p >= 0 else None, m, True)
+    rt = retarget.build(NAMES, PARENTS, OFFSETS, list(NAMES), rig)
     assert rt.native and rt.rest_diff is None and not rt.inner_bones()
     basis, loc = random_pose(rt, frames=9)
     rot, pos = rt.to_model(basis, loc)
@@ -153,19 +153,19 @@ def test_a_rest_pose_far_from_a_standing_human_is_refused_naming_the_bones():
             name = f"mixamorig:{side}{k}"
             parent, _, _ = bones[name]
             bones[name] = (parent, (sx * 0.15, 0, z), (sx * 0.15, 0, z - 0.2))
-    joint_bones = BM.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, BM.detect(NAMES, PARENTS, bones).bones)
-    rig = {b: RT.RigBone(v[0], rest_matrix(v[1], v[2], RNG)) for b, v in bones.items()}
-    with pytest.raises(RP.RestPoseError, match=r"too far from a standing human to convert: UpperArm_L "
+    joint_bones = bone_map.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bone_map.detect(NAMES, PARENTS, bones).bones)
+    rig = {b: retarget.RigBone(v[0], rest_matrix(v[1], v[2], RNG)) for b, v in bones.items()}
+    with pytest.raises(rest_pose.RestPoseError, match=r"too far from a standing human to convert: UpperArm_L "
                                                r"\(mixamorig:LeftArm, 9\d degrees off\)"):
-        RT.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
+        retarget.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
 
 
 def test_swing_and_kabsch():
     a, b = RNG.normal(size=3), RNG.normal(size=3)
-    q = RP.swing(a, b)
+    q = rest_pose.swing(a, b)
     np.testing.assert_allclose(R.qrotate(q, a / np.linalg.norm(a)), b / np.linalg.norm(b), atol=1e-12)
-    np.testing.assert_allclose(RP.swing(a, a), [1, 0, 0, 0], atol=1e-12)
-    np.testing.assert_allclose(R.qrotate(RP.swing(a, -a), a), -a, atol=1e-12)
+    np.testing.assert_allclose(rest_pose.swing(a, a), [1, 0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(R.qrotate(rest_pose.swing(a, -a), a), -a, atol=1e-12)
     turn = R.qnormalize(RNG.normal(size=4))
     src = RNG.normal(size=(3, 3))
-    same_rotation(RP.kabsch(src, R.qrotate(turn, src)), turn, atol=1e-12)
+    same_rotation(rest_pose.kabsch(src, R.qrotate(turn, src)), turn, atol=1e-12)

@@ -11,8 +11,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import bridge
-from ..core import bone_map as BM
-from ..core import rest_pose
+from ..humanoid import bone_map as BM
+from ..humanoid import rest_pose
 from ..core import rig_math as R
 from .errors import JobError
 

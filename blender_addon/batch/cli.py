@@ -192,7 +192,7 @@ def _options(args) -> dict:
 
 def _bone_map(ap, path: Path) -> dict:
     """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
-    from ..core import bone_map
+    from ..humanoid import bone_map
     from ..io import bone_map_file
     try:
         return bone_map_file.read_file(Path(path).expanduser()).bones

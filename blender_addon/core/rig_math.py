@@ -1,7 +1,7 @@
 """Blender pose channels <-> the backend's BVH-convention local rotations and positions.
 
-Pure numpy (no bpy), so it is tested on its own; the quaternions are ``backend.quat_np``'s,
-reached through the bridge: ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
+Pure numpy (no bpy), so it is tested on its own; the quaternions are ``core.quat``'s (the
+arithmetic of ``backend.quat_np``): ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
 
 The derivation (checked numerically in tests/test_addon_rig_math.py and against Blender's BVH
 importer in tests/test_addon_scene_io.py):
@@ -35,23 +35,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import bridge
-from . import continuity
+from . import continuity, quat
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-_AXES = bridge.numpy_module("humanoid.axes")  # (one constant for rigs and files: backend/humanoid/axes.py)
-BVH_TO_BLENDER = _AXES.BVH_TO_BLENDER  # BVH (Y up) -> Blender (Z up): +90 degrees about X
+# BVH (Y up) -> Blender (Z up): +90 degrees about X (backend.humanoid.axes holds the same constant for
+# files; test_addon_rig_math checks that they agree).
+BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 
 
-# -- quaternions: the backend's library (shipped inside the extension), same numbers --------
-Q = bridge.numpy_module("quat_np")
-qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
-qconj, q_from_matrix = _AXES.qconj, _AXES.q_from_matrix  # (float64 in, w >= 0 out)
+# -- quaternions: core/quat.py (the backend's arithmetic, same numbers) under the add-on's names ------
+qmul, qrotate, q_to_matrix, qconj, q_from_matrix = quat.mul, quat.rotate, quat.to_matrix, quat.conj, quat.from_matrix
 
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
-    return Q.normalize(q, eps=1e-12)
+    return quat.normalize(q, eps=1e-12)
 
 
 def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -83,7 +81,7 @@ def continuous(q: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
     """Shorter-arc spherical interpolation, ``t`` scalar or broadcasting against ``[...]``."""
-    return Q.slerp(a, b, t, eps=1e-8)
+    return quat.slerp(a, b, t, eps=1e-8)
 
 
 # -- Blender rotation modes -------------------------------------------------------------------
@@ -224,6 +222,3 @@ def bvh_to_blender(rig: RigFrames, rotations: np.ndarray, positions: np.ndarray)
     basis = qmul(qmul(r_inv, qmul(qmul(c, rotations), qconj(c))), rig.rest)
     disp = qrotate(c, positions) / rig.cm_per_unit - rig.offsets
     return basis, qrotate(qconj(rig.location_frame), disp)
-
-
-cm_per_unit = _AXES.cm_per_unit  # centimetres per Blender unit, to the nearest power of ten

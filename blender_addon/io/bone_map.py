@@ -10,8 +10,8 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..core import bone_map as BM
-from ..core import rest_pose, retarget
+from ..humanoid import bone_map as BM
+from ..humanoid import rest_pose, retarget
 from ..core.errors import Refusal
 from . import scene as scene_io
 

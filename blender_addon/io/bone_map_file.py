@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import bridge
-from ..core import bone_map as BM
+from ..humanoid import bone_map as BM
 
 
 def read_file(path, joint_names=None) -> BM.BoneMap:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..core import bone_map as BM
+from ..humanoid import bone_map as BM
 from .op_bone_map import (ANIM_OT_splinetween_bone_map_clear, ANIM_OT_splinetween_bone_map_detect,
                           ANIM_OT_splinetween_bone_map_export, ANIM_OT_splinetween_bone_map_import)
 from .panel import poll_armature, sidebar_panels

@@ -7,7 +7,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, preferences
-from ..core import bone_map as BM
+from ..humanoid import bone_map as BM
 from ..core.errors import Refusal, run_reported
 from ..io import bone_map as bone_map_io
 from ..io import bone_map_file

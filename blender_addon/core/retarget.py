@@ -1,9 +1,0 @@
-"""The backend's ``humanoid.retarget`` under its add-on name: one skeleton reading and conversion for the
-add-on, the batch and training (docs/architecture.md, *One conversion*).  numpy only, reached
-through the bridge (the bundled copy or the checkout's), so this name is that very module.
-"""
-import sys
-
-from .. import bridge
-
-sys.modules[__name__] = bridge.numpy_module("humanoid.retarget")
