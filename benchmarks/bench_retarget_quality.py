@@ -43,28 +43,28 @@ def a_pose(bones: dict, degrees: float) -> dict:
 
 
 def mixamo_rig(bpy, name: str, pose_degrees: float, control_root: bool):
-    import rig_builders as RB
-    names = dict(RB.MIXAMO)
+    import rig_builders
+    names = dict(rig_builders.MIXAMO)
     if control_root:
         names["root"] = "mixamorig:root"  # (a control root above the hips, as exports from game rigs have)
-    bones = RB.rig(names)
+    bones = rig_builders.rig(names)
     if pose_degrees:
         bones = a_pose(bones, pose_degrees)
-    return RB.build_armature(bpy, name, bones)
+    return rig_builders.build_armature(bpy, name, bones)
 
 
 def spread_spine(rt, basis_fn, n):
     """The bones in between on the spine carrying half the chest's turn each (as motion retargeted to the rig by
     another tool spreads it), the mapped chest the rest: ``inner`` channels for ``Retarget.to_rig``."""
     import numpy as np
-    from blender_addon.core import rig_math as R
+    from blender_addon.core import rig_math
     inner = np.zeros((n, len(rt.bones), 4))
     inner[..., 0] = 1.0
     chest_basis = basis_fn(inner)
     chest = [j for j in rt.mapped if len(rt.chains[j]) > 1]
     for j in chest:
         for b in rt.chains[j][:-1]:
-            inner[:, b] = R.slerp(np.broadcast_to([1.0, 0, 0, 0], (n, 4)), chest_basis[:, j], 0.5)
+            inner[:, b] = rig_math.slerp(np.broadcast_to([1.0, 0, 0, 0], (n, 4)), chest_basis[:, j], 0.5)
     return inner
 
 

@@ -54,11 +54,11 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     """The rest pose on its back under standing motion, and a Z-up capture in inches (lying in the scene
     after Import BVH, which reads Y up): Import BVH + Inbetween gives every mapped bone the world rotation
     the batch's .bvh path gives it (both files were refused before; the Z-up one is stood up on both paths)."""
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import read_bvh
     from blender_addon import bridge
     from blender_addon.batch import bvh_map
-    from blender_addon.core import rig_math as R
+    from blender_addon.core import rig_math
     path = SKELETONS / f"{family}.bvh"
     obj = import_bvh(path)
     n, keys = thin_every(obj, 15)
@@ -66,8 +66,8 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     clip = read_bvh(path)
     rot, pos, rec = bvh_map.inbetween(bridge, bridge.BackendSettings(mode="IN_PROCESS"), clip, model,
                                       [k - 1 for k in keys], None)
-    g, _ = Q.fk(rot, pos, clip.skeleton.parents)
-    c = R.q_to_matrix(R.BVH_TO_BLENDER)
+    g, _ = quat_np.fk(rot, pos, clip.skeleton.parents)
+    c = rig_math.q_to_matrix(rig_math.BVH_TO_BLENDER)
     worst = 0.0
     for joint, bone in rec["bone_map"].items():
         j = clip.skeleton.index(bone)
@@ -75,7 +75,7 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
         for f in range(1, n + 1):
             bpy.context.scene.frame_set(f)
             blender = np.array(obj.pose.bones[bone].matrix.to_3x3()) @ rest.T
-            batch = c @ R.q_to_matrix(g[f - 1, j]) @ c.T
+            batch = c @ rig_math.q_to_matrix(g[f - 1, j]) @ c.T
             worst = max(worst, float(np.abs(blender - batch).max()))
     bpy.data.objects.remove(obj)
     assert worst < 2e-3, worst

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import batch_helpers as H
-from backend import quat_np as Q
+from batch_helpers import load_report, run_batch
+from backend import quat_np
 from backend.bvh import read_bvh
 
 pytestmark = pytest.mark.blender
@@ -29,19 +29,19 @@ def inputs(tmp_path_factory):
 
 
 def world(clip, joint):
-    _, x = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    _, x = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     root = int(np.flatnonzero(clip.skeleton.parents < 0)[0])
     return x[:, clip.skeleton.index(joint)] - x[:, root]
 
 
 def objects(out, command):
-    return {Path(f["input"]).stem: f["objects"][0] for f in H.load_report(out, command)["files"]}
+    return {Path(f["input"]).stem: f["objects"][0] for f in load_report(out, command)["files"]}
 
 
 @pytest.mark.torch  # (encode and edit of a .bvh run the model in the worker's Python)
 def test_encode_and_edit_of_other_skeletons(inputs, tmp_path):
     paths = [inputs / f"{f}.bvh" for f in FILES]
-    r = H.run_batch("encode", *paths, "--out-dir", tmp_path / "enc", "--jobs", 1, "--device", "cpu")
+    r = run_batch("encode", *paths, "--out-dir", tmp_path / "enc", "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     rec = objects(tmp_path / "enc", "encode")
     assert rec["reallusion"]["bone_map"]["UpperLeg_L"] == "CC_Base_L_Thigh"
@@ -53,7 +53,7 @@ def test_encode_and_edit_of_other_skeletons(inputs, tmp_path):
     for f in FILES[1:]:  # the same capture under another skeleton: the same control points
         np.testing.assert_allclose(points[f], points["cmu_07_01"], atol=1e-3)
 
-    r = H.run_batch("edit", *paths, "--amplify", 1.5, "--out-dir", tmp_path / "edit", "--jobs", 1,
+    r = run_batch("edit", *paths, "--amplify", 1.5, "--out-dir", tmp_path / "edit", "--jobs", 1,
                     "--device", "cpu")
     assert r.returncode == 0, r.stderr
     outs = {f: read_bvh(tmp_path / "edit" / f"{f}.bvh") for f in FILES}
@@ -74,7 +74,7 @@ def test_encode_and_edit_of_other_skeletons(inputs, tmp_path):
 def test_inbetween_of_other_skeletons_reports_the_map(inputs, tmp_path):
     text = (inputs / "cmu_07_01.bvh").read_text()  # the same capture at NTSC's 119.88 fps
     (inputs / "ntsc.bvh").write_text(text.replace("Frame Time: .0083333", f"Frame Time: {1001 / 120000:.9f}"))
-    r = H.run_batch("inbetween", *[inputs / f"{f}.bvh" for f in FILES + ("ntsc",)], "--every", 15, "--out-dir",
+    r = run_batch("inbetween", *[inputs / f"{f}.bvh" for f in FILES + ("ntsc",)], "--every", 15, "--out-dir",
                     tmp_path, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     rec = objects(tmp_path, "inbetween")

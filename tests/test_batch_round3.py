@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-import batch_helpers as H
+from batch_helpers import EXAMPLES, build_blends, load_report, run_batch
 from addon_helpers import bpy
 
 bpy = bpy()
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.blender
 
 @pytest.fixture(scope="module")
 def walk(tmp_path_factory):
-    return H.build_blends(tmp_path_factory.mktemp("shots"), clips=[H.EXAMPLES[2]])["walk"]
+    return build_blends(tmp_path_factory.mktemp("shots"), clips=[EXAMPLES[2]])["walk"]
 
 
 def test_out_dir_or_report_that_is_not_where_a_file_can_go(walk, tmp_path):
@@ -28,10 +28,10 @@ def test_out_dir_or_report_that_is_not_where_a_file_can_go(walk, tmp_path):
     a_file.write_text("x")
     for out, message in ((a_file, "is a file, not a folder; choose a folder"),
                          (a_file / "sub", f"cannot be created: {a_file} is a file, not a folder")):
-        r = H.run_batch("inbetween", walk["path"], "--out-dir", out)
+        r = run_batch("inbetween", walk["path"], "--out-dir", out)
         assert r.returncode == 2 and f"--out-dir {out}: {message}" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
-    r = H.run_batch("info", walk["path"], "--report", tmp_path)
+    r = run_batch("info", walk["path"], "--report", tmp_path)
     assert r.returncode == 2 and "is a folder; give a file name" in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing was created
 
@@ -61,7 +61,7 @@ def test_out_dir_that_cannot_be_written(walk, tmp_path):
     out = _unwritable(tmp_path)
     if out is None:
         pytest.skip("no unwritable folder on this machine")
-    r = H.run_batch("inbetween", walk["path"], "--out-dir", out)
+    r = run_batch("inbetween", walk["path"], "--out-dir", out)
     assert r.returncode == 2 and f"--out-dir {out}: cannot write" in r.stderr and "choose a folder you can write to" \
         in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
@@ -73,9 +73,9 @@ def test_a_named_pipe_among_the_inputs_is_refused_at_once(walk, tmp_path):
     shots.mkdir()
     shutil.copy(walk["path"], shots / "walk.blend")
     os.mkfifo(shots / "pipe.blend")  # opening it would block its worker until --timeout (an hour)
-    r = H.run_batch("info", shots, "--out-dir", tmp_path / "out", "--timeout", "3600", timeout=600)
+    r = run_batch("info", shots, "--out-dir", tmp_path / "out", "--timeout", "3600", timeout=600)
     assert r.returncode == 1, r.stderr
-    rep = H.load_report(tmp_path / "out", "info")
+    rep = load_report(tmp_path / "out", "info")
     by = {os.path.basename(e["input"]): e for e in rep["files"]}
     assert by["pipe.blend"]["status"] == "failed"
     assert "is a named pipe (FIFO), not a regular file: it was not opened" in by["pipe.blend"]["errors"][0]
@@ -98,14 +98,14 @@ def _newer(src, dest):
 def test_a_file_from_a_newer_blender_is_refused_not_saved_back(walk, tmp_path):
     (tmp_path / "in").mkdir()
     newer = _newer(walk["path"], tmp_path / "in" / "future.blend")
-    r = H.run_batch("info", newer, "--out-dir", tmp_path / "info", timeout=600)
-    entry = H.load_report(tmp_path / "info", "info")["files"][0]
+    r = run_batch("info", newer, "--out-dir", tmp_path / "info", timeout=600)
+    entry = load_report(tmp_path / "info", "info")["files"][0]
     assert entry["status"] == "ok"
     assert any("saved by Blender 9.99, newer than this Blender" in w and "expect loss of data!" in w
                for w in entry["warnings"]), entry["warnings"]
-    r = H.run_batch("inbetween", newer, "--out-dir", tmp_path / "out", timeout=600)
+    r = run_batch("inbetween", newer, "--out-dir", tmp_path / "out", timeout=600)
     assert r.returncode == 1, r.stderr
-    entry = H.load_report(tmp_path / "out")["files"][0]
+    entry = load_report(tmp_path / "out")["files"][0]
     assert entry["status"] == "failed" and "saving it in this version would lose what the newer one added" in \
         entry["errors"][0]
     assert not (tmp_path / "out" / "future.blend").exists()
@@ -125,8 +125,8 @@ def _capped(walk, tmp_path, compress: bool):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 
     out = tmp_path / "out"
-    r = H.run_batch("inbetween", src, "--out-dir", out, "--jobs", "1", preexec_fn=cap, timeout=600)
-    entry = H.load_report(out)["files"][0]
+    r = run_batch("inbetween", src, "--out-dir", out, "--jobs", "1", preexec_fn=cap, timeout=600)
+    entry = load_report(out)["files"][0]
     assert r.returncode == 1, r.stdout + r.stderr
     assert entry["status"] == "failed" and entry["output"] is None
     left = [p.name for p in out.iterdir() if not p.name.startswith("splinetween-inbetween-")]
@@ -138,7 +138,7 @@ def test_an_uncompressed_output_cut_short_is_not_kept(walk, tmp_path):
     src, entry, out = _capped(walk, tmp_path, compress=False)
     assert entry["errors"][0].startswith("Blender could not save the file (") or \
         "cannot be read back by Blender (Missing DNA block); it was not kept" in entry["errors"][0], entry
-    r = H.run_batch("inbetween", src, "--out-dir", out, timeout=600)  # with room: done
+    r = run_batch("inbetween", src, "--out-dir", out, timeout=600)  # with room: done
     assert r.returncode == 0 and (out / "walk.blend").exists(), r.stderr
 
 
@@ -178,9 +178,9 @@ def test_an_armature_animated_only_in_nla_strips_is_explained(walk, tmp_path):
     src = tmp_path / "nla.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(src), copy=True, check_existing=False)
     bpy.ops.wm.read_homefile(use_empty=True)
-    r = H.run_batch("inbetween", src, "--out-dir", tmp_path / "out", timeout=600)
+    r = run_batch("inbetween", src, "--out-dir", tmp_path / "out", timeout=600)
     assert r.returncode == 1, r.stderr
-    entry = H.load_report(tmp_path / "out")["files"][0]
+    entry = load_report(tmp_path / "out")["files"][0]
     assert f"{walk['object']}: the animation of {walk['object']} is in NLA strips (Walk track: Walk), not in an " \
         "active action: enter tweak mode" in entry["errors"][0], entry["errors"]
 
@@ -188,10 +188,10 @@ def test_an_armature_animated_only_in_nla_strips_is_explained(walk, tmp_path):
 def test_a_bone_map_nested_deep_is_a_usage_error(walk, tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_bytes(b"[" * 100_000 + b"]" * 100_000)
-    r = H.run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", deep)
+    r = run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", deep)
     assert r.returncode == 2 and f"--bone-map {deep}: not a bone map file (nested deeper than 8 levels)" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "out").exists()
     utf16 = tmp_path / "utf16.json"
     utf16.write_text('{"format": "splinetween-bone-map", "version": "1", "bones": {}}', encoding="utf-16")
-    r = H.run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", utf16)
+    r = run_batch("inbetween", walk["path"], "--out-dir", tmp_path / "out", "--bone-map", utf16)
     assert r.returncode == 2 and 'the bone map\'s "version" is the text "1", not the number 1' in r.stderr

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import read_bvh
-from backend.humanoid import bone_map as BM
+from backend.humanoid import bone_map
 from backend.humanoid import bvh_rig
 from backend.skeleton import Clip, Skeleton
 
@@ -23,7 +23,7 @@ DATASET = [FIXTURES / "dataset-2_walk_normal_005.bvh", FIXTURES / "dataset-1_gui
 def body_directions(clip: Clip) -> np.ndarray:
     """Every bone's direction (parent joint -> joint, joints 2..) per frame in the body's own frame
     (left = right hip to left hip, up = hips to neck): ``[F, J - 2, 3]``, unit vectors."""
-    _, x = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    _, x = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     i = {n: k for k, n in enumerate(clip.skeleton.names)}
     up = x[:, i["Neck"]] - x[:, i["Hips"]]
     up /= np.linalg.norm(up, axis=-1, keepdims=True)
@@ -79,7 +79,7 @@ def test_cmu_walk_lands_where_the_data_sets_walks_are(dataset):
     assert err.max() < 35.0, dict(zip(names, err.round(1)))
     # standing height (head over the lower foot) as the data set's, in centimetres
     def height(c):
-        _, x = Q.fk(c.rotations, c.positions, c.skeleton.parents)
+        _, x = quat_np.fk(c.rotations, c.positions, c.skeleton.parents)
         return np.median(x[:, c.skeleton.index("Head"), 1] - x[:, [c.skeleton.index("Foot_L"),
                                                                    c.skeleton.index("Foot_R")], 1].min(-1))
     assert height(out) == pytest.approx(height(dataset[0]), rel=0.15)
@@ -111,7 +111,7 @@ def test_a_body_without_a_leg_is_refused_with_the_joints_named(dataset):
                        np.array([index.get(int(sk.parents[j]), -1) for j in keep]), sk.offsets[keep],
                        tuple(sk.channels[j] for j in keep), tuple(sk.end_sites[j] for j in keep))
     clip = Clip(one_leg, np.tile([1.0, 0, 0, 0], (2, len(keep), 1)), np.tile(one_leg.offsets, (2, 1, 1)))
-    with pytest.raises(BM.BoneMapError, match="no bone for UpperLeg_R, LowerLeg_R, Foot_R"):
+    with pytest.raises(bone_map.BoneMapError, match="no bone for UpperLeg_R, LowerLeg_R, Foot_R"):
         bvh_rig.to_model(clip, dataset[0].skeleton)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import read_bvh
 from backend.humanoid import bvh_rig
 
@@ -42,7 +42,7 @@ FAMILIES = {
 
 
 def world(clip):
-    _, x = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    _, x = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     return x
 
 

@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import quat_np as Q
+from .. import quat_np
 
 # BVH (Y up) -> Blender (Z up): +90 degrees about X.
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 
-qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
+qmul, qrotate, q_to_matrix = quat_np.mul, quat_np.rotate, quat_np.to_matrix
 
 
 def qconj(q: np.ndarray) -> np.ndarray:
-    return Q.inv(np.asarray(q, dtype=np.float64))
+    return quat_np.inv(np.asarray(q, dtype=np.float64))
 
 
 def q_from_matrix(m: np.ndarray) -> np.ndarray:
     """Rotation matrices ``[..., 3, 3]`` (float32 noise allowed) -> unit quaternions, w >= 0."""
-    return Q.from_matrix(np.asarray(m, dtype=np.float64))
+    return quat_np.from_matrix(np.asarray(m, dtype=np.float64))
 
 
 def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:

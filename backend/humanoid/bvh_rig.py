@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import quat_np as Q
+from .. import quat_np
 from ..skeleton import Clip, Skeleton
-from . import axes as A
+from . import axes
 from . import bone_map as BM
 from . import rest_pose, retarget
 
@@ -33,8 +33,8 @@ def rig_of(skeleton: Skeleton) -> tuple[dict, dict]:
     x = np.zeros_like(offsets)
     for j, p in enumerate(parents):
         x[j] = offsets[j] + (x[p] if p >= 0 else 0.0)
-    heads = A.qrotate(A.BVH_TO_BLENDER, x)
-    rot = A.q_to_matrix(A.BVH_TO_BLENDER)
+    heads = axes.qrotate(axes.BVH_TO_BLENDER, x)
+    rot = axes.q_to_matrix(axes.BVH_TO_BLENDER)
     geometry, rig = {}, {}
     for j, n in enumerate(names):
         kids = [k for k, p in enumerate(parents) if p == j and np.linalg.norm(heads[k] - heads[j]) > 1e-9]
@@ -77,8 +77,8 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
 def posed(clip: Clip, frames: int = 8) -> dict:
     """``{joint: heads [F, 3]}`` on ``frames`` frames spread over the clip, in Blender's axes (as ``rig_of``)."""
     at = np.unique(np.linspace(0, clip.num_frames - 1, min(clip.num_frames, frames)).astype(int))
-    _, x = Q.fk(clip.rotations[at], clip.positions[at], clip.skeleton.parents)
-    x = A.qrotate(np.broadcast_to(A.BVH_TO_BLENDER, x.shape[:-1] + (4,)), x)
+    _, x = quat_np.fk(clip.rotations[at], clip.positions[at], clip.skeleton.parents)
+    x = axes.qrotate(np.broadcast_to(axes.BVH_TO_BLENDER, x.shape[:-1] + (4,)), x)
     return {n: x[:, j] for j, n in enumerate(clip.skeleton.names)}
 
 
@@ -97,7 +97,7 @@ def up_turn(names, joint_bones, rest: dict, posed: dict) -> np.ndarray | None:
 
     def up(x):  # head over the feet, BVH axes
         v = np.asarray(x[at["Head"]], dtype=np.float64) - (np.asarray(x[at["Foot_L"]]) + np.asarray(x[at["Foot_R"]])) / 2
-        return A.qrotate(A.qconj(A.BVH_TO_BLENDER), np.reshape(v, (-1, 3)).mean(0))
+        return axes.qrotate(axes.qconj(axes.BVH_TO_BLENDER), np.reshape(v, (-1, 3)).mean(0))
     rest_up, moving_up = up(rest), up(posed)
     k = int(np.argmax(np.abs(rest_up)))
     axis = np.zeros(3)

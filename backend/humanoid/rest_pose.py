@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import axes as R
+from . import axes
 
 MAX_DEGREES = 60.0  # a mapped bone this far from the nearest reference (after its A/T-pose swing) is refused
 SNAP_DEGREES = 0.5  # against the data set's rest, a joint this close is taken as resting exactly so
@@ -81,7 +81,7 @@ def kabsch(src, dst) -> np.ndarray:
     u, _, vt = np.linalg.svd(h)
     sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
     m = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
-    return R.q_from_matrix(m)
+    return axes.q_from_matrix(m)
 
 
 def angle_deg(q) -> float:
@@ -92,8 +92,8 @@ def _fk(local, parents, offsets):
     g = np.zeros_like(local)
     x = np.zeros((len(parents), 3))
     for j, p in enumerate(parents):
-        g[j] = local[j] if p < 0 else R.qmul(g[p], local[j])
-        x[j] = offsets[j] if p < 0 else x[p] + R.qrotate(g[p], offsets[j])
+        g[j] = local[j] if p < 0 else axes.qmul(g[p], local[j])
+        x[j] = offsets[j] if p < 0 else x[p] + axes.qrotate(g[p], offsets[j])
     return g, x
 
 
@@ -125,16 +125,16 @@ def _standing_reference(names, parents, offsets) -> np.ndarray | None:
     left = x[idx["UpperLeg_L"]] - x[idx["UpperLeg_R"]]
     left = _unit(left - np.dot(left, up) * up)
     body = np.stack([left, up, np.cross(left, up)], 1)  # columns: the body's left, up, forward
-    turn = R.q_from_matrix(body.T)  # body axes -> X, Y, Z
+    turn = axes.q_from_matrix(body.T)  # body axes -> X, Y, Z
     hips = idx["Hips"]
-    local[hips] = R.qmul(turn, g[hips])  # (joint_Root, above it, is the identity)
+    local[hips] = axes.qmul(turn, g[hips])  # (joint_Root, above it, is the identity)
     for j, n in enumerate(names):  # straighten, parents first: each global swung onto its direction
         if n not in T_POSE:
             continue
         g, _ = _fk(local, parents, offsets)
         c = _first_child(j, parents)
-        swung = R.qmul(swing(R.qrotate(g[j], offsets[c]), T_POSE[n]), g[j])
-        local[j] = swung if parents[j] < 0 else R.qmul(R.qconj(g[parents[j]]), swung)
+        swung = axes.qmul(swing(axes.qrotate(g[j], offsets[c]), T_POSE[n]), g[j])
+        local[j] = swung if parents[j] < 0 else axes.qmul(axes.qconj(g[parents[j]]), swung)
     return _fk(local, parents, offsets)[0]
 
 
@@ -169,26 +169,26 @@ def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, pos
             ts = targets[j]
             if _parallel([heads[k] - heads[j] for k in ts]):  # (Arena's neck and collars start at one point)
                 ts = ts + [g for k in ts for g in targets[k]]
-            d[j] = R.qmul(kabsch([x[k] - x[j] for k in ts], [heads[k] - heads[j] for k in ts]), ref[j])
+            d[j] = axes.qmul(kabsch([x[k] - x[j] for k in ts], [heads[k] - heads[j] for k in ts]), ref[j])
             if body is None:
-                body = R.qmul(d[j], R.qconj(ref[j]))
+                body = axes.qmul(d[j], axes.qconj(ref[j]))
     body = _ID if body is None else body
     for j in range(j_count):
         if not mapped[j]:
             continue
-        turned = R.qmul(body, ref[j])  # the reference, facing as the rig
+        turned = axes.qmul(body, ref[j])  # the reference, facing as the rig
         ts = targets[j]
         a = _mapped_above(j, parents, mapped)
         if len(ts) == 1:
-            have, want = R.qrotate(body, x[ts[0]] - x[j]), heads[ts[0]] - heads[j]
+            have, want = axes.qrotate(body, x[ts[0]] - x[j]), heads[ts[0]] - heads[j]
             if j in flat:  # the heading only: both feet stand flat, whatever the markers' heights
-                up = R.qrotate(body, UP)
+                up = axes.qrotate(body, UP)
                 have, want = have - np.dot(have, up) * up, want - np.dot(want, up) * up
-            d[j] = R.qmul(swing(have, want), turned)
+            d[j] = axes.qmul(swing(have, want), turned)
         elif not ts:
-            d[j] = R.qmul(d[a], R.qmul(R.qconj(ref[a]), ref[j])) if a >= 0 else turned
-        dev[j] = angle_deg(R.qmul(R.qconj(turned), d[j]))
-    neutral = np.array([ref[j] if p < 0 else R.qmul(R.qconj(ref[p]), ref[j]) for j, p in enumerate(parents)])
+            d[j] = axes.qmul(d[a], axes.qmul(axes.qconj(ref[a]), ref[j])) if a >= 0 else turned
+        dev[j] = angle_deg(axes.qmul(axes.qconj(turned), d[j]))
+    neutral = np.array([ref[j] if p < 0 else axes.qmul(axes.qconj(ref[p]), ref[j]) for j, p in enumerate(parents)])
     return d, neutral, dev
 
 
@@ -201,7 +201,7 @@ def _parallel(directions, degrees: float = 10.0) -> bool:
 def _fk_positions(glob, parents, offsets):
     x = np.zeros((len(parents), 3))
     for j, p in enumerate(parents):
-        x[j] = offsets[j] if p < 0 else x[p] + R.qrotate(glob[p], offsets[j])
+        x[j] = offsets[j] if p < 0 else x[p] + axes.qrotate(glob[p], offsets[j])
     return x
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import rest_pose
-from . import axes as R
+from . import axes
 
-qconj = R.qconj
+qconj = axes.qconj
 
 
 def qmul(a, b):
@@ -51,8 +51,8 @@ def qrotate(q, v):
     w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * _cross(xyz, v)
     return v + w * t + _cross(xyz, t)
-_C = R.BVH_TO_BLENDER
-_C_INV = R.qconj(_C)
+_C = axes.BVH_TO_BLENDER
+_C_INV = axes.qconj(_C)
 _ID = np.array([1.0, 0.0, 0.0, 0.0])
 
 
@@ -358,7 +358,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
     index = {b: i for i, b in enumerate(needed)}
     bone_parent = np.array([index[rig[b].parent] if rig[b].parent is not None else -1 for b in needed], dtype=int)
     mats = np.array([np.asarray(rig[b].matrix, dtype=np.float64) for b in needed]).reshape(-1, 4, 4)
-    rest = R.q_from_matrix(mats[:, :3, :3]) if needed else np.zeros((0, 4))
+    rest = axes.q_from_matrix(mats[:, :3, :3]) if needed else np.zeros((0, 4))
     par_rest = np.array([rest[q] if q >= 0 else _ID for q in bone_parent]).reshape(-1, 4)
     local = np.array([rig[b].local_location for b in needed], dtype=bool)
     loc_frame = np.where(local[:, None], rest, par_rest)
@@ -404,7 +404,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
             for j in range(j_count))
     rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
         if direct else None
-    scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
+    scale = axes.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
     if identity:
         neutral = np.tile(_ID, (j_count, 1))
     rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,

@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map as BM
+from ..humanoid import bone_map
 from ..humanoid import rest_pose
-from ..core import rig_math as R
+from ..core import rig_math
 from .errors import JobError
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")
@@ -26,7 +26,7 @@ def conversion(clip, info, given: dict | None):
     training's and the add-on's)."""
     try:
         return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints, given)
-    except (BM.BoneMapError, rest_pose.RestPoseError) as e:
+    except (bone_map.BoneMapError, rest_pose.RestPoseError) as e:
         how = "the given bone map" if given else f"detected as {_preset(clip, info)}"
         raise JobError(f"the skeleton does not fit the model's ({info.path.name}; {how}): {e}") from None
 
@@ -39,7 +39,7 @@ def record(found, info) -> dict:
 
 
 def _preset(clip, info) -> str:
-    return BM.detect(list(info.names), list(info.parents), _RIG.rig_of(clip.skeleton)[0], _RIG.posed(clip)).preset
+    return bone_map.detect(list(info.names), list(info.parents), _RIG.rig_of(clip.skeleton)[0], _RIG.posed(clip)).preset
 
 
 def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +49,7 @@ def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.
         if b - a < 2:
             continue
         t = (np.arange(a + 1, b) - a) / (b - a)
-        rot[a + 1:b] = R.slerp(rot[a][None], rot[b][None], t[:, None])
+        rot[a + 1:b] = rig_math.slerp(rot[a][None], rot[b][None], t[:, None])
         pos[a + 1:b] = pos[a] + t[:, None, None] * (pos[b] - pos[a])
     return rot, pos
 

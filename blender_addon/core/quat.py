@@ -1,14 +1,11 @@
 """The add-on's quaternions: ``[..., 4]`` (w, x, y, z), broadcasting, numpy only.
 
-The one quaternion module of ``blender_addon``: everything in the add-on that multiplies, rotates or
-converts quaternions does it here (``rig_math`` builds Blender's rotation modes on it).  It holds the
+The one quaternion module of ``blender_addon``: what in the add-on multiplies, rotates or converts
+quaternions does it here (``rig_math`` builds Blender's rotation modes on it; ``latent_math``'s seam
+product, written as one matrix product, is the last to move here).  It holds the
 arithmetic of ``backend.quat_np`` term for term, so the add-on and the backend give the same floats
 (tests/test_addon_rig_math.py checks it function by function); it is its own module because
 ``core/`` stands on nothing outside ``core/`` (the add-on's maths works without reaching the backend).
-
-Two layouts: the last axis holds the components (``mul``, ``rotate``, ...), or, for loops over many
-small arrays, the first axis does (``[4, ...]`` quaternions and ``[3, ...]`` vectors: ``mul_c``,
-``conj_c``, ``rotate_c``), the same arithmetic on contiguous rows.
 """
 from __future__ import annotations
 
@@ -95,22 +92,3 @@ def slerp(a, b, t, eps=1e-6):
     wa = np.where(safe, np.sin((1 - t) * theta) / np.where(safe, sin, 1.0), 1 - t)
     wb = np.where(safe, np.sin(t * theta) / np.where(safe, sin, 1.0), t)
     return normalize(wa * a + wb * b)
-
-
-# -- components first: ``[4, ...]`` and ``[3, ...]``, the arithmetic above term for term ------------
-def mul_c(a, b):
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw))
-
-
-def conj_c(q):
-    return np.stack((q[0], -q[1], -q[2], -q[3]))
-
-
-def rotate_c(q, v):
-    w, x, y, z = q
-    v0, v1, v2 = v
-    t0, t1, t2 = 2.0 * (y * v2 - z * v1), 2.0 * (z * v0 - x * v2), 2.0 * (x * v1 - y * v0)
-    return np.stack((v0 + w * t0 + (y * t2 - z * t1), v1 + w * t1 + (z * t0 - x * t2), v2 + w * t2 + (x * t1 - y * t0)))

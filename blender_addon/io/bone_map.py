@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map as BM
+from ..humanoid import bone_map
 from ..humanoid import rest_pose, retarget
 from ..core.errors import Refusal
 from . import scene as scene_io
@@ -86,16 +86,16 @@ def rig_bones(obj, mapped=None) -> dict:
 
 
 # -- stored map -----------------------------------------------------------------------------------
-def stored(obj) -> BM.BoneMap | None:
+def stored(obj) -> bone_map.BoneMap | None:
     """The map saved on the armature, or None when it has none."""
     st = getattr(obj.data, "splinetween_bone_map", None)
     if st is None or not len(st.entries):
         return None
-    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom",
+    return bone_map.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom",
                       reasons={e.joint: e.why or "given" for e in st.entries if e.bone})
 
 
-def store(obj, bm: BM.BoneMap, joint_names) -> None:
+def store(obj, bm: bone_map.BoneMap, joint_names) -> None:
     """Save ``bm`` on the armature, one entry per model joint (in the model's order)."""
     st = obj.data.splinetween_bone_map
     st.entries.clear()
@@ -109,14 +109,14 @@ def store(obj, bm: BM.BoneMap, joint_names) -> None:
 _found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig
 
 
-def _detected(obj, joint_names, joint_parents, geo) -> BM.BoneMap:
+def _detected(obj, joint_names, joint_parents, geo) -> bone_map.BoneMap:
     key = (tuple(joint_names), tuple(joint_parents), tuple((n, g[0], g[1], g[2]) for n, g in geo.items()))
     if key not in _found:
         if len(_found) > 32:
             _found.clear()
-        _found[key] = BM.detect(joint_names, joint_parents, geo, posed(obj))
+        _found[key] = bone_map.detect(joint_names, joint_parents, geo, posed(obj))
     bm = _found[key]
-    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, dict(bm.reasons))
+    return bone_map.BoneMap(dict(bm.bones), bm.preset, bm.score, dict(bm.reasons))
 
 
 _checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each joint: a map that passed is checked once
@@ -125,14 +125,14 @@ _checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each jo
 def _check(joint_names, joint_parents, bone_parents: dict, bones: dict) -> list:
     key = (tuple(joint_names), tuple(joint_parents), tuple(bones.items()), tuple(bone_parents.items()))
     if key not in _checked:
-        found = BM.check(joint_names, joint_parents, bone_parents, bones)  # (a refusal is raised, not kept)
+        found = bone_map.check(joint_names, joint_parents, bone_parents, bones)  # (a refusal is raised, not kept)
         if len(_checked) > 32:
             _checked.clear()
         _checked[key] = found
     return list(_checked[key])
 
 
-def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
+def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[bone_map.BoneMap, list]:
     """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
     their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
     model is a Refusal naming what is missing and how to map it."""
@@ -142,13 +142,13 @@ def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple
         bone_parents = {n: g[0] for n, g in geo.items()}
         bm = _detected(obj, joint_names, joint_parents, geo)
         if given:
-            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score,
+            bm = bone_map.BoneMap({**bm.bones, **given}, "Custom", bm.score,
                             reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
     else:
         bone_parents = scene_io.bone_parents(obj)
     try:
         bones = _check(joint_names, joint_parents, bone_parents, bm.bones)
-    except BM.BoneMapError as e:
+    except bone_map.BoneMapError as e:
         how = "the armature's bone map" if not given and stored(obj) is not None else \
             ("the given bone map" if given else f"detected as {bm.preset}")
         raise Refusal(f"{obj.name} cannot drive the model ({how}): {e}") from None

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from .. import bridge
-from ..humanoid import bone_map as BM
+from ..humanoid import bone_map
 
 
-def read_file(path, joint_names=None) -> BM.BoneMap:
+def read_file(path, joint_names=None) -> bone_map.BoneMap:
     """A bone map preset file (UTF-8, -16 or -32; its size and nesting limited before it is parsed);
     an OSError when it cannot be read at all, a BoneMapError naming what is wrong with it."""
     limits = bridge.numpy_module("json_limits")
     try:
-        doc = limits.read(path, "the file", max_bytes=BM.MAX_FILE, max_depth=8)
+        doc = limits.read(path, "the file", max_bytes=bone_map.MAX_FILE, max_depth=8)
     except limits.JsonLimitError as e:
-        raise BM.BoneMapError(f"not a bone map file ({e.problem})") from None
-    return BM.from_doc(doc, joint_names)
+        raise bone_map.BoneMapError(f"not a bone map file ({e.problem})") from None
+    return bone_map.from_doc(doc, joint_names)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import constraints as C
+from ..core import constraints
 from . import scene as scene_io
 
 
@@ -18,21 +18,21 @@ def _target(con) -> str:
     return f"{obj.name}.{sub}" if sub else obj.name
 
 
-def describe(obj) -> dict[str, list[C.Constraint]]:
+def describe(obj) -> dict[str, list[constraints.Constraint]]:
     """bone -> its constraints (only bones that have any)."""
     out = {}
     for pb in obj.pose.bones:
         if not len(pb.constraints):
             continue
-        out[pb.name] = [C.Constraint(type=con.type, name=con.name, enabled=not con.mute,
+        out[pb.name] = [constraints.Constraint(type=con.type, name=con.name, enabled=not con.mute,
                                      valid=bool(getattr(con, "is_valid", True)), influence=float(con.influence),
                                      chain_count=int(getattr(con, "chain_count", 0) or 0), target=_target(con))
                         for con in pb.constraints]
     return out
 
 
-_DRIVEN_PROPS = {"rotation_quaternion": C.ROTATION, "rotation_euler": C.ROTATION, "rotation_axis_angle": C.ROTATION,
-                 "location": C.LOCATION}
+_DRIVEN_PROPS = {"rotation_quaternion": constraints.ROTATION, "rotation_euler": constraints.ROTATION,
+                 "rotation_axis_angle": constraints.ROTATION, "location": constraints.LOCATION}
 
 
 def drivers(obj) -> dict[str, dict[str, str]]:
@@ -51,14 +51,14 @@ def drivers(obj) -> dict[str, dict[str, str]]:
     return out
 
 
-def driven_bones(obj, written: dict) -> dict[str, C.Driven]:
+def driven_bones(obj, written: dict) -> dict[str, constraints.Driven]:
     """The bones among ``written`` (bone -> channels written) whose written channels a constraint or a
     driver overrides."""
     described, driving = describe(obj), drivers(obj)
     if not described and not driving:
         return {}
     parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
-    return C.driven_bones(described, parents, written, driving)
+    return constraints.driven_bones(described, parents, written, driving)
 
 
 @dataclass

@@ -65,27 +65,27 @@ class EventReader:
         return self.progress
 
     def _event(self, e: dict) -> None:
-        p, kind = self.progress, e.get("event")
-        if kind == "start":
+        p, event = self.progress, e.get("event")
+        if event == "start":
             p.total, p.phase = int(e["total"]), ""
-        elif kind == "phase":
+        elif event == "phase":
             p.phase, p.phase_done, p.phase_total = str(e["name"])[:80], int(e["done"]), int(e["total"])
-        elif kind == "step":
+        elif event == "step":
             p.step, p.total = max(p.step, int(e["step"])), int(e["total"])
             p.loss, p.eta = float(e["loss"]), clock(float(e["eta_s"]))
-        elif kind == "resume":
+        elif event == "resume":
             p.resumed_from = int(e["step"])
             p.step = max(p.step, p.resumed_from)
-        elif kind == "validation":
+        elif event == "validation":
             p.val_step = int(e["step"])
             p.step, p.val_error = max(p.step, p.val_step), float(e["value"])
-        elif kind == "done":
+        elif event == "done":
             p.done_path = str(e["checkpoint"])
             p.step = max(p.step, p.total)
             p.val_error = float(e["value"])
-        elif kind == "error":
+        elif event == "error":
             p.error = str(e["message"])
-        elif kind == "warning":
+        elif event == "warning":
             p.warnings.append(str(e["message"]))
 
 

@@ -7,7 +7,7 @@ import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, preferences
-from ..humanoid import bone_map as BM
+from ..humanoid import bone_map
 from ..core.errors import Refusal, run_reported
 from ..io import bone_map as bone_map_io
 from ..io import bone_map_file
@@ -32,7 +32,7 @@ def _joints(context) -> tuple[list[str], list[int]]:
     return list(info.names), list(info.parents)
 
 
-def summary(bm: BM.BoneMap, names) -> str:
+def summary(bm: bone_map.BoneMap, names) -> str:
     left = [j for j in names if not bm.bones.get(j)]
     n = len(names) - len(left)
     return f"{n} of {len(names)} joints mapped" + (f"; not mapped: {', '.join(left)}" if left else "")
@@ -51,7 +51,7 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
         def work() -> str:
             obj = context.active_object
             names, parents = _joints(context)
-            bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
+            bm = bone_map.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             bone_map_io.store(obj, bm, names)
             return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}; {'; '.join(bm.found())}"
         return run_reported(self, work)
@@ -90,7 +90,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             bm = bone_map_io.stored(obj)
             if bm is None:
                 names, parents = _joints(context)
-                bm = BM.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
+                bm = bone_map.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
@@ -120,7 +120,7 @@ class ANIM_OT_splinetween_bone_map_import(bpy.types.Operator, ImportHelper):
                 bm = bone_map_file.read_file(path, names)
             except OSError as e:
                 raise Refusal(f"cannot read {path}: {e.strerror or e}; nothing was changed") from None
-            except BM.BoneMapError as e:
+            except bone_map.BoneMapError as e:
                 raise Refusal(f"{path.name}: {e}; nothing was changed") from None
             absent = sorted({b for b in bm.bones.values() if b and b not in obj.data.bones})
             if absent:
