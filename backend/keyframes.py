@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import quat_torch as QT
-from .features import to_features
+from .features import horizontal_mask, to_features
 
 
 def key_mask(num_frames: int, keys) -> np.ndarray:
@@ -96,7 +96,7 @@ def key_origin(pos: torch.Tensor, mask: torch.Tensor, layout) -> torch.Tensor:
     """CITL's sequence-level re-centring on the keys: mean horizontal root position of the key frames."""
     root = pos[..., layout.position_joints[0], :]
     w = mask.to(root.dtype)[..., None]
-    return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * layout.horizontal_mask(root)
+    return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * horizontal_mask(layout, root)
 
 
 def inbetween_inputs(rot, pos, mask, layout, normalizer, base: str = "slerp"):
