@@ -46,15 +46,24 @@ class BackendSettings:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What the add-on needs to know about a checkpoint, read from its JSON (no torch)."""
+    """What the add-on knows about a checkpoint, read from its JSON alone (no torch, no weights):
+    :func:`read_model` is the one reader (Inbetween, the latent layer, mesh, Train Mesh Model)."""
     path: Path
-    names: tuple[str, ...]
+    names: tuple[str, ...]  # the training skeleton (empty for a mesh checkpoint)
     parents: tuple[int, ...]
     offsets: np.ndarray  # [J, 3] the training skeleton's rest offsets (cm, BVH axes)
     position_joints: tuple[int, ...]
     rotation_joints: tuple[int, ...]
     window: int
     frame_time: float = 1.0 / 30.0  # the rate the model was trained at (seconds per frame)
+    task: str = "inbetween"  # "inbetween" (a keyframe model) or "autoencoder"
+    latent: int = 0  # the size of a control point
+    min_frames: int = 2  # the shortest clip the model encodes
+    principal_names: tuple[str, ...] = ()
+    principal_descriptions: tuple[str, ...] = ()
+    mesh: bool = False  # a mesh-sequence checkpoint (its asset: a vertex basis)
+    vertices: int = 0  # a mesh checkpoint's vertex count
+    files: tuple[Path, ...] = ()  # the config, its weights and (a mesh asset) its shared vertex basis
 
     @property
     def max_gap(self) -> int:
@@ -126,25 +135,48 @@ def default_interpreter() -> str:
 _info_cache: dict = {}
 
 
-def describe(settings: BackendSettings) -> ModelInfo:
-    path = Path(settings.checkpoint).expanduser() if settings.checkpoint else default_checkpoint()
+def read_model(path) -> ModelInfo:
+    """The one checkpoint reader of the add-on: ``NAME.json`` (or ``NAME``, ``NAME.safetensors``) ->
+    :class:`ModelInfo`, read again when the file changes; :class:`BridgeError` names a file that cannot
+    be read or is not a checkpoint."""
+    path = Path(path).expanduser()
     path = path if path.suffix == ".json" else path.with_suffix(".json")
     try:
         key = (str(path), path.stat().st_mtime_ns)
         if key not in _info_cache:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            sk, feat = doc["skeleton"], doc["features"]
-            _info_cache[key] = ModelInfo(path, tuple(sk["names"]), tuple(int(p) for p in sk["parents"]),
-                                         np.asarray(sk["offsets"], dtype=np.float64).reshape(-1, 3),
-                                         tuple(feat["position_joints"]), tuple(feat["rotation_joints"]),
-                                         int(doc.get("window", 61)),
-                                         numpy_module("timebase").model_frame_time(doc.get("info")))
+            if len(_info_cache) > 64:
+                _info_cache.clear()
+            _info_cache[key] = _model_info(path, json.loads(path.read_text(encoding="utf-8")))
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise BridgeError(f"{path} is not a Splinetween checkpoint ({e})") from None
     return _info_cache[key]
+
+
+def _model_info(path: Path, doc: dict) -> ModelInfo:
+    info, asset = doc.get("info") or {}, doc.get("asset") or {}
+    mesh = asset.get("kind") == "mesh"
+    sk = {} if mesh else doc["skeleton"]
+    feat = {} if mesh else doc["features"]
+    files = (path, path.with_name(Path(str(doc.get("weights") or path.with_suffix(".safetensors").name)).name))
+    if asset.get("basis"):
+        files += (path.with_name(Path(str(asset["basis"])).name),)
+    return ModelInfo(path, tuple(sk.get("names", ())), tuple(int(p) for p in sk.get("parents", ())),
+                     np.asarray(sk.get("offsets", ()), dtype=np.float64).reshape(-1, 3),
+                     tuple(feat.get("position_joints", ())), tuple(feat.get("rotation_joints", ())),
+                     int(doc.get("window", 61)), numpy_module("timebase").model_frame_time(info),
+                     task="inbetween" if doc["model"]["kind"] == "keyframe" else "autoencoder",
+                     latent=int(doc["model"]["latent"]), min_frames=int((info.get("config") or {}).get("min_window", 2)),
+                     principal_names=tuple(info.get("principal_names", ())),
+                     principal_descriptions=tuple(info.get("principal_descriptions", ())),
+                     mesh=mesh, vertices=int(asset.get("vertices", 0)), files=files)
+
+
+def describe(settings: BackendSettings) -> ModelInfo:
+    """The in-betweening checkpoint the settings name (the shipped one when none): :func:`read_model`."""
+    return read_model(Path(settings.checkpoint).expanduser() if settings.checkpoint else default_checkpoint())
 
 
 def torch_available() -> bool:
@@ -170,27 +202,15 @@ def _service():
 
 def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotations: np.ndarray,
               key_positions: np.ndarray, frame_time: float = 1.0 / 30.0) -> tuple[np.ndarray, np.ndarray]:
-    """Key poses in the checkpoint's convention (keys 0-based from 0) -> every frame."""
+    """Key poses in the checkpoint's convention (keys 0-based from 0) -> every frame: the service's
+    ``inbetween`` through :func:`request`, the one door."""
     info = describe(settings)
     arrays = {"offsets": np.asarray(offsets, dtype=np.float64),
               "key_rotations": np.asarray(key_rotations, dtype=np.float64),
               "key_positions": np.asarray(key_positions, dtype=np.float64)}
-    keys = [int(k) for k in keys]
-    if resolve_mode(settings) == "IN_PROCESS":
-        if not torch_available():
-            raise BridgeError("PyTorch cannot be imported in this Python; choose the backend process "
-                              "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
-        svc = _service()
-        try:
-            with svc.request_threads():  # (as the service's every request: backend.service.engines)
-                engine = svc.get_engine(str(info.path), settings.device)
-                return svc.inbetween_keys(engine, arrays["offsets"], keys, arrays["key_rotations"],
-                                          arrays["key_positions"], frame_time)
-        except ValueError as e:
-            raise BridgeError(str(e)) from None
-    header = {"op": "inbetween", "checkpoint": str(info.path), "device": settings.device, "keys": keys,
+    header = {"op": "inbetween", "checkpoint": str(info.path), "keys": [int(k) for k in keys],
               "frame_time": frame_time}
-    _, out = _process(settings).call(header, arrays, settings.timeout)
+    _, out = request(settings, header, arrays)
     return out["rotations"], out["positions"]
 
 
@@ -206,6 +226,8 @@ def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict
                               "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
         try:
             return _service().handle(header, arrays)
+        except (KeyboardInterrupt, SystemExit):
+            raise
         except Exception as e:  # what the backend process would answer as {"ok": false}
             raise BridgeError(str(e)) from None
     return _process(settings).call(header, arrays, settings.timeout)

@@ -169,3 +169,24 @@ def test_cuda_asked_for_without_cuda(key_poses):
         pytest.skip("this machine has CUDA")
     with pytest.raises(bridge.BridgeError, match="sees no CUDA device"):
         bridge.inbetween(bridge.BackendSettings(mode="IN_PROCESS", device="cuda"), key_poses[0], KEYS, *key_poses[1:])
+
+
+def test_one_reader_describes_every_shipped_checkpoint(tmp_path):
+    """bridge.read_model: task, sizes, skeleton, principal names and vertex count from the JSON alone."""
+    import json as _json
+    root = bridge.default_checkpoint().parent
+    inb, ae = bridge.read_model(root / "inbetween.json"), bridge.read_model(root / "motion_autoencoder")
+    cloth = bridge.read_model(root / "cloth_inbetween.safetensors")
+    assert (inb.task, ae.task, cloth.task) == ("inbetween", "autoencoder", "inbetween")
+    assert len(inb.names) == len(inb.parents) == inb.offsets.shape[0] == 22 and not inb.mesh
+    doc = _json.loads((root / "motion_autoencoder.json").read_text())
+    assert ae.latent == doc["model"]["latent"] and ae.principal_names == tuple(doc["info"]["principal_names"])
+    assert cloth.mesh and cloth.vertices == 5041 and cloth.names == ()
+    assert [f.name for f in cloth.files] == ["cloth_inbetween.json", "cloth_inbetween.safetensors",
+                                             "cloth_basis.safetensors"]
+    assert bridge.describe(bridge.BackendSettings()) is inb  # read once per file version
+    (tmp_path / "x.json").write_text('{"model": {}}')
+    with pytest.raises(bridge.BridgeError, match="is not a Splinetween checkpoint"):
+        bridge.read_model(tmp_path / "x.json")
+    with pytest.raises(bridge.BridgeError, match="cannot read the checkpoint"):
+        bridge.read_model(tmp_path / "missing.json")

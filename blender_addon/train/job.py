@@ -145,8 +145,8 @@ class TrainJob:
     def trained_task(self) -> str:
         """The task the checkpoint was trained for (its JSON's info), "" when unreadable."""
         try:
-            return str(json.loads(self.checkpoint.read_text(encoding="utf-8"))["info"]["task"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return bridge.read_model(self.checkpoint).task
+        except bridge.BridgeError:
             return ""
 
     # -- starting --
