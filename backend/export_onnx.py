@@ -57,11 +57,18 @@ class _AutoEncode(nn.Module):
 
 
 class _AutoDecode(nn.Module):
-    """``SplineTransformer.decode`` with the Bezier basis ``[N, K]`` of its sample times an input."""
+    """``SplineTransformer.decode`` with the Bezier basis ``[N, K]`` of its sample times an input, then the
+    normaliser's inverse: features, as ``Engine.decode_features`` returns them.  The product by the
+    normaliser's rotation is in the graph because ONNX Runtime computes each row of a product the same
+    whatever rows are beside it (numpy's BLAS does not), so a segment decodes to the same numbers alone
+    or beside others (the add-on caches decodes per segment)."""
 
-    def __init__(self, m):
+    def __init__(self, m, norm):
         super().__init__()
         self.m = m
+        self.register_buffer("mean", norm.mean.detach().clone())
+        self.register_buffer("std", norm.std.detach().clone())
+        self.register_buffer("rotation", None if norm.rotation is None else norm.rotation.detach().clone())
 
     def forward(self, controls, basis, positions):
         m = self.m
@@ -70,7 +77,9 @@ class _AutoDecode(nn.Module):
         if m.cfg.linear_path:
             s = m._shared_dims()
             out = out + nn.functional.pad(lat[..., :s], (0, out.shape[-1] - s))
-        return out
+        if self.rotation is not None:
+            out = out @ self.rotation.T
+        return out * self.std + self.mean
 
 
 class _KeyEncode(nn.Module):
@@ -136,7 +145,7 @@ def _examples(cfg, call: str, keyframe: bool):
              "basis": {0: "frames"}, "positions": {0: "frames"}})
 
 
-WRAPPERS = {(False, "encode"): _AutoEncode, (False, "decode"): _AutoDecode, (True, "encode"): _KeyEncode,
+WRAPPERS = {(False, "encode"): _AutoEncode, (True, "encode"): _KeyEncode,
             (True, "decode"): _KeyDecode}
 
 
@@ -191,7 +200,8 @@ def export(json_path) -> list[Path]:
     try:
         for call in CALLS:  # (an in-betweener's linear path, one product, runs in numpy: runtime)
             args, names, dynamic = _examples(ck.config, call, keyframe)
-            wrapper = WRAPPERS[keyframe, call](model).eval()
+            wrapper = (_AutoDecode(model, ck.normalizer) if (keyframe, call) == (False, "decode")
+                       else WRAPPERS[keyframe, call](model)).eval()
             with tempfile.TemporaryDirectory() as tmp:
                 raw = Path(tmp) / "graph.onnx"
                 with torch.no_grad():

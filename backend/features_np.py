@@ -37,6 +37,12 @@ class FeatureLayout:
         return m
 
 
+def sequence_origin(pos: np.ndarray, layout: FeatureLayout) -> np.ndarray:
+    """Mean horizontal position of the first modelled joint over the frames: [..., F, J, 3] -> [..., 3]."""
+    root = np.asarray(pos, dtype=np.float32)[..., :, layout.position_joints[0], :]
+    return (root.mean(-2) * layout.horizontal().astype(np.float32)).astype(np.float32)
+
+
 def to_features(rot: np.ndarray, pos: np.ndarray, layout: FeatureLayout, origin: np.ndarray) -> np.ndarray:
     """Local rotations [..., F, J, 4] and positions [..., F, J, 3] -> features [..., F, D] (float32), the
     first position joint re-centred on ``origin [..., 3]``."""

@@ -201,3 +201,20 @@ def interpolation_base(name: str):
     if name not in bases:
         raise ValueError(f"base {name!r} is not one of {', '.join(bases)}")
     return bases[name]
+
+
+def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,
+                      interp=None, base_v: torch.Tensor | None = None) -> torch.Tensor:
+    """Final in-between vertices: the interpolation of the key *vertices* plus the model's correction.
+
+    pred, base [B, m, 3V]: the model's output and its base, both rebuilt from basis coefficients;
+    key_v [B, m, 3V] key vertices (read at keys only), mask [B, m]; ``interp`` the model's base
+    (``interpolation_base``; it is linear, so the base of the vertices projects onto ``base``).  Interpolating the key vertices
+    themselves keeps what the basis cannot represent (fine wrinkles) moving smoothly between the keys
+    instead of losing it; the model only adds ``pred - base``, which is all it has learned.  The
+    result is then snapped onto the keys (the correction is not exactly zero there).  ``base_v``: that
+    interpolation of the key vertices, when the caller has it (the engine's runs over the whole sequence).
+    """
+    if base_v is None:
+        base_v = (interp or interpolation_base("cspline"))(key_v, mask)
+    return snap_to_keys(base_v + (pred - base), key_v, mask)

@@ -121,3 +121,11 @@ def inbetween_inputs(rot, pos, mask, layout, normalizer, base: str = "slerp"):
         return normalizer(keys), normalizer(hermite_base(keys, mask)), origin
     brot, bpos = interpolate(rot, pos, mask)
     return normalizer(keys), normalizer(to_features(brot, bpos, layout, origin)), origin
+
+
+def compose_inbetween(pred, base, key_v, mask, interp=None, base_v=None) -> np.ndarray:
+    """``keyframes.compose_inbetween`` in numpy: the interpolation of the key vertices plus the model's
+    correction ``pred - base``, snapped onto the keys (the mesh engine's in-between vertices)."""
+    if base_v is None:
+        base_v = (interp or spline_base)(key_v, mask)
+    return snap_to_keys(base_v + (pred - base), key_v, mask)

@@ -9,6 +9,7 @@ in numpy.  tests/test_onnx.py checks every call against the torch module.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -21,6 +22,31 @@ from .splines import bezier_basis
 
 CALLS = ("encode", "decode")
 STAMP = "splinetween.weights_sha256"  # the graph's metadata: the digest of the weights it points into
+
+
+RUNTIMES = ("torch", "onnx")  # what runs a checkpoint's model: its torch module, or its exported graphs
+
+
+@functools.lru_cache(maxsize=64)
+def sample_times(m: int, source_frames: int, timing: float) -> tuple[np.ndarray, np.ndarray]:
+    """(spline times, ALiBi positions in source frames) of ``m`` decoded frames of a segment of
+    ``source_frames``, re-timed by ``timing`` (float32, read-only): the same few for every slider change,
+    so made once, and the same objects each time (segments sampled alike are batched by identity)."""
+    from .edits import warp_times
+    uniform = np.linspace(0, 1, m) if m > 1 else np.zeros(1)
+    times = warp_times(uniform, timing).astype(np.float32)
+    pos = (uniform * (source_frames - 1)).astype(np.float32)
+    times.setflags(write=False)
+    pos.setflags(write=False)
+    return times, pos
+
+
+def alike_groups(plans) -> list[list[int]]:
+    """Indices of the plans ``(source frames, m, timing)`` sampled alike, in order of first appearance."""
+    groups: dict = {}
+    for i, (n, m, timing) in enumerate(plans):
+        groups.setdefault((int(n), int(m), float(timing)), []).append(i)
+    return list(groups.values())
 
 
 class RuntimeModelError(ValueError):
@@ -86,9 +112,9 @@ class OnnxModel:
         self.cfg = ModelConfig.from_json(doc["model"])
         self.keyframe = self.cfg.kind == "keyframe"
         self.sessions = {c: _session(p, threads) for c, p in graphs.items()}
-        self.regression = None
+        self._regression_weight = None  # [F, D]: the in-betweener's linear path (KeyRegression), run in numpy
         if self.keyframe and self.cfg.linear_path:
-            self.regression = np.ascontiguousarray(
+            self._regression_weight = np.ascontiguousarray(
                 safetensors_np.read(weights)["model.key_regression.linear.weight"].T)  # [F, D]
 
     def _basis(self, times) -> np.ndarray:
@@ -102,8 +128,25 @@ class OnnxModel:
         fit = np.linalg.pinv(bezier_basis(k - 1, uniform_times(n))).astype(np.float32)
         return self.sessions["encode"].run(None, {"x": np.ascontiguousarray(x, dtype=np.float32), "fit": fit})[0]
 
+    def decode_features(self, points: np.ndarray, plans) -> np.ndarray:
+        """``Engine.decode_features``: control points ``[B, K, d]`` -> features ``[sum m_i, D]`` of each
+        segment laid end to end, ``plans[i] = (source frames, m_i, timing)``; one run per group of segments
+        sampled alike.  ONNX Runtime computes a row the same whatever rows are beside it, so each segment
+        gets the numbers it gets alone."""
+        if not len(plans):
+            return np.zeros((0, self.cfg.output_dim), dtype=np.float32)
+        got = [None] * len(plans)
+        for idx in alike_groups(plans):
+            n, m, timing = plans[idx[0]]
+            times, pos = sample_times(int(m), int(n), float(timing))
+            out = self.decode(np.asarray(points)[idx], times, pos)
+            for k, i in enumerate(idx):
+                got[i] = out[k]
+        return np.concatenate(got)
+
     def decode(self, controls: np.ndarray, times, positions) -> np.ndarray:
-        """Control points [B, K, d] sampled at ``times`` [N] in [0, 1], ALiBi at ``positions`` [N] -> [B, N, out]."""
+        """Control points [B, K, d] sampled at ``times`` [N] in [0, 1], ALiBi at ``positions`` [N] -> features
+        [B, N, out] (the graph ends with the normaliser's inverse: ``export_onnx._AutoDecode``)."""
         return self.sessions["decode"].run(None, {"controls": np.ascontiguousarray(controls, dtype=np.float32),
                                                   "basis": self._basis(times),
                                                   "positions": np.asarray(positions, dtype=np.float32)})[0]
@@ -121,17 +164,17 @@ class OnnxModel:
             "controls": np.ascontiguousarray(controls, dtype=np.float32),
             "base_n": np.ascontiguousarray(base_n, dtype=np.float32), "mask": np.ascontiguousarray(mask, dtype=bool),
             "basis": self._basis(times), "positions": np.asarray(positions, dtype=np.float32)})[0]
-        if self.regression is not None:
+        if self._regression_weight is not None:
             if correction is None:
                 if keys_n is None:
                     raise ValueError("this in-between model's linear path needs the key poses (keys_n)")
-                correction = self.key_regression(keys_n, base_n, mask, positions)
+                correction = self.regression(keys_n, base_n, mask, positions)
             out = out + correction
         return out
 
-    def key_regression(self, keys_n, base_n, mask, positions=None) -> np.ndarray:
+    def regression(self, keys_n, base_n, mask, positions=None) -> np.ndarray:
         """``keyframe_model.KeyRegression``: the linear in-betweener's correction [B, N, D]."""
-        return key_regression_features(keys_n, base_n, mask, positions) @ self.regression
+        return key_regression_features(keys_n, base_n, mask, positions) @ self._regression_weight
 
 
 GAP_NODES = (3.0, 6.0, 10.0, 16.0, 30.0)  # keyframe_model.KeyRegression's

@@ -23,15 +23,23 @@ def read(path) -> dict[str, np.ndarray]:
         header = json.loads(raw[8:8 + n])
     except ValueError:
         raise ValueError(f"{path}: not a safetensors file (unreadable header)") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: not a safetensors file (its header is not a table of tensors)")
     out = {}
     for name, spec in header.items():
         if name == "__metadata__":
             continue
-        if spec.get("dtype") not in DTYPES:
-            raise ValueError(f"{path}: tensor {name} has dtype {spec.get('dtype')!r}, which is not read here")
-        a, b = (8 + n + int(x) for x in spec["data_offsets"])
+        try:
+            dtype = np.dtype(DTYPES[spec["dtype"]])
+            a, b = (8 + n + int(x) for x in spec["data_offsets"])
+            shape = tuple(int(x) for x in spec["shape"])
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+            raise ValueError(f"{path}: tensor {name!r} is not described by a dtype, a shape and data offsets "
+                             "that this reader knows") from None
+        count = int(np.prod(shape, dtype=object))  # (Python integers: a huge shape is named, not wrapped)
+        if min(shape, default=0) < 0 or not 8 + n <= a <= b or count * dtype.itemsize != b - a:
+            raise ValueError(f"{path}: tensor {name} has shape {list(shape)} and {b - a} bytes, which do not fit")
         if b > len(raw):
             raise ValueError(f"{path}: truncated (tensor {name} runs past the end of the file)")
-        out[name] = np.frombuffer(raw, dtype=DTYPES[spec["dtype"]], count=(b - a) // np.dtype(DTYPES[spec["dtype"]]).itemsize,
-                                  offset=a).reshape(spec["shape"])
+        out[name] = np.frombuffer(raw, dtype=dtype, count=count, offset=a).reshape(shape)
     return out

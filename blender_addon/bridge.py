@@ -1,16 +1,19 @@
-"""The one door to the backend: in-process, or through a backend process.
+"""The one door to the backend: every request goes through :func:`request`, in Blender or to a backend process.
 
 This is the only module of the add-on that imports ``backend``, and it does so lazily: the
 bundled copy (``<add-on>/backend``, put there by build.py) when present, else the top-level
-``backend`` of a source checkout.  Torch is only imported by the backend, and only when a
-model is first needed.
+``backend`` of a source checkout.
 
-* ``IN_PROCESS``: the engine runs inside Blender's Python (needs torch importable there).
-* ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender and answers framed
-  requests on its stdin/stdout (see backend/service/); the model stays loaded between calls,
-  a call that takes longer than the timeout stops the process, and a dead process is started
-  again on the next call.
-* ``AUTO``: in-process when torch can be imported here, else the backend process.
+* ``BUILTIN``: the service runs inside Blender's Python, its models on ONNX Runtime (the graphs
+  ``python -m backend export`` writes next to each checkpoint; the extension ships ONNX Runtime as
+  wheels): nothing to install.  The default.
+* ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender with PyTorch (GPUs,
+  checkpoints without exported graphs) and answers framed requests on its stdin/stdout (see
+  backend/service/); the model stays loaded between calls, a call that takes longer than the
+  timeout stops the process, and a dead process is started again on the next call.
+* ``IN_PROCESS``: the service inside Blender's Python with PyTorch (a developer's Blender that has it).
+* ``AUTO``: built-in when the request's checkpoint has current exported graphs, else in-process PyTorch
+  when it imports here, else the backend process.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-MODES = ("AUTO", "IN_PROCESS", "SUBPROCESS")
+MODES = ("AUTO", "BUILTIN", "IN_PROCESS", "SUBPROCESS")
 
 
 class BridgeError(RuntimeError):
@@ -116,7 +119,7 @@ def default_mesh_checkpoint(task: str) -> Path:
 def numpy_module(name: str):
     """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
     without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase"):
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "runtime"):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -183,12 +186,37 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def resolve_mode(settings: BackendSettings) -> str:
+def onnxruntime_available() -> bool:
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+_exported: dict = {}  # (checkpoint, its files' mtimes) -> why its graphs cannot run ("" when they can)
+
+
+def exported(checkpoint) -> str:
+    """Why ``checkpoint``'s exported graphs cannot run built-in ("" when they can): ``backend.runtime.stale``,
+    asked again only when one of its files changes (a slider asks on every change)."""
+    json_path = Path(checkpoint).with_suffix(".json")
+    files = [json_path, json_path.with_suffix(".safetensors")] + [json_path.with_name(f"{json_path.stem}.{c}.onnx")
+                                                                   for c in ("encode", "decode")]
+    key = (str(json_path),) + tuple(f.stat().st_mtime_ns if f.exists() else None for f in files)
+    if key not in _exported:
+        if len(_exported) > 64:
+            _exported.clear()
+        _exported[key] = numpy_module("runtime").stale(json_path)
+    return _exported[key]
+
+
+def resolve_mode(settings: BackendSettings, checkpoint=None) -> str:
+    """The mode a request for ``checkpoint`` (default: the settings' in-betweening one) runs in."""
     if settings.mode not in MODES:
         raise BridgeError(f"unknown backend mode {settings.mode!r} (one of {', '.join(MODES)})")
-    if settings.mode == "AUTO":
-        return "IN_PROCESS" if torch_available() else "SUBPROCESS"
-    return settings.mode
+    if settings.mode != "AUTO":
+        return settings.mode
+    path = Path(checkpoint) if checkpoint else describe(settings).path
+    if onnxruntime_available() and settings.device in ("auto", "cpu") and not exported(path):
+        return "BUILTIN"
+    return "IN_PROCESS" if torch_available() else "SUBPROCESS"
 
 
 def backend_module(name: str):
@@ -215,35 +243,43 @@ def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotation
 
 
 def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict, dict]:
-    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays).
+    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays): the one door.
 
-    In-process the service's own dispatcher answers it, so both modes run the same code and
-    give the same numbers; failures come back as :class:`BridgeError` either way."""
+    Built-in and in-process the service's own dispatcher answers it (on ONNX Runtime or PyTorch), so
+    every mode runs the same code and gives the same numbers (tests/test_onnx.py); failures come back
+    as :class:`BridgeError` in every mode."""
     header = dict(header, device=settings.device)
-    if resolve_mode(settings) == "IN_PROCESS":
-        if not torch_available():
-            raise BridgeError("PyTorch cannot be imported in this Python; choose the backend process "
-                              "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
-        try:
-            return _service().handle(header, arrays)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as e:  # what the backend process would answer as {"ok": false}
-            raise BridgeError(str(e)) from None
-    return _process(settings).call(header, arrays, settings.timeout)
+    mode = resolve_mode(settings, header.get("checkpoint") or None)
+    if mode == "SUBPROCESS":
+        return _process(settings).call(header, arrays, settings.timeout)
+    if mode == "BUILTIN":
+        if not onnxruntime_available():
+            raise BridgeError("ONNX Runtime cannot be imported in this Python (the extension installs it with "
+                              "the add-on: reinstall the add-on's zip for this platform), or choose the backend "
+                              "process (Preferences > Add-ons > Splinetween > Backend)")
+        header["runtime"] = "onnx"
+    elif not torch_available():
+        raise BridgeError("PyTorch cannot be imported in this Python; choose Built-in or the backend process "
+                          "(Preferences > Add-ons > Splinetween > Backend)")
+    try:
+        return _service().handle(header, arrays)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # what the backend process would answer as {"ok": false}
+        raise BridgeError(str(e)) from None
 
 
 def check(settings: BackendSettings) -> str:
     """Start (or reuse) the backend and load the model: a one-line status for the user."""
     info = describe(settings)
-    if resolve_mode(settings) == "IN_PROCESS":
-        engine = _service().get_engine(str(info.path), settings.device)
-        return f"in-process backend, {info.path.name} on {engine.device}"
-    proc = _process(settings)
-    reply, _ = proc.call({"op": "load", "checkpoint": str(info.path), "device": settings.device}, {},
-                         settings.timeout)
-    return (f"backend process {proc.proc.pid} ({proc.interpreter}), {info.path.name} on {reply['device']}, "
-            f"backend {proc.hello.get('version')}")
+    reply, _ = request(settings, {"op": "load", "checkpoint": str(info.path)}, {})
+    mode = resolve_mode(settings, info.path)
+    if mode == "SUBPROCESS":
+        proc = _process(settings)
+        return (f"backend process {proc.proc.pid} ({proc.interpreter}), {info.path.name} on {reply['device']}, "
+                f"backend {proc.hello.get('version')}")
+    where = "built-in backend (ONNX Runtime)" if mode == "BUILTIN" else "in-process backend (PyTorch)"
+    return f"{where}, {info.path.name} on {reply['device']}"
 
 
 class BackendProcess:

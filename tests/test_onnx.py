@@ -69,8 +69,24 @@ def test_the_autoencoders_encode_and_decode_as_torch(pairs, name, n):
         uniform = uniform_times(m_out)
         times, pos = warp_times(uniform, timing).astype(np.float32), (uniform * (n - 1)).astype(np.float32)
         with torch.inference_mode():
-            want_d = m.decode(torch.from_numpy(want), times=torch.from_numpy(times), positions=torch.from_numpy(pos)).numpy()
-        close(o.decode(want, times, pos), want_d)
+            want_d = c.normalizer.inverse(m.decode(torch.from_numpy(want), times=torch.from_numpy(times),
+                                                   positions=torch.from_numpy(pos))).numpy()
+        close(o.decode(want, times, pos), want_d)  # (the graph ends with the normaliser's inverse: features)
+
+
+@pytest.mark.parametrize("name", ["motion_autoencoder", "cloth_autoencoder"])
+def test_a_sliders_ragged_decode_gives_each_segment_its_numbers_alone(pairs, name):
+    """decode_features of segments of several lengths, re-timed and super-sampled: ONNX Runtime as torch's
+    one-pass decode, and each segment bit for bit what it decodes to alone (the add-on's decode cache)."""
+    from backend.torch_model import TorchModel
+    c, m, o = pairs[name]
+    plans = [(31, 31, 0.0), (30, 30, 0.0), (2, 2, 0.0), (31, 61, 0.4), (31, 31, 0.0)]
+    cp = np.random.default_rng(2).normal(size=(5, c.config.controls, c.config.latent)).astype(np.float32)
+    together = o.decode_features(cp, plans)
+    close(together, TorchModel(m, c.normalizer, torch.device("cpu")).decode_features(cp, plans))
+    at = np.cumsum([0] + [n for _, n, _ in plans])
+    for k, plan in enumerate(plans):
+        assert np.array_equal(together[at[k]:at[k + 1]], o.decode_features(cp[k:k + 1], [plan]))
 
 
 @pytest.mark.parametrize("name", ["inbetween", "cloth_inbetween"])

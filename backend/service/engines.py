@@ -42,9 +42,11 @@ _NEEDS = {(False, True): "Inbetween needs an in-betweening one",
           (True, False): "Encode Mesh needs a mesh autoencoder one"}
 
 
-def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False):
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False,
+               runtime: str = "torch"):
     """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
-    engine), loaded once per (kind, file, device) and again when the file is replaced."""
+    engine; ``runtime``: "torch" or "onnx", ``backend.runtime``), loaded once per (kind, file, device,
+    runtime) and again when the file is replaced."""
     if mesh:
         from ..mesh_engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
         from ..mesh_engine import MeshEngine as factory
@@ -56,12 +58,12 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
         stamp = os.stat(path).st_mtime_ns
     except OSError:
         stamp = None  # the engine's loader names the missing file
-    key = (factory.__name__, path, device, stamp)
+    key = (factory.__name__, path, device, runtime, stamp)
     with _loading:
         if key not in _engines:
-            for old in [k for k in _engines if k[:3] == key[:3]]:
+            for old in [k for k in _engines if k[:4] == key[:4]]:
                 del _engines[old]
-            _engines[key] = factory(path, device)
+            _engines[key] = factory(path, device, runtime)
         engine = _engines[key]
     if engine.task != task:
         need = _NEEDS[mesh, task == "inbetween"]

@@ -21,7 +21,8 @@ from backend import checkpoint as ckpt_io
 from backend.features import Normalizer
 from backend.keyframes import interpolation_base
 from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
-from backend.mesh_engine import basis_from, compose_inbetween
+from backend.keyframes import compose_inbetween
+from backend.mesh_engine import basis_from
 from backend.model import ModelConfig, count_parameters
 from backend.registry import build_model
 
