@@ -219,3 +219,18 @@ def export(json_path) -> list[Path]:
     finally:
         model_mod.FAST_INFERENCE = fast
     return written
+
+
+def export_saved(json_path) -> str:
+    """Export a checkpoint training has just saved, so the add-on's built-in backend runs it too; -> a line
+    for the training log.  Without the ``onnx`` package here (it exports), or if the export fails, the
+    checkpoint still works through the backend process (the add-on's Automatic backend picks it)."""
+    import importlib.util
+    if importlib.util.find_spec("onnx") is None:
+        return (f"{Path(json_path).name}: not exported for the built-in backend (this Python lacks the onnx "
+                "package: pip install onnx, then python -m backend export); it runs in the backend process")
+    try:
+        paths = export(json_path)
+    except Exception as e:  # (a failed export must not lose the training run: the checkpoint is saved)
+        return f"{Path(json_path).name}: the export for the built-in backend failed ({type(e).__name__}: {e})"
+    return f"exported for the built-in backend: {', '.join(p.name for p in paths)}"

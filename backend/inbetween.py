@@ -13,8 +13,7 @@ from . import timebase as T
 from .controls import Controls, group_by_length
 from .features_np import poses_from_features
 from .guard import blend, fit_alpha, holdout_passes
-from .keyframes import segments_on_keys, validate_keys
-from .keyframes_np import inbetween_inputs, snap_to_keys
+from .keyframes_np import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .runtime import sample_times
 from .skeleton import Clip
 

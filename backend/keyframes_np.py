@@ -12,6 +12,57 @@ from . import quat_np as Q
 from .features_np import to_features
 
 
+def key_mask(num_frames: int, keys) -> np.ndarray:
+    m = np.zeros(num_frames, dtype=bool)
+    m[np.asarray(keys, dtype=np.int64)] = True
+    return m
+
+
+def every_k(num_frames: int, k: int) -> list[int]:
+    """Frames 0, k, 2k, ... and the last frame (the CLI's ``--every K``, the protocol's keys)."""
+    keys = list(range(0, num_frames, k))
+    if keys[-1] != num_frames - 1:
+        keys.append(num_frames - 1)
+    return keys
+
+
+def segments_on_keys(keys, window: int) -> list[tuple[int, int]]:
+    """Split a sorted key list into inclusive frame ranges of at most ``window`` frames that
+    start and end on keys, so neighbouring segments meet at a key (exact, no seam jump)."""
+    keys = list(keys)
+    segs, i = [], 0
+    while i < len(keys) - 1:
+        j = i + 1
+        while j + 1 < len(keys) and keys[j + 1] - keys[i] + 1 <= window:
+            j += 1
+        segs.append((keys[i], keys[j]))
+        i = j
+    return segs
+
+
+def validate_keys(keys, num_frames: int, max_gap: int) -> list[int]:
+    """Sorted, unique, in range, at least two, no gap above ``max_gap``; raises ValueError naming the problem."""
+    keys = [int(k) for k in keys]
+    if num_frames < 2:
+        raise ValueError(f"the clip has {num_frames} frame; in-betweening needs at least 2")
+    if len(keys) < 2:
+        raise ValueError(f"{len(keys)} key given; in-betweening needs at least two keys")
+    bad = [k for k in keys if not 0 <= k < num_frames]
+    if bad:
+        raise ValueError(f"keys {bad} are out of range (frames are 0..{num_frames - 1})")
+    if keys != sorted(keys):
+        raise ValueError(f"keys must be in increasing order, got {keys}")
+    if len(set(keys)) != len(keys):
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"keys {dup} are repeated")
+    gaps = np.diff(keys)
+    if gaps.size and gaps.max() > max_gap:
+        k = int(np.argmax(gaps))
+        raise ValueError(f"the gap between keys {keys[k]} and {keys[k + 1]} is {gaps[k]} frames; the model "
+                         f"fills gaps of up to {max_gap} frames (add a key in between)")
+    return keys
+
+
 def bracket(mask: np.ndarray):
     """For each frame, the previous and next key index and the blend weight (keys: themselves, 0)."""
     n = mask.shape[-1]

@@ -18,8 +18,7 @@ from . import checkpoint as ckpt_io
 from .controls import group_by_length, segment_bounds
 from .edits import warp_times
 from .engine_base import EngineBase, EngineError
-from .keyframes import segments_on_keys, validate_keys
-from .keyframes_np import compose_inbetween, interpolation_base
+from .keyframes_np import compose_inbetween, interpolation_base, segments_on_keys, validate_keys
 from .mesh import MeshBasis, check_sequence, join_frames, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"

@@ -179,18 +179,130 @@ def test_export_writes_graphs_that_point_into_the_weights(tmp_path):
         runtime.OnnxModel(tmp_path / "m.json")
 
 
-def test_the_runtime_imports_no_torch():
-    """The built-in path's modules load and run a model in a Python where torch cannot be imported."""
-    code = ("import sys; sys.modules['torch'] = None\n"
-            "import numpy as np\n"
-            "from backend import runtime, keyframes_np, features_np\n"
-            "m = runtime.OnnxModel('backend/checkpoints/cloth_inbetween.json')\n"
-            "mask = np.zeros((1, 9), bool); mask[0, [0, 4, 8]] = True\n"
-            "x = np.zeros((1, 9, 96), np.float32)\n"
-            "c = m.encode_keys(x, mask)\n"
-            "print(m.decode_keys(c, x, mask, np.linspace(0, 1, 9), np.arange(9.0), keys_n=x).shape)\n"
-            "assert 'torch' not in [k for k, v in sys.modules.items() if v is not None]\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+NO_TORCH = """
+import builtins, sys
+real = builtins.__import__
+def guarded(name, *args, **kw):
+    if name.split(".")[0] in ("torch", "safetensors"):
+        raise ImportError(f"the built-in path imported {name}")
+    return real(name, *args, **kw)
+builtins.__import__ = guarded
+import numpy as np
+from backend import service
+from backend.bvh import read_bvh
+clip = read_bvh(sys.argv[1])
+keys = [0, 20, 40, 60]
+base = {"frame_time": clip.frame_time, "device": "auto", "runtime": "onnx"}
+_, a = service.handle(dict(base, op="inbetween", keys=keys), {"offsets": clip.skeleton.offsets,
+                      "key_rotations": clip.rotations[keys], "key_positions": clip.positions[keys]})
+_, b = service.handle(dict(base, op="encode", decode=True), {"offsets": clip.skeleton.offsets,
+                      "rotations": clip.rotations[:91], "positions": clip.positions[:91]})
+frames = np.zeros((11, 5041, 3), np.float32)
+_, c = service.handle(dict(base, op="mesh_inbetween", keys=[0, 5, 10]), {"key_frames": frames[[0, 5, 10]]})
+print(a["rotations"].shape, b["points"].shape, c["vertices"].shape)
+"""
+
+
+def test_the_built_in_path_imports_no_torch():
+    """Inbetween, Encode (with its decode) and Inbetween Mesh answered on ONNX Runtime in a Python where
+    importing torch or safetensors fails: the add-on's built-in path needs neither."""
+    from tests.conftest import TEST_CLIP
+    out = subprocess.run([sys.executable, "-c", NO_TORCH, str(TEST_CLIP)], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "(1, 9, 96)"
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["(61,", "22,", "4)", "(3,", "4,", "96)", "(11,", "5041,", "3)"]
+
+
+# -- the paths that call the models: ONNX Runtime's engine as torch's ---------------------------------
+@pytest.fixture(scope="module")
+def engines():
+    from backend.engine import Engine
+    from backend.mesh_engine import MeshEngine
+    out = {}
+    for name, factory in (("inbetween", Engine), ("motion_autoencoder", Engine), ("cloth_inbetween", MeshEngine),
+                          ("cloth_autoencoder", MeshEngine)):
+        out[name] = tuple(factory(SHIPPED / f"{name}.json", "cpu", runtime) for runtime in ("torch", "onnx"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def walk():
+    from backend.bvh import read_bvh
+    from tests.conftest import TEST_CLIP
+    return read_bvh(TEST_CLIP)
+
+
+def _clip(clip, frames):
+    return type(clip)(clip.skeleton, clip.rotations[:frames], clip.positions[:frames], clip.frame_time, clip.name)
+
+
+@pytest.mark.parametrize("keys", [[0, 15, 30, 45, 60], [0, 8, 40, 41, 90, 120], [0, 60]])
+def test_inbetween_and_its_slider_redecode_agree(engines, walk, keys):
+    """Inbetween (guard, mirror average where the guard hides no key) and the re-decode of its edited,
+    re-timed and super-sampled control points: the same motion from both runtimes."""
+    torch_e, onnx_e = engines["inbetween"]
+    clip = _clip(walk, keys[-1] + 1)
+    (a, ca), (b, cb) = torch_e.inbetween(clip, keys), onnx_e.inbetween(clip, keys)
+    close(b.rotations, a.rotations)
+    close(b.positions, a.positions)
+    close(cb.points, ca.points)
+    edited = ca.points * 1.3
+    for scale, timing in ((1, 0.0), (2, 0.3)):
+        da = torch_e.decode(ca, scale, points=edited, timing=timing)
+        db = onnx_e.decode(ca, scale, points=edited, timing=timing)
+        close(db.rotations, da.rotations)
+        close(db.positions, da.positions)
+
+
+def test_encode_slider_and_resample_agree(engines, walk):
+    """Encode (three segments), a slider's re-decode of edited points, Resample (super-sampled, re-timed)."""
+    torch_e, onnx_e = engines["motion_autoencoder"]
+    clip = _clip(walk, 121)
+    ca, cb = torch_e.encode(clip), onnx_e.encode(clip)
+    close(cb.points, ca.points)
+    close(cb.origins, ca.origins)
+    pts = ca.points + np.random.default_rng(0).normal(scale=0.3, size=ca.points.shape).astype(np.float32)
+    for scale, timing in ((1.0, 0.0), (2.0, -0.4), (0.5, 0.2)):
+        da = torch_e.decode(ca, scale, points=pts, timing=timing)
+        db = onnx_e.decode(ca, scale, points=pts, timing=timing)
+        close(db.rotations, da.rotations)
+        close(db.positions, da.positions)
+
+
+def _cloth_frames(engine, frames=70):
+    """A smooth mesh sequence in the model's own basis (its mean plus slowly varying leading components)."""
+    t = np.linspace(0, 2 * np.pi, frames)[:, None]
+    k = np.arange(8)[None]
+    coeffs = np.zeros((frames, engine.basis.size), np.float32)
+    coeffs[:, :8] = 3.0 * np.sin(t * (1 + k) / 2 + k) / (1 + k)
+    return (engine.basis.mean.reshape(-1) + coeffs @ engine.basis.components).reshape(frames, -1, 3)
+
+
+def test_mesh_inbetween_and_decode_agree(engines):
+    torch_e, onnx_e = engines["cloth_inbetween"]
+    frames = _cloth_frames(torch_e)
+    keys = [0, 10, 25, 40, 69]
+    (va, ca), (vb, cb) = torch_e.inbetween(frames, keys), onnx_e.inbetween(frames, keys)
+    close(vb, va)
+    close(cb.points, ca.points)
+    close(onnx_e.decode(ca, 2.0, 0.3, amplify=1.5), torch_e.decode(ca, 2.0, 0.3, amplify=1.5))
+    torch_a, onnx_a = engines["cloth_autoencoder"]
+    ea, eb = torch_a.encode(frames), onnx_a.encode(frames)
+    close(eb.points, ea.points)
+    close(onnx_a.decode(ea, 2.0, -0.3, points=ea.points * 1.2), torch_a.decode(ea, 2.0, -0.3, points=ea.points * 1.2))
+
+
+def test_the_service_answers_built_in_as_with_torch(engines, walk):
+    """The add-on's requests (the service's dispatcher, as bridge.request calls it): runtime "onnx" gives
+    torch's numbers for an in-between request."""
+    from backend import service
+    clip = _clip(walk, 61)
+    keys = [0, 20, 40, 60]
+    header = {"op": "inbetween", "keys": keys, "frame_time": clip.frame_time, "device": "cpu"}
+    arrays = {"offsets": clip.skeleton.offsets, "key_rotations": clip.rotations[keys],
+              "key_positions": clip.positions[keys]}
+    ra, a = service.handle(header, arrays)
+    rb, b = service.handle(dict(header, runtime="onnx"), arrays)
+    assert rb["device"] == "cpu" and ra["segments"] == rb["segments"]
+    close(b["rotations"], a["rotations"])
+    close(b["positions"], a["positions"])

@@ -83,9 +83,9 @@ HANDLERS = {"hello": hello, "load": load, "inbetween": inbetween, "encode": enco
 def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
     op = header.get("op")
     if isinstance(op, str) and op in HANDLERS:
-        with request_threads():
+        with request_threads(_runtime(header) == "torch"):
             return HANDLERS[op](header, arrays)
     if isinstance(op, str) and op.startswith("mesh_"):
-        with request_threads():
+        with request_threads(_runtime(header) == "torch"):
             return _mesh(op)(header, arrays)  # the mesh module names the unknown request
     raise ValueError(f"unknown request {op!r}")

@@ -33,7 +33,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
     from ..edits import edit_points
-    from ..keyframes import segments_on_keys
+    from ..keyframes_np import segments_on_keys
     from ..mesh_engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]

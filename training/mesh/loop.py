@@ -317,6 +317,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     (out / "history.json").write_text(json.dumps(history))
     if cfg.task == "autoencoder" and cfg.principal > 0 and not os.environ.get("SPLINETWEEN_NO_PRINCIPAL"):
         add_principal(out / "best", train_ms, cfg.principal, seed=cfg.seed)
+    from backend.export_onnx import export_saved
+    print(export_saved(out / "best.json"), file=sys.stderr)  # (last: the principal directions rewrite the weights)
     print(f"\ndone: {out / 'best.json'} (val mean vertex error {best:.3f} % of the bounding-box diagonal)",
           file=sys.stderr)
     progress.emit("done", checkpoint=str(out / "best.json"), metric="val_vertex_pct", value=best)
