@@ -3,6 +3,7 @@ and the add-on's import discipline (bridge.py alone reaches the backend; torch o
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import subprocess
@@ -134,8 +135,20 @@ def test_interpreter_without_the_packages(tmp_path):
         bridge.shutdown()
 
 
-def test_auto_mode_and_the_shipped_checkpoint():
-    assert bridge.resolve_mode(bridge.BackendSettings()) == "IN_PROCESS"  # torch imports in this venv
+def test_auto_mode_and_the_shipped_checkpoint(tmp_path):
+    """Automatic: built-in for a checkpoint with current exported graphs; one without runs with PyTorch
+    (in-process here, where torch imports), and so does a GPU asked for."""
+    assert bridge.resolve_mode(bridge.BackendSettings()) == "BUILTIN"  # the shipped graphs, ONNX Runtime here
+    assert bridge.resolve_mode(bridge.BackendSettings(device="cuda")) == "IN_PROCESS"
+    import shutil
+    for suffix in (".json", ".safetensors"):  # a copy without its graphs (e.g. trained where onnx was missing)
+        shutil.copy(ROOT / "backend" / "checkpoints" / f"inbetween{suffix}", tmp_path / f"inbetween{suffix}")
+    mine = bridge.BackendSettings(checkpoint=str(tmp_path / "inbetween.json"))
+    assert "no exported model" in bridge.exported(tmp_path / "inbetween.json")
+    assert bridge.resolve_mode(mine) == "IN_PROCESS"
+    with pytest.raises(bridge.BridgeError, match="has no exported model.*python -m backend export"):
+        bridge.inbetween(dataclasses.replace(mine, mode="BUILTIN"), np.zeros((22, 3)), [0, 2], np.zeros((2, 22, 4)),
+                         np.zeros((2, 22, 3)))
     info = bridge.describe(bridge.BackendSettings())
     assert info.path == ROOT / "backend" / "checkpoints" / "inbetween.json"
     assert info.names[:2] == ("joint_Root", "Hips") and info.position_joints == (1,) and info.max_gap == 60
