@@ -36,27 +36,22 @@ def graph_path(json_path, call: str) -> Path:
     return jpath.with_name(f"{jpath.stem}.{call}.onnx")  # (runtime._paths reads the same names)
 
 
-class _AutoEncode(nn.Module):
-    """``SplineTransformer.encode`` with its least-squares fit ``[K, N]`` an input."""
+class _Call(nn.Module):
+    """One call of model ``m`` as a module's forward (what the exporter traces)."""
 
     def __init__(self, m):
         super().__init__()
         self.m = m
 
+
+class _AutoEncode(_Call):
+    """``SplineTransformer.encode`` with its least-squares fit ``[K, N]`` an input."""
+
     def forward(self, x, fit):
-        m = self.m
-        b, n, _ = x.shape
-        k = m.control_tokens.shape[0]
-        tokens = torch.cat([m.control_tokens.expand(b, -1, -1), m.mlp_enc(x)], 1)
-        pos = torch.arange(k + n, device=x.device)
-        cp = m.to_latent(m.enc(tokens, pos)[:, :k])
-        if m.cfg.linear_path:
-            s = m._shared_dims()
-            cp = cp + nn.functional.pad(fit @ x[..., :s], (0, cp.shape[-1] - s))
-        return cp
+        return self.m.encode(x, fit)
 
 
-class _AutoDecode(nn.Module):
+class _AutoDecode(_Call):
     """``SplineTransformer.decode`` with the Bezier basis ``[N, K]`` of its sample times an input, then the
     normaliser's inverse: features, as ``Engine.decode_features`` returns them.  The product by the
     normaliser's rotation is in the graph because ONNX Runtime computes each row of a product the same
@@ -64,8 +59,7 @@ class _AutoDecode(nn.Module):
     or beside others (the add-on caches decodes per segment)."""
 
     def __init__(self, m, norm):
-        super().__init__()
-        self.m = m
+        super().__init__(m)
         self.register_buffer("mean", norm.mean.detach().clone())
         self.register_buffer("std", norm.std.detach().clone())
         self.register_buffer("rotation", None if norm.rotation is None else norm.rotation.detach().clone())
@@ -82,15 +76,11 @@ class _AutoDecode(nn.Module):
         return out * self.std + self.mean
 
 
-class _KeyEncode(nn.Module):
+class _KeyEncode(_Call):
     """``KeyframeSplineTransformer.encode`` over every frame, the frames that are not keys hidden.  The
     torch module leaves those tokens out (its length follows the key count, a number in the data); no
     token may attend to a hidden one, so its softmax weight is exactly zero and the outputs are the
     same up to the order of a sum (tests/test_onnx.py)."""
-
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
 
     def forward(self, keys_n, mask):
         m = self.m
@@ -109,13 +99,9 @@ class _KeyEncode(nn.Module):
         return m.to_latent(m.enc(tokens, pos, hidden)[:, :k])
 
 
-class _KeyDecode(nn.Module):
+class _KeyDecode(_Call):
     """``KeyframeSplineTransformer.decode`` without its linear path (``regression``, added by the caller),
     the Bezier basis an input."""
-
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
 
     def forward(self, controls, base_n, mask, basis, positions):
         m = self.m

@@ -269,8 +269,9 @@ class SplineTransformer(nn.Module):
                 nn.init.zeros_(layer.weight)
                 nn.init.zeros_(layer.bias)
 
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines)."""
+    def encode(self, x: torch.Tensor, fit: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines); ``fit`` [K,N]: the linear path's
+        least-squares fit when the caller has it (the exported graph takes it as an input)."""
         b, n, _ = x.shape
         k = self.control_tokens.shape[0]
         tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(x)], 1)
@@ -278,7 +279,8 @@ class SplineTransformer(nn.Module):
         cp = self.to_latent(self.enc(tokens, pos)[:, :k])
         if self.cfg.linear_path:
             m = self._shared_dims()
-            fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
+            if fit is None:
+                fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
             cp = cp + F.pad(fit @ x[..., :m], (0, cp.shape[-1] - m))
         return cp
 
