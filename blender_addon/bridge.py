@@ -12,8 +12,9 @@ bundled copy (``<add-on>/backend``, put there by build.py) when present, else th
   backend/service/); the model stays loaded between calls, a call that takes longer than the
   timeout stops the process, and a dead process is started again on the next call.
 * ``IN_PROCESS``: the service inside Blender's Python with PyTorch (a developer's Blender that has it).
-* ``AUTO``: built-in when the request's checkpoint has current exported graphs, else in-process PyTorch
-  when it imports here, else the backend process.
+* ``AUTO``: in-process PyTorch where it imports (the batch's workers, a developer's Blender), else
+  built-in when the request's checkpoint has current exported graphs (and no GPU is asked for), else
+  the backend process.  In Blender's own Python: Built-in unless a checkpoint has no exported model.
 """
 from __future__ import annotations
 
@@ -213,10 +214,12 @@ def resolve_mode(settings: BackendSettings, checkpoint=None) -> str:
         raise BridgeError(f"unknown backend mode {settings.mode!r} (one of {', '.join(MODES)})")
     if settings.mode != "AUTO":
         return settings.mode
+    if torch_available():  # (a Python with PyTorch: the batch's workers, a developer's Blender: torch stays)
+        return "IN_PROCESS"
     path = Path(checkpoint) if checkpoint else describe(settings).path
     if onnxruntime_available() and settings.device in ("auto", "cpu") and not exported(path):
         return "BUILTIN"
-    return "IN_PROCESS" if torch_available() else "SUBPROCESS"
+    return "SUBPROCESS"
 
 
 def backend_module(name: str):

@@ -10,8 +10,8 @@ _MODES = [
                             "set up (the CPU; a checkpoint needs its exported model, python -m backend export)"),
     ("SUBPROCESS", "Backend Process", "Run the models in a separate Python that has PyTorch, kept warm between "
                                       "calls: for a GPU, or checkpoints without an exported model"),
-    ("AUTO", "Automatic", "Built-in, unless a checkpoint has no exported model: then PyTorch in Blender's Python "
-                          "where it imports, else the backend process"),
+    ("AUTO", "Automatic", "PyTorch in Blender's Python where it imports, else Built-in, unless a checkpoint has "
+                          "no exported model (or a GPU is asked for): then the backend process"),
     ("IN_PROCESS", "PyTorch in Blender", "Run the models with PyTorch inside Blender's Python (needs PyTorch "
                                          "installed there; for developers)"),
 ]

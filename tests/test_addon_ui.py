@@ -31,7 +31,7 @@ def test_register_and_unregister():
     assert (p.backend_mode, p.device, p.checkpoint, p.interpreter) == ("BUILTIN", "auto", "", "")
     s = bpy.context.scene.splinetween
     assert (s.blend, s.key_mode, s.step, s.all_bones) == (1.0, "EVERY_FRAME", 5, False)
-    p.backend_mode = "AUTO"  # built-in where ONNX Runtime imports (5.0's test Python), else the backend process
+    p.backend_mode = "AUTO"  # PyTorch in-process where it imports (5.0's test Python), else the backend process
     assert bpy.ops.anim.splinetween_check_backend() == {"FINISHED"}
     disable_addon()
     assert not hasattr(bpy.types, "ANIM_OT_splinetween_inbetween")

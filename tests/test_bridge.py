@@ -135,17 +135,19 @@ def test_interpreter_without_the_packages(tmp_path):
         bridge.shutdown()
 
 
-def test_auto_mode_and_the_shipped_checkpoint(tmp_path):
-    """Automatic: built-in for a checkpoint with current exported graphs; one without runs with PyTorch
-    (in-process here, where torch imports), and so does a GPU asked for."""
-    assert bridge.resolve_mode(bridge.BackendSettings()) == "BUILTIN"  # the shipped graphs, ONNX Runtime here
-    assert bridge.resolve_mode(bridge.BackendSettings(device="cuda")) == "IN_PROCESS"
+def test_auto_mode_and_the_shipped_checkpoint(tmp_path, monkeypatch):
+    """Automatic: PyTorch in-process where it imports (here); in a Python without it (Blender's), built-in
+    for a checkpoint with current exported graphs, else (no graphs, or a GPU asked for) the backend process."""
+    assert bridge.resolve_mode(bridge.BackendSettings()) == "IN_PROCESS"  # torch imports in this venv
     import shutil
     for suffix in (".json", ".safetensors"):  # a copy without its graphs (e.g. trained where onnx was missing)
         shutil.copy(ROOT / "backend" / "checkpoints" / f"inbetween{suffix}", tmp_path / f"inbetween{suffix}")
     mine = bridge.BackendSettings(checkpoint=str(tmp_path / "inbetween.json"))
+    monkeypatch.setattr(bridge, "torch_available", lambda: False)  # (as in Blender's own Python)
+    assert bridge.resolve_mode(bridge.BackendSettings()) == "BUILTIN"  # the shipped graphs, ONNX Runtime here
+    assert bridge.resolve_mode(bridge.BackendSettings(device="cuda")) == "SUBPROCESS"
     assert "no exported model" in bridge.exported(tmp_path / "inbetween.json")
-    assert bridge.resolve_mode(mine) == "IN_PROCESS"
+    assert bridge.resolve_mode(mine) == "SUBPROCESS"
     with pytest.raises(bridge.BridgeError, match="has no exported model.*python -m backend export"):
         bridge.inbetween(dataclasses.replace(mine, mode="BUILTIN"), np.zeros((22, 3)), [0, 2], np.zeros((2, 22, 4)),
                          np.zeros((2, 22, 3)))
