@@ -20,9 +20,9 @@ from .skeleton import Clip
 
 def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Copies of the clip's arrays in which only key frames hold data (the rest is never read)."""
-    rot = np.zeros_like(clip.rotations)
-    rot[..., 0] = 1.0
-    pos = np.zeros_like(clip.positions)
+    rot = np.zeros(clip.rotations.shape, dtype=clip.rotations.dtype)  # (C order, whatever the clip's layout:
+    rot[..., 0] = 1.0                                                   # numpy's sums round by the layout)
+    pos = np.zeros(clip.positions.shape, dtype=clip.positions.dtype)
     rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]
     return rot, pos
 
@@ -75,7 +75,9 @@ def fill(engine, items, with_base: bool = True):
             feat, base, origin, _ = results[i, si]
             for k, f in enumerate((feat, base)[:len(arrays) // 2]):
                 r, p = poses_from_features(f, layout, origin, template, clip.skeleton.num_joints)
-                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r, p
+                # (the model's float32 precision whatever the clip's dtype: a clip of key poses only, as the
+                # service gets them, fills the numbers of the whole clip)
+                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.astype(np.float32), p.astype(np.float32)
         if not with_base:
             arrays += [None, None]
         out.append((*arrays, np.stack([results[i, si][3] for si in range(len(segs))]),
