@@ -16,7 +16,7 @@ def _keymap_items():
 
 
 def test_register_and_unregister():
-    fresh_scene_with_addon()
+    fresh_scene_with_addon(test_backend=False)
     from blender_addon.ui import panel
     assert hasattr(bpy.types, "ANIM_OT_splinetween_inbetween")
     for editor in ("VIEW3D", "DOPESHEET", "GRAPH"):  # the Splinetween sidebar tab of all three editors
