@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
-from . import backend_direct, bvh_map
+from . import backend_direct, bvh_map, safe_io
 from .errors import JobError
 
 
@@ -59,7 +59,7 @@ def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
 
 def _text_writer(text: str):
     def write(tmp: Path) -> None:
-        tmp.write_text(text, encoding="utf-8")
+        safe_io.write_checked(tmp, text.encode("utf-8"))
     return write
 
 

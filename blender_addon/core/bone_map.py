@@ -317,23 +317,62 @@ def check(joint_names, joint_parents, bone_parents: dict, bones: dict, hint: str
     return [bones.get(j) or None for j in joint_names]
 
 
-def from_json(text: str, joint_names=None) -> BoneMap:
-    """A preset file's map; a BoneMapError names what is wrong with a bad file."""
+MAX_FILE = 1 << 20  # a bone map file of every joint is a few kB
+MAX_NAME = 63  # Blender's longest bone name (bytes); a preset's name gets the same
+
+
+def from_json(text: str | bytes, joint_names=None) -> BoneMap:
+    """A preset's map from its text (a file is read by ``io.bone_map.read_file``, with its limits);
+    a BoneMapError names what is wrong."""
+    if len(text) > MAX_FILE:
+        raise BoneMapError(f"not a bone map file ({len(text):,} bytes; one is a few kB)")
     try:
         data = json.loads(text)
-    except ValueError as e:
-        raise BoneMapError(f"not a bone map file (not JSON: {e})") from None
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
+        raise BoneMapError(f"not a bone map file (not JSON: {str(e)[:200] or type(e).__name__})") from None
+    return from_doc(data, joint_names)
+
+
+def from_doc(data, joint_names=None) -> BoneMap:
+    """A preset file's parsed JSON -> its map; a BoneMapError names what is wrong with a bad file."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BoneMapError(f'not a bone map file (no "format": "{FORMAT}"; export one from the Bone Map panel)')
-    if data.get("version") != VERSION:
-        raise BoneMapError(f"bone map version {data.get('version')!r} is not supported (this add-on reads {VERSION})")
+    version = data.get("version")
+    if version != VERSION:
+        raise BoneMapError(_version_problem(version))
+    preset = data.get("preset", "Custom")
+    if not isinstance(preset, str) or len(preset.encode("utf-8")) > MAX_NAME:
+        raise BoneMapError(f'the bone map\'s "preset" must be a name of at most {MAX_NAME} bytes (it is '
+                           f'{_size(preset)}); shorten it or remove it')
     bones = data.get("bones")
     if not isinstance(bones, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str))
                                               for k, v in bones.items()):
         raise BoneMapError('the bone map\'s "bones" must be an object of joint name -> bone name or null')
+    long = [v for v in list(bones) + list(bones.values()) if v and len(v.encode("utf-8")) > MAX_NAME]
+    if long:
+        raise BoneMapError(f"the bone map holds a name of {_size(long[0])}; joint and bone names have at most "
+                           f"{MAX_NAME} bytes in Blender (shorten it)")
     if joint_names is not None:
         unknown = sorted(set(bones) - set(joint_names))
         if unknown:
             raise BoneMapError(f"the bone map names joints the model does not have: {', '.join(unknown[:6])} "
                                f"(the model's joints: {', '.join(joint_names)})")
-    return BoneMap({k: (v or None) for k, v in bones.items()}, str(data.get("preset", "Custom")))
+    return BoneMap({k: (v or None) for k, v in bones.items()}, preset)
+
+
+def _size(value) -> str:
+    return f"{len(value.encode('utf-8')):,} bytes" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def _version_problem(version) -> str:
+    """What is wrong with a bone map's "version", and the fix."""
+    if version is None:
+        return f'the bone map has no "version" (this add-on reads version {VERSION}: add "version": {VERSION})'
+    if isinstance(version, str) and version.strip().isdecimal() and len(version.strip()) < 10:
+        return (f'the bone map\'s "version" is the text "{version[:20]}", not the number {int(version)}: write '
+                f'"version": {int(version)} without quotes')
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        return (f"bone map version {version} was written by a newer Splinetween; this add-on reads version "
+                f"{VERSION} (update the add-on, or export the map again from this one's Bone Map panel)")
+    return (f"bone map version {str(version)[:40]!r} is not one this add-on reads (it reads version {VERSION}; "
+            "export the map again from the Bone Map panel)")

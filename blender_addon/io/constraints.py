@@ -1,6 +1,7 @@
 """bpy -> ``core.constraints``: the pose bones' constraints of an armature, described as plain data."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,13 +31,34 @@ def describe(obj) -> dict[str, list[C.Constraint]]:
     return out
 
 
+_DRIVEN_PROPS = {"rotation_quaternion": C.ROTATION, "rotation_euler": C.ROTATION, "rotation_axis_angle": C.ROTATION,
+                 "location": C.LOCATION}
+
+
+def drivers(obj) -> dict[str, dict[str, str]]:
+    """bone -> {channel: the driven property} for the object's working drivers on pose bones' rotation and
+    location (a driver replaces the F-curve's value: keys under it change nothing)."""
+    ad = obj.animation_data
+    out: dict[str, dict[str, str]] = {}
+    for fc in (ad.drivers if ad is not None else ()):
+        path = fc.data_path
+        if fc.mute or not fc.is_valid or not path.startswith('pose.bones["') or not fc.driver.is_valid:
+            continue
+        bone, _, prop = path[len('pose.bones["'):].rpartition('"].')
+        channel = _DRIVEN_PROPS.get(prop)
+        if channel and bone:
+            out.setdefault(re.sub(r"\\(.)", r"\1", bone), {})[channel] = prop  # (escape_identifier undone)
+    return out
+
+
 def driven_bones(obj, written: dict) -> dict[str, C.Driven]:
-    """The bones among ``written`` (bone -> channels written) whose written channels a constraint overrides."""
-    described = describe(obj)
-    if not described:
+    """The bones among ``written`` (bone -> channels written) whose written channels a constraint or a
+    driver overrides."""
+    described, driving = describe(obj), drivers(obj)
+    if not described and not driving:
         return {}
     parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
-    return C.driven_bones(described, parents, written)
+    return C.driven_bones(described, parents, written, driving)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from .. import bridge, preferences
 from ..core import bone_map as BM
 from ..core.errors import Refusal, run_reported
 from ..io import bone_map as bone_map_io
+from ..io import bone_map_file
 
 
 def _poll(cls, context) -> bool:
@@ -115,13 +116,11 @@ class ANIM_OT_splinetween_bone_map_import(bpy.types.Operator, ImportHelper):
         def work() -> str:
             obj = context.active_object
             path = Path(bpy.path.abspath(self.filepath))
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise Refusal(f"cannot read {path}: {getattr(e, 'strerror', None) or e}; nothing was changed") from None
             names, _ = _joints(context)
             try:
-                bm = BM.from_json(text, names)
+                bm = bone_map_file.read_file(path, names)
+            except OSError as e:
+                raise Refusal(f"cannot read {path}: {e.strerror or e}; nothing was changed") from None
             except BM.BoneMapError as e:
                 raise Refusal(f"{path.name}: {e}; nothing was changed") from None
             absent = sorted({b for b in bm.bones.values() if b and b not in obj.data.bones})
