@@ -26,14 +26,9 @@ from . import checkpoint as ckpt_io
 from . import model as model_mod
 from .atomic import replacing
 from .keyframe_model import KeyframeSplineTransformer
-from .runtime import CALLS, STAMP, weights_digest
+from .runtime import CALLS, STAMP, checkpoint_files, weights_digest
 
 OPSET = 18
-
-
-def graph_path(json_path, call: str) -> Path:
-    jpath, _ = ckpt_io.paths_for(json_path)
-    return jpath.with_name(f"{jpath.stem}.{call}.onnx")  # (runtime._paths reads the same names)
 
 
 class _Call(nn.Module):
@@ -176,9 +171,7 @@ def export(json_path) -> list[Path]:
     """Write ``NAME.<call>.onnx`` for each call of the checkpoint's model; returns the paths."""
     import onnx
     ck = ckpt_io.load(json_path)
-    jpath, _ = ckpt_io.paths_for(ck.path)
-    doc = json.loads(jpath.read_text(encoding="utf-8"))
-    weights = jpath.with_name(doc.get("weights", jpath.with_suffix(".safetensors").name))
+    _, graphs, weights = checkpoint_files(ck.path)
     model = ck.build_model().eval().requires_grad_(False)
     keyframe = isinstance(model, KeyframeSplineTransformer)
     written = []
@@ -198,7 +191,7 @@ def export(json_path) -> list[Path]:
             _point_into(proto, weights)
             stamp = proto.metadata_props.add()  # which weights the offsets are into (runtime.stale checks it)
             stamp.key, stamp.value = STAMP, weights_digest(weights)
-            out = graph_path(jpath, call)
+            out = graphs[call]
             with replacing(out) as tmp_out:
                 Path(tmp_out).write_bytes(proto.SerializeToString())
             written.append(out)

@@ -58,7 +58,8 @@ def weights_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _paths(json_path) -> tuple[Path, dict[str, Path], Path]:
+def checkpoint_files(json_path) -> tuple[Path, dict[str, Path], Path]:
+    """(config, {call: its graph}, weights) of a checkpoint: ``NAME.<call>.onnx`` next to ``NAME.json``."""
     jpath = Path(json_path).with_suffix(".json")
     doc = json.loads(jpath.read_text(encoding="utf-8"))
     weights = jpath.with_name(Path(doc.get("weights") or jpath.with_suffix(".safetensors").name).name)
@@ -68,16 +69,17 @@ def _paths(json_path) -> tuple[Path, dict[str, Path], Path]:
 def stale(json_path) -> str:
     """Why the checkpoint's graphs cannot be used ("" when they can): missing, or exported from other weights."""
     try:
-        jpath, graphs, weights = _paths(json_path)
-    except (OSError, ValueError) as e:
+        jpath, graphs, weights = checkpoint_files(json_path)
+        missing = [p.name for p in graphs.values() if not p.is_file()]
+        if missing:
+            return (f"{jpath.name} has no exported model ({', '.join(missing)} missing); export it with "
+                    f"python -m backend export {jpath}")
+        digest = weights_digest(weights).encode()
+        exported = {p: p.read_bytes() for p in graphs.values()}
+    except (OSError, ValueError, AttributeError) as e:
         return f"cannot read the checkpoint {json_path} ({e})"
-    missing = [p.name for p in graphs.values() if not p.is_file()]
-    if missing:
-        return (f"{jpath.name} has no exported model ({', '.join(missing)} missing); export it with "
-                f"python -m backend export {jpath}")
-    digest = weights_digest(weights).encode()
-    for p in graphs.values():
-        if digest not in p.read_bytes():  # (the graph's metadata holds the digest it was exported with: STAMP)
+    for p, graph in exported.items():
+        if digest not in graph:  # (the graph's metadata holds the digest it was exported with: STAMP)
             return (f"{p.name} was exported from other weights than {weights.name}; export it again with "
                     f"python -m backend export {jpath}")
     return ""
@@ -107,7 +109,7 @@ class OnnxModel:
         why = stale(json_path) if check else ""
         if why:
             raise RuntimeModelError(why)
-        jpath, graphs, weights = _paths(json_path)
+        jpath, graphs, weights = checkpoint_files(json_path)
         doc = json.loads(jpath.read_text(encoding="utf-8"))
         self.cfg = ModelConfig.from_json(doc["model"])
         self.keyframe = self.cfg.kind == "keyframe"
