@@ -9,7 +9,7 @@ import torch
 
 from . import quat_torch as QT
 from .features import horizontal_mask, to_features
-from .keyframes_np import every_k, key_mask, segments_on_keys, validate_keys  # noqa: F401  (numpy: the
+from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401  (numpy: the
 # bookkeeping both twins share, kept importable from here)
 
 
@@ -148,10 +148,7 @@ def spline_base(key_feat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def interpolation_base(name: str):
     """The base an in-between model's residual is added to, by its config name (features only)."""
-    bases = {"hermite": hermite_base, "cspline": spline_base}
-    if name not in bases:
-        raise ValueError(f"base {name!r} is not one of {', '.join(bases)}")
-    return bases[name]
+    return pick_base(name, hermite_base, spline_base)
 
 
 def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,

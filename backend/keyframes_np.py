@@ -157,11 +157,17 @@ def spline_base(key_feat: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def interpolation_base(name: str):
-    bases = {"hermite": hermite_base, "cspline": spline_base}
+def pick_base(name: str, hermite, cspline):
+    """``hermite`` or ``cspline`` by an in-betweener's config name (both twins' ``interpolation_base``)."""
+    bases = {"hermite": hermite, "cspline": cspline}
     if name not in bases:
         raise ValueError(f"base {name!r} is not one of {', '.join(bases)}")
     return bases[name]
+
+
+def interpolation_base(name: str):
+    """The base an in-between model's residual is added to, by its config name (features only)."""
+    return pick_base(name, hermite_base, spline_base)
 
 
 def inbetween_inputs(rot, pos, mask, layout, normalizer, base: str = "slerp"):
