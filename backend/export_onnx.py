@@ -183,6 +183,10 @@ def export(json_path) -> list[Path]:
                        else WRAPPERS[keyframe, call](model)).eval()
             with tempfile.TemporaryDirectory() as tmp:
                 raw = Path(tmp) / "graph.onnx"
+                # TorchScript's exporter (it needs the onnx package only; deprecated in torch 2.13, which
+                # warns): 1 s a graph.  torch.export's (dynamo=True, optimize=False; it needs onnxscript)
+                # exports these wrappers too, weights as stored, in 5-12 s a graph: the way on when the old
+                # one is removed.
                 with torch.no_grad():
                     torch.onnx.export(wrapper, args, str(raw), input_names=list(names), output_names=["out"],
                                       dynamic_axes=dynamic, opset_version=OPSET, dynamo=False,
