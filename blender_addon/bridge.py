@@ -208,7 +208,7 @@ def exported(checkpoint) -> str:
     asked again only when one of its files changes (a slider asks on every change)."""
     json_path = Path(checkpoint).with_suffix(".json")
     files = [json_path, json_path.with_suffix(".safetensors")] + [json_path.with_name(f"{json_path.stem}.{c}.onnx")
-                                                                   for c in ("encode", "decode")]
+                                                                   for c in numpy_module("runtime").CALLS]
     key = (str(json_path),) + tuple(f.stat().st_mtime_ns if f.exists() else None for f in files)
     if key not in _exported:
         if len(_exported) > 64:
