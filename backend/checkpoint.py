@@ -1,7 +1,8 @@
 """Checkpoints are data: ``NAME.safetensors`` (weights, statistics) + ``NAME.json`` (config).
 
 Loading parses JSON and a safetensors header and nothing else: no pickle, no code.
-Every refusal names the file and the problem.
+Every refusal names the file and the problem.  ``load(..., arrays=True)`` reads a checkpoint without
+torch (numpy arrays, the model left to ``backend.runtime``: the add-on's built-in backend).
 """
 from __future__ import annotations
 
@@ -10,14 +11,13 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-from safetensors.torch import load_file, save_file
+import numpy as np
 
 from . import checkpoint_checks as checks
+from . import safetensors_np
 from .atomic import replacing, write_text
-from .features import FeatureLayout, Normalizer
-from .model import ModelConfig
-from .registry import build_model
+from .features_np import ArrayNormalizer, FeatureLayout
+from .model_config import ModelConfig
 from .skeleton import Skeleton
 
 FORMAT = "splinetween-checkpoint"
@@ -36,8 +36,8 @@ class Checkpoint:
     config: ModelConfig
     skeleton: Skeleton | None  # None for a mesh asset
     layout: FeatureLayout | None  # None for a mesh asset (features are basis coefficients)
-    normalizer: Normalizer
-    state: dict  # model weights
+    normalizer: "Normalizer"  # features.Normalizer (torch), or features_np.ArrayNormalizer (``load(arrays=True)``)
+    state: dict  # model weights (tensors, or numpy arrays with ``arrays=True``)
     info: dict = field(default_factory=dict)  # provenance: data, split, steps, metrics, wall time
     extra: dict = field(default_factory=dict)  # extra tensors (e.g. principal directions)
     window: int = 61  # frames per segment the model was trained on
@@ -55,7 +55,8 @@ class Checkpoint:
             return None
         key = (id(self.extra["pca.components"]), id(self.extra["pca.std"]))
         if self._principal is None or self._principal[0] != key:  # (converted once: every decode asks)
-            arrays = self.extra["pca.components"].double().numpy(), self.extra["pca.std"].double().numpy()
+            arrays = (np.array(self.extra["pca.components"], dtype=np.float64),
+                      np.array(self.extra["pca.std"], dtype=np.float64))
             for a in arrays:
                 a.setflags(write=False)
             self._principal = (key, arrays)
@@ -68,10 +69,22 @@ class Checkpoint:
         """One sentence per principal direction (what its slider does), or [] when the checkpoint has none."""
         return list(self.info.get("principal_descriptions", []))
 
-    def build_model(self) -> torch.nn.Module:
+    def array_normalizer(self) -> ArrayNormalizer:
+        """The normaliser as numpy float32 arrays (the engines' inference maths, ``features_np``)."""
+        n = self.normalizer
+        if isinstance(n, ArrayNormalizer):
+            return n
+        return ArrayNormalizer(*(None if x is None else np.array(x.detach().cpu(), dtype=np.float32)
+                                 for x in (n.mean, n.std, n.rotation)))
+
+    def build_model(self):
+        """The torch module with the weights (torch is imported here, not by reading a checkpoint)."""
+        import torch
+
+        from .registry import build_model
         model = build_model(self.config)
         try:
-            model.load_state_dict(self.state, strict=True)
+            model.load_state_dict({k: torch.as_tensor(v) for k, v in self.state.items()}, strict=True)
         except RuntimeError as e:
             first = str(e).splitlines()
             raise CheckpointError(self.path, "the weights do not match the model config: "
@@ -86,7 +99,8 @@ def paths_for(path) -> tuple[Path, Path]:
     return stem.with_suffix(".json"), stem.with_suffix(".safetensors")
 
 
-def save(path, ckpt: Checkpoint, model: torch.nn.Module | None = None) -> Path:
+def save(path, ckpt: Checkpoint, model=None) -> Path:
+    from safetensors.torch import save_file
     jpath, wpath = paths_for(path)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in (model.state_dict() if model else ckpt.state).items()}
@@ -167,7 +181,20 @@ def _check_mesh_basis(jpath: Path, wpath: Path, asset: dict, extra: dict, dim: i
                                      f"{v} vertices and the model's input size {dim}")
 
 
-def load(path, map_location="cpu") -> Checkpoint:
+def _read_tensors(path: Path, what: str, arrays: bool, map_location) -> dict:
+    try:
+        tensors = safetensors_np.read(path)
+    except (ValueError, OSError) as e:
+        raise CheckpointError(path, f"cannot read the {what} ({e})") from None
+    if arrays:
+        return tensors
+    import torch
+    return {k: torch.from_numpy(v.copy()).to(map_location) for k, v in tensors.items()}
+
+
+def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
+    """``arrays``: numpy arrays and an ``ArrayNormalizer``, no torch (the weights' shapes are then checked
+    by the exported graphs that read them, ``backend.runtime``)."""
     jpath, wpath = paths_for(path)
     if not jpath.exists():
         raise CheckpointError(jpath, "checkpoint config not found (a checkpoint is NAME.json + NAME.safetensors)")
@@ -193,10 +220,7 @@ def load(path, map_location="cpu") -> Checkpoint:
     if not wpath.is_file():
         raise CheckpointError(wpath, f"weights file not found next to the config {jpath.name} (copy it along)")
     _check_safetensors(wpath)
-    try:
-        tensors = load_file(str(wpath), device=str(map_location))
-    except Exception as e:  # safetensors raises its own error type for a corrupt file
-        raise CheckpointError(wpath, f"cannot read the weights ({e})") from None
+    tensors = _read_tensors(wpath, "weights", arrays, map_location)
     try:
         config = ModelConfig.from_json(doc["model"])
         asset = dict(doc.get("asset") or {})
@@ -211,19 +235,25 @@ def load(path, map_location="cpu") -> Checkpoint:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:  # (OverflowError:
         # an integer beyond 64 bits where an index belongs)
         raise CheckpointError(jpath, f"the config is incomplete or invalid ({type(e).__name__}: {e})") from None
+    if arrays:
+        make = ArrayNormalizer
+    else:
+        from .features import Normalizer as make
     try:
-        normalizer = Normalizer(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))
+        normalizer = make(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))
     except KeyError:
         raise CheckpointError(wpath, "normalisation statistics (stats.mean / stats.std) are missing") from None
     dim = config.input_dim if mesh else layout.dim
     if normalizer.rotation is not None and tuple(normalizer.rotation.shape) != (dim, dim):
         raise CheckpointError(wpath, f"stats.rotation has shape {tuple(normalizer.rotation.shape)}; the features "
                               f"need ({dim}, {dim})")
-    if normalizer.mean.numel() != config.input_dim or dim != config.input_dim:
-        raise CheckpointError(jpath, f"feature size {dim} / statistics {normalizer.mean.numel()} do not "
+    stats = int(np.prod(tuple(normalizer.mean.shape)))
+    if stats != config.input_dim or dim != config.input_dim:
+        raise CheckpointError(jpath, f"feature size {dim} / statistics {stats} do not "
                                      f"match the model's input size {config.input_dim}")
     state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    checks.check_shapes(jpath, config, state, CheckpointError)  # before the model is allocated
+    if not arrays:
+        checks.check_shapes(jpath, config, state, CheckpointError)  # before the model is allocated
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
     if mesh and asset.get("basis"):
         bpath = jpath.with_name(Path(asset["basis"]).name)  # a name next to the checkpoint, never a path elsewhere
@@ -231,13 +261,11 @@ def load(path, map_location="cpu") -> Checkpoint:
             raise CheckpointError(bpath, "the asset's shared vertex basis is missing (it ships next to the "
                                          "checkpoint; copy it along)")
         _check_safetensors(bpath)
-        try:
-            extra.update(load_file(str(bpath), device=str(map_location)))
-        except Exception as e:
-            raise CheckpointError(bpath, f"cannot read the vertex basis ({e})") from None
+        extra.update(_read_tensors(bpath, "vertex basis", arrays, map_location))
     if mesh:
         _check_mesh_basis(jpath, wpath, asset, extra, config.input_dim)
     ckpt = Checkpoint(config, skeleton, layout, normalizer, state, doc.get("info") or {}, extra,
                       int(doc.get("window", 61)), jpath, asset)
-    ckpt.build_model()  # validates weights against config now, not at first use
+    if not arrays:
+        ckpt.build_model()  # validates weights against config now, not at first use
     return ckpt

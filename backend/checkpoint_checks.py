@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-import torch
-
 MAX_CONFIG_BYTES = 64 * 2 ** 20  # a config is a few kB (a mesh asset's a few MB at most)
 MAX_WINDOW = 2048  # frames per segment (decoding memory grows with its square)
 _INT_FIELDS = {"input_dim": 1 << 16, "output_dim": 1 << 16, "width": 1 << 16, "latent": 1 << 16, "layers": 64,
@@ -67,7 +65,7 @@ def check_doc(jpath: Path, doc: dict, error) -> None:
 
 
 def check_model(jpath: Path, model: dict, error) -> None:
-    from .model import ModelConfig
+    from .model_config import ModelConfig
     known = {f.name for f in fields(ModelConfig)}
     for k, v in model.items():
         if k in _INT_FIELDS and (not _is_int(v) or not 1 <= v <= _INT_FIELDS[k]):
@@ -121,27 +119,34 @@ def check_mirror(jpath: Path, doc, joints: int, error) -> None:
         raise error(jpath, problem)
 
 
-class _RandomAsEmpty(torch.overrides.TorchFunctionMode):
-    """Random tensors made as ``empty`` ones, random fills skipped: on the meta device only their
-    shapes matter, and PyTorch's meta ``randn`` and in-place random fills run Python reference
-    kernels whose checks import sympy (0.3-0.7 s of every engine load)."""
-    _MADE = {torch.randn, torch.rand}
-    _FILLED = {torch.Tensor.normal_, torch.Tensor.uniform_}
+def _random_as_empty():
+    """A torch function mode in which random tensors are made as ``empty`` ones and random fills are
+    skipped: on the meta device only their shapes matter, and PyTorch's meta ``randn`` and in-place
+    random fills run Python reference kernels whose checks import sympy (0.3-0.7 s of every engine
+    load).  Made on first use: reading a checkpoint needs no torch (``backend.runtime``)."""
+    import torch
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in self._MADE:
-            return torch.empty(*args, dtype=kwargs.get("dtype"), requires_grad=kwargs.get("requires_grad", False))
-        if func in self._FILLED and args[0].device.type == "meta":
-            return args[0]
-        return func(*args, **kwargs)
+    class RandomAsEmpty(torch.overrides.TorchFunctionMode):
+        _MADE = {torch.randn, torch.rand}
+        _FILLED = {torch.Tensor.normal_, torch.Tensor.uniform_}
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in self._MADE:
+                return torch.empty(*args, dtype=kwargs.get("dtype"), requires_grad=kwargs.get("requires_grad", False))
+            if func in self._FILLED and args[0].device.type == "meta":
+                return args[0]
+            return func(*args, **kwargs)
+    return RandomAsEmpty()
 
 
 def check_shapes(jpath: Path, config, state: dict, error) -> None:
     """Build the model on the meta device (no memory) and compare its parameters with the weights."""
+    import torch
+
     from .registry import build_model
     try:
-        with torch.device("meta"), _RandomAsEmpty():
+        with torch.device("meta"), _random_as_empty():
             want = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
     except Exception as e:  # an inconsistent config (sizes that do not fit together)
         raise error(jpath, f"the model config cannot be built ({type(e).__name__}: {str(e)[:200]})") from None

@@ -1,4 +1,4 @@
-"""python -m backend: reconstruct, info (and later inbetween, edit).
+"""python -m backend: reconstruct, inbetween, edit, info, export.
 
 Each input file succeeds or fails on its own: a bad file is reported with its name and
 no output is written for it; the exit status is 1 when any input failed, 2 for a usage error
@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "sizes, training data and metrics.")
     i.add_argument("checkpoint", nargs="?", type=Path, metavar="CKPT")
     i.add_argument("--json", action="store_true", help="print JSON instead of text")
+    x = sub.add_parser("export", help="write each checkpoint's ONNX graphs (the add-on's built-in backend)",
+                       description="Write NAME.encode.onnx and NAME.decode.onnx next to each checkpoint's JSON "
+                                   "(default: every shipped checkpoint), their weights pointing into the "
+                                   "checkpoint's own safetensors; rerun when a checkpoint's weights change.")
+    x.add_argument("checkpoints", nargs="*", type=Path, metavar="CKPT.json")
     return ap
 
 
@@ -251,13 +256,25 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from .checkpoint import DEFAULT_DIR
+    from .export_onnx import export
+    t0 = time.perf_counter()
+    paths = args.checkpoints or sorted(p for p in DEFAULT_DIR.glob("*.json"))
+    for p in paths:
+        for out in export(p):
+            print(f"{out} ({out.stat().st_size} bytes)")
+    print(f"{len(paths)} exported in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "out_dir", None) is not None:  # temporaries removed there if Ctrl+C must force the exit
         interrupts.watch(args.out_dir)
     try:
         return {"reconstruct": cmd_reconstruct, "inbetween": cmd_inbetween, "edit": cmd_edit,
-                "info": cmd_info}[args.command](args)
+                "info": cmd_info, "export": cmd_export}[args.command](args)
     except (CheckpointError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -5,19 +5,15 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
-import torch
 
 from . import checkpoint as ckpt_io
 from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
-from .features import from_features, to_features
+from .features_np import poses_from_features, sequence_origin, to_features
 from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
-from .model import rows_product
 from .splines import ease_weights
 from .skeleton import Clip
 
@@ -29,8 +25,8 @@ class Engine(EngineBase):
     WRONG_KIND = ("{name} is a mesh-sequence checkpoint; armatures and BVH need a motion checkpoint (mesh "
                   "checkpoints are used through backend.mesh_engine.MeshEngine)")
 
-    def __init__(self, checkpoint=None, device: str = "auto"):
-        super().__init__(checkpoint, DEFAULT_CHECKPOINT, device)
+    def __init__(self, checkpoint=None, device: str = "auto", runtime: str = "torch"):
+        super().__init__(checkpoint, DEFAULT_CHECKPOINT, device, runtime)
         self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
         self.frame_time = timebase.model_frame_time(self.ckpt.info)  # clips at other rates are resampled to it
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
@@ -92,7 +88,6 @@ class Engine(EngineBase):
             return inbetween(self, [clips], [key_frames])[0]
         return inbetween(self, list(clips), list(key_frames))
 
-    @torch.inference_mode()
     def encode(self, clips: Clip | list[Clip]) -> Controls | list[Controls]:
         self.require("autoencoder")
         single = isinstance(clips, Clip)
@@ -106,49 +101,37 @@ class Engine(EngineBase):
         points = {}
         origins = {}
         for n, group in group_by_length(jobs).items():
-            rot = torch.stack([torch.from_numpy(clips[ci].rotations[a:b + 1]) for ci, _, a, b in group])
-            pos = torch.stack([torch.from_numpy(clips[ci].positions[a:b + 1]) for ci, _, a, b in group])
-            feat, origin = to_features(rot.float().to(self.device), pos.float().to(self.device), self.layout)
-            cp = self.model.encode(self.norm(feat)).cpu().numpy()
+            rot = np.stack([clips[ci].rotations[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
+            pos = np.stack([clips[ci].positions[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
+            origin = sequence_origin(pos, self.layout)
+            cp = self.model.encode(self.norm(to_features(rot, pos, self.layout, origin)))
             for k, (ci, si, _, _) in enumerate(group):
                 points[ci, si] = cp[k]
-                origins[ci, si] = origin[k].cpu().numpy()
+                origins[ci, si] = origin[k]
         out = [Controls(np.stack([points[ci, si] for si in range(len(s))]),
                         np.stack([origins[ci, si] for si in range(len(s))]), s,
                         clips[ci].positions[0].copy(), clips[ci].frame_time, clips[ci].name)
                for ci, s in enumerate(segs)]
         return out[0] if single else out
 
-    @torch.inference_mode()
     def decode_segments(self, points: np.ndarray, origins: np.ndarray, lengths: list[int],
-                        scale: float = 1.0, timing: float = 0.0) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Decode segment control points to features; ``scale`` > 1 super-samples (times ``scale`` frames),
-        ``timing`` re-times where along the segment the motion happens (see ``edits.warp_times``).  The
-        same pass as :meth:`decode_features` (one model call whatever the lengths), so a segment decodes
-        to the same numbers here and through the service."""
+                        scale: float = 1.0, timing: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Decode segment control points to (features [m_i, D], origin [3]); ``scale`` > 1 super-samples
+        (times ``scale`` frames), ``timing`` re-times where along the segment the motion happens (see
+        ``edits.warp_times``).  The same pass as :meth:`decode_features` (one model call whatever the
+        lengths), so a segment decodes to the same numbers here and through the service."""
         plans = [(n, int(round((n - 1) * scale)) + 1, timing) for n in lengths]
         if not plans:
             return []
-        feats = self._features(points, plans).split([m for _, m, _ in plans])
-        return [(f, torch.as_tensor(origins[i], dtype=torch.float32, device=self.device)) for i, f in enumerate(feats)]
+        feats = np.split(self.decode_features(points, plans), np.cumsum([m for _, m, _ in plans])[:-1])
+        return [(f, np.asarray(origins[i], dtype=np.float32)) for i, f in enumerate(feats)]
 
-    def _features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> torch.Tensor:
-        """Control points ``[B, K, d]`` -> features ``[sum m_i, D]`` of each segment laid end to end,
-        ``plans[i] = (source frames, m_i, timing)``: one model pass (``SplineTransformer.decode_ragged``)
-        and one normaliser product whose rows do not depend on each other (``model.rows_product``)."""
-        cp = torch.as_tensor(points, dtype=torch.float32, device=self.device)
-        made = [_sample_times(m, n, float(timing)) for n, m, timing in plans]
-        return self.norm.inverse(self.model.decode_ragged(cp, [t for t, _ in made], [p for _, p in made]),
-                                 product=rows_product)
-
-    @torch.inference_mode()
     def decode_features(self, points: np.ndarray, plans: list[tuple[int, int, float]]) -> np.ndarray:
         """The service's ``decode``: control points ``[B, K, d]`` -> the segments' features laid end to end
-        ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)`` (:meth:`_features`: a slider
-        change's segments of 31 and 30 frames in one pass): each segment gets the numbers it gets alone."""
-        if not len(plans):
-            return np.zeros((0, self.model.cfg.output_dim), dtype=np.float32)
-        return self._features(points, plans).cpu().numpy()
+        ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)`` (a slider change's segments of 31
+        and 30 frames in one pass): each segment gets the numbers it gets alone (``TorchModel`` and
+        ``runtime.OnnxModel`` both promise it)."""
+        return self.model.decode_features(np.asarray(points, dtype=np.float32), plans)
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:
@@ -161,11 +144,8 @@ class Engine(EngineBase):
         lengths = [b - a + 1 for a, b in controls.segments]
         pts = controls.points if points is None else points
         feats = self.decode_segments(pts, controls.origins, lengths, scale, timing)
-        parts = []
-        for si, (feat, origin) in enumerate(feats):
-            rot, pos = from_features(feat, self.layout, origin, torch.as_tensor(controls.template),
-                                     self.skeleton.num_joints)
-            parts.append((rot.cpu().numpy().astype(np.float64), pos.cpu().numpy().astype(np.float64)))
+        parts = [poses_from_features(feat, self.layout, origin, np.asarray(controls.template, dtype=np.float32),
+                                     self.skeleton.num_joints) for feat, origin in feats]
         rot, pos = _join_segments(parts)
         skel = like.skeleton if like is not None else self.skeleton
         meta = {}
@@ -194,16 +174,6 @@ class Engine(EngineBase):
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
                 "joints": list(self.skeleton.names), "features": c.layout.to_json(), "info": c.info,
                 "device": str(self.device)}
-
-
-@functools.lru_cache(maxsize=64)
-def _sample_times(m: int, source_frames: int, timing: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(spline times, ALiBi positions in source frames) of ``m`` decoded frames of a segment of
-    ``source_frames``, re-timed by ``timing``: the same few for every slider change, so made once."""
-    from .edits import warp_times
-    uniform = torch.linspace(0, 1, m, dtype=torch.float64) if m > 1 else torch.zeros(1, dtype=torch.float64)
-    pos = (uniform * (source_frames - 1)).float()
-    return torch.as_tensor(warp_times(uniform.numpy(), timing), dtype=torch.float32), pos
 
 
 def _join_segments(parts):

@@ -1,22 +1,25 @@
-"""What every engine shares: device choice, loading a checkpoint of the right kind, its task.
+"""What every engine shares: device choice, loading a checkpoint of the right kind, its task, its model.
 
 ``Engine`` (armatures, BVH) and ``MeshEngine`` (mesh sequences) build on ``EngineBase``; each says
-which kind of checkpoint it takes and what to tell a user who brings the other kind.
+which kind of checkpoint it takes and what to tell a user who brings the other kind.  The model is
+called through ``torch_model.TorchModel`` (``runtime="torch"``) or ``runtime.OnnxModel``
+(``runtime="onnx"``: the exported graphs on ONNX Runtime, no torch); everything around it is numpy,
+so both run one inference path.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from . import checkpoint as ckpt_io
+from .runtime import RUNTIMES
 
 
 class EngineError(ValueError):
     pass
 
 
-def pick_device(name: str = "auto") -> torch.device:
+def pick_device(name: str = "auto"):
+    import torch
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -30,18 +33,34 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 class EngineBase:
-    """A loaded checkpoint, its model in eval mode on the chosen device, and its normaliser."""
+    """A loaded checkpoint, its model (eval mode, on the chosen device) and its normaliser (numpy)."""
     MESH = False  # which kind of checkpoint this engine takes
     WRONG_KIND = "{name} is not a checkpoint for this engine"  # the refusal for the other kind
 
-    def __init__(self, checkpoint, default: Path, device: str = "auto"):
+    def __init__(self, checkpoint, default: Path, device: str = "auto", runtime: str = "torch"):
+        if runtime not in RUNTIMES:
+            raise EngineError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
         self.path = Path(checkpoint) if checkpoint else default
-        self.device = pick_device(device)
-        self.ckpt = ckpt_io.load(self.path)
+        self.runtime = runtime
+        self.ckpt = ckpt_io.load(self.path, arrays=runtime == "onnx")
         if self.ckpt.is_mesh != self.MESH:
             raise EngineError(self.WRONG_KIND.format(name=self.path.name))
-        self.model = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
-        self.norm = self.ckpt.normalizer
+        if runtime == "onnx":
+            from .runtime import OnnxModel, RuntimeModelError
+            if device not in ("auto", "cpu"):
+                raise EngineError(f"the built-in runtime (ONNX Runtime) runs on the CPU; device {device!r} needs "
+                                  "the backend process (torch)")
+            self.device = "cpu"
+            try:
+                self.model = OnnxModel(self.ckpt.path)
+            except RuntimeModelError as e:
+                raise EngineError(str(e)) from None
+        else:
+            from .torch_model import TorchModel
+            self.device = pick_device(device)
+            module = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
+            self.model = TorchModel(module, self.ckpt.normalizer, self.device)
+        self.norm = self.ckpt.array_normalizer()
         self.window = self.ckpt.window
         self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))
 

@@ -7,41 +7,24 @@ beside the control points, so a clip can be decoded anywhere in the scene.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from . import quat_torch as QT
+from .features_np import FeatureLayout, poses_from_features  # noqa: F401  (torch-free: the layout and the
+# decode reply's conversion live there, for the built-in backend)
 
 
-@dataclass
-class FeatureLayout:
-    position_joints: list[int]  # joints whose local position is modelled (e.g. Hips)
-    rotation_joints: list[int]  # joints whose local rotation is modelled
-    up_axis: int = 1  # BVH is Y-up; re-centring leaves the up component alone
-
-    @property
-    def dim(self) -> int:
-        return 3 * len(self.position_joints) + 6 * len(self.rotation_joints)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "FeatureLayout":
-        return cls(list(d["position_joints"]), list(d["rotation_joints"]), int(d.get("up_axis", 1)))
-
-    def horizontal_mask(self, like: torch.Tensor) -> torch.Tensor:
-        m = torch.ones(3, dtype=like.dtype, device=like.device)
-        m[self.up_axis] = 0.0
-        return m
+def horizontal_mask(layout: FeatureLayout, like: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(layout.horizontal(), dtype=like.dtype, device=like.device)
 
 
 def sequence_origin(pos: torch.Tensor, layout: FeatureLayout) -> torch.Tensor:
     """Mean horizontal position of the first modelled joint over the frames: [..., F, J, 3] -> [..., 3]."""
     root = pos[..., :, layout.position_joints[0], :]
-    return root.mean(-2) * layout.horizontal_mask(root)
+    return root.mean(-2) * horizontal_mask(layout, root)
 
 
 def to_features(rot: torch.Tensor, pos: torch.Tensor, layout: FeatureLayout,
@@ -77,28 +60,6 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
     rot[..., layout.rotation_joints, :] = QT.from_6d(r6)
     pos = template_pos.to(feat).expand(shape + (num_joints, 3)).clone()
     pos[..., layout.position_joints, :] = p
-    return rot, pos
-
-
-def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndarray, template_pos: np.ndarray,
-                        num_joints: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`from_features` in numpy float64 (``quat_np.from_6d``): the service's ``decode`` reply.
-    ``feat [..., F, D]``, ``origin [..., 3]`` broadcast against the frames (``[G, 1, 3]`` for G segments of
-    one length stacked in front, ``[sum F, 3]`` for segments laid end to end).  Every operation is per row,
-    so a segment converts to the same poses alone or beside others (the add-on caches decodes per
-    segment).  A few dozen numpy operations cost a fraction of the same torch ones (a slider change
-    decodes a segment per edit: issue 19); the numbers agree to float32 precision."""
-    from . import quat_np as Q
-    feat = np.asarray(feat, dtype=np.float64)
-    n_p, shape = len(layout.position_joints), feat.shape[:-1]
-    rot = np.zeros(shape + (num_joints, 4))
-    rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
-    pos = np.empty(shape + (num_joints, 3))
-    pos[...] = np.asarray(template_pos, dtype=np.float64)
-    p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))
-    pos[..., layout.position_joints, :] = p
-    pos[..., layout.position_joints[0], :] += np.asarray(origin, dtype=np.float64)
     return rot, pos
 
 

@@ -7,22 +7,22 @@ the SLERP/LERP base, and joined at their shared keys, which are the input's own 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from . import quat_np as Q
 from . import timebase as T
 from .controls import Controls, group_by_length
-from .features import from_features
+from .features_np import poses_from_features
 from .guard import blend, fit_alpha, holdout_passes
-from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
+from .keyframes_np import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
+from .runtime import sample_times
 from .skeleton import Clip
 
 
 def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Copies of the clip's arrays in which only key frames hold data (the rest is never read)."""
-    rot = np.zeros_like(clip.rotations)
-    rot[..., 0] = 1.0
-    pos = np.zeros_like(clip.positions)
+    rot = np.zeros(clip.rotations.shape, dtype=clip.rotations.dtype)  # (C order, whatever the clip's layout:
+    rot[..., 0] = 1.0                                                   # numpy's sums round by the layout)
+    pos = np.zeros(clip.positions.shape, dtype=clip.positions.dtype)
     rot[keys], pos[keys] = clip.rotations[keys], clip.positions[keys]
     return rot, pos
 
@@ -42,7 +42,7 @@ def fill(engine, items, with_base: bool = True):
     length: per item (rot, pos, base_rot, base_pos [F, J, *] numpy, controls [S, K, d], origins [S, 3],
     segments).  Only key frames are read; segments start and end on keys.  Without ``with_base`` (the
     guard off) the base is not converted to poses and base_rot, base_pos are None."""
-    ck, layout, dev = engine.ckpt, engine.layout, engine.device
+    ck, layout = engine.ckpt, engine.layout
     prepared, jobs = [], []
     for ii, (clip, keys) in enumerate(items):
         rot, pos = key_only(clip, keys)
@@ -51,21 +51,22 @@ def fill(engine, items, with_base: bool = True):
         jobs += [(ii, si, a, b) for si, (a, b) in enumerate(segs)]
     results = {}
     for n, group in group_by_length(jobs).items():
-        rot = torch.stack([torch.from_numpy(prepared[i][2][a:b + 1]) for i, _, a, b in group]).float().to(dev)
-        pos = torch.stack([torch.from_numpy(prepared[i][3][a:b + 1]) for i, _, a, b in group]).float().to(dev)
-        mask = torch.zeros(len(group), n, dtype=torch.bool, device=dev)
+        rot = np.stack([prepared[i][2][a:b + 1] for i, _, a, b in group]).astype(np.float32)
+        pos = np.stack([prepared[i][3][a:b + 1] for i, _, a, b in group]).astype(np.float32)
+        mask = np.zeros((len(group), n), dtype=bool)
         for g, (i, _, a, b) in enumerate(group):
             mask[g, [k - a for k in prepared[i][1] if a <= k <= b]] = True
         keys_n, base_n, origin = inbetween_inputs(rot, pos, mask, layout, engine.norm, ck.config.base)
-        ctrl = engine.model.encode(keys_n, mask)
-        feat = snap_to_keys(engine.norm.inverse(engine.model.decode(ctrl, base_n, mask)),
+        ctrl = engine.model.encode_keys(keys_n, mask)
+        times, positions = sample_times(n, n, 0.0)
+        feat = snap_to_keys(engine.norm.inverse(engine.model.decode_keys(ctrl, base_n, mask, times, positions)),
                             engine.norm.inverse(keys_n), mask)
         base = engine.norm.inverse(base_n)
         for g, (i, si, a, b) in enumerate(group):
-            results[i, si] = (feat[g], base[g], origin[g], ctrl[g].cpu().numpy())
+            results[i, si] = (feat[g], base[g], origin[g], ctrl[g])
     out = []
     for i, (clip, keys, _, _, segs) in enumerate(prepared):
-        template = torch.as_tensor(clip.positions[keys[0]], dtype=torch.float32, device=dev)
+        template = clip.positions[keys[0]].astype(np.float32)
         # frames outside the keys are no segment's: they start as the clip's own (finite, never garbage)
         arrays = [clip.rotations.copy(), clip.positions.copy()]
         if with_base:
@@ -73,12 +74,14 @@ def fill(engine, items, with_base: bool = True):
         for si, (a, b) in enumerate(segs):
             feat, base, origin, _ = results[i, si]
             for k, f in enumerate((feat, base)[:len(arrays) // 2]):
-                r, p = from_features(f, layout, origin, template, clip.skeleton.num_joints)
-                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.cpu().numpy(), p.cpu().numpy()
+                r, p = poses_from_features(f, layout, origin, template, clip.skeleton.num_joints)
+                # (the model's float32 precision whatever the clip's dtype: a clip of key poses only, as the
+                # service gets them, fills the numbers of the whole clip)
+                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.astype(np.float32), p.astype(np.float32)
         if not with_base:
             arrays += [None, None]
         out.append((*arrays, np.stack([results[i, si][3] for si in range(len(segs))]),
-                    np.stack([results[i, si][2].cpu().numpy() for si in range(len(segs))]), segs))
+                    np.stack([results[i, si][2] for si in range(len(segs))]), segs))
     return out
 
 
@@ -161,7 +164,6 @@ def to_scene_grid(clip: Clip, keys, mkeys, rot, pos) -> tuple[np.ndarray, np.nda
     return out_rot, out_pos
 
 
-@torch.inference_mode()
 def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
 
@@ -219,7 +221,6 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     return out
 
 
-@torch.inference_mode()
 def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing: float = 0.0, like=None):
     """Re-decode in-betweened motion from its (possibly edited) control points.
 
@@ -240,28 +241,28 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     pos = np.zeros((total, skel.num_joints, 3))
     dense_keys = [k * s for k in keys]
     rot[dense_keys], pos[dense_keys] = controls.key_rotations, controls.key_positions
-    template = torch.as_tensor(controls.template, dtype=torch.float32, device=engine.device)
+    template = np.asarray(controls.template, dtype=np.float32)
     out_rot, out_pos = rot.copy(), pos.copy()
     base_rot, base_pos = rot.copy(), pos.copy()
     for si, (a, b) in enumerate(controls.segments):
         lo, hi = a * s, b * s
         m = hi - lo + 1
-        mask = torch.zeros(1, m, dtype=torch.bool, device=engine.device)
+        mask = np.zeros((1, m), dtype=bool)
         mask[0, [k * s - lo for k in keys if a <= k <= b]] = True
-        r = torch.as_tensor(rot[lo:hi + 1], dtype=torch.float32, device=engine.device)[None]
-        p = torch.as_tensor(pos[lo:hi + 1], dtype=torch.float32, device=engine.device)[None]
+        r = rot[lo:hi + 1][None].astype(np.float32)
+        p = pos[lo:hi + 1][None].astype(np.float32)
         keys_n, base_n, origin = inbetween_inputs(r, p, mask, engine.layout, engine.norm, engine.ckpt.config.base)
         uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
-        times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
-        positions = torch.as_tensor(uniform * (b - a), dtype=torch.float32)
-        ctrl = torch.as_tensor(pts[si], dtype=torch.float32, device=engine.device)[None]
-        feat = engine.norm.inverse(engine.model.decode(ctrl, base_n, mask, times=times, positions=positions))
+        times = warp_times(uniform, timing).astype(np.float32)
+        positions = (uniform * (b - a)).astype(np.float32)
+        ctrl = np.asarray(pts[si], dtype=np.float32)[None]
+        feat = engine.norm.inverse(engine.model.decode_keys(ctrl, base_n, mask, times, positions))
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
-        rr, pp = from_features(feat, engine.layout, origin[0], template, skel.num_joints)
-        out_rot[lo:hi + 1], out_pos[lo:hi + 1] = rr.cpu().numpy(), pp.cpu().numpy()
+        out_rot[lo:hi + 1], out_pos[lo:hi + 1] = poses_from_features(feat, engine.layout, origin[0], template,
+                                                                     skel.num_joints)
         if engine.guard:
-            br, bp = from_features(engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
-            base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
+            base_rot[lo:hi + 1], base_pos[lo:hi + 1] = poses_from_features(
+                engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
     if engine.guard:
         out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
     if uses_mirror(engine, keys):

@@ -8,21 +8,9 @@ import numpy as np
 import torch
 
 from . import quat_torch as QT
-from .features import to_features
-
-
-def key_mask(num_frames: int, keys) -> np.ndarray:
-    m = np.zeros(num_frames, dtype=bool)
-    m[np.asarray(keys, dtype=np.int64)] = True
-    return m
-
-
-def every_k(num_frames: int, k: int) -> list[int]:
-    """Frames 0, k, 2k, ... and the last frame (the CLI's ``--every K``, the protocol's keys)."""
-    keys = list(range(0, num_frames, k))
-    if keys[-1] != num_frames - 1:
-        keys.append(num_frames - 1)
-    return keys
+from .features import horizontal_mask, to_features
+from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401  (numpy: the
+# bookkeeping both twins share, kept importable from here)
 
 
 def bracket(mask: torch.Tensor):
@@ -55,48 +43,11 @@ def interpolate(rot: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor):
     return r, p
 
 
-def segments_on_keys(keys, window: int) -> list[tuple[int, int]]:
-    """Split a sorted key list into inclusive frame ranges of at most ``window`` frames that
-    start and end on keys, so neighbouring segments meet at a key (exact, no seam jump)."""
-    keys = list(keys)
-    segs, i = [], 0
-    while i < len(keys) - 1:
-        j = i + 1
-        while j + 1 < len(keys) and keys[j + 1] - keys[i] + 1 <= window:
-            j += 1
-        segs.append((keys[i], keys[j]))
-        i = j
-    return segs
-
-
-def validate_keys(keys, num_frames: int, max_gap: int) -> list[int]:
-    """Sorted, unique, in range, at least two, no gap above ``max_gap``; raises ValueError naming the problem."""
-    keys = [int(k) for k in keys]
-    if num_frames < 2:
-        raise ValueError(f"the clip has {num_frames} frame; in-betweening needs at least 2")
-    if len(keys) < 2:
-        raise ValueError(f"{len(keys)} key given; in-betweening needs at least two keys")
-    bad = [k for k in keys if not 0 <= k < num_frames]
-    if bad:
-        raise ValueError(f"keys {bad} are out of range (frames are 0..{num_frames - 1})")
-    if keys != sorted(keys):
-        raise ValueError(f"keys must be in increasing order, got {keys}")
-    if len(set(keys)) != len(keys):
-        dup = sorted({k for k in keys if keys.count(k) > 1})
-        raise ValueError(f"keys {dup} are repeated")
-    gaps = np.diff(keys)
-    if gaps.size and gaps.max() > max_gap:
-        k = int(np.argmax(gaps))
-        raise ValueError(f"the gap between keys {keys[k]} and {keys[k + 1]} is {gaps[k]} frames; the model "
-                         f"fills gaps of up to {max_gap} frames (add a key in between)")
-    return keys
-
-
 def key_origin(pos: torch.Tensor, mask: torch.Tensor, layout) -> torch.Tensor:
     """CITL's sequence-level re-centring on the keys: mean horizontal root position of the key frames."""
     root = pos[..., layout.position_joints[0], :]
     w = mask.to(root.dtype)[..., None]
-    return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * layout.horizontal_mask(root)
+    return (root * w).sum(-2) / w.sum(-2).clamp_min(1) * horizontal_mask(layout, root)
 
 
 def inbetween_inputs(rot, pos, mask, layout, normalizer, base: str = "slerp"):
@@ -197,7 +148,21 @@ def spline_base(key_feat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def interpolation_base(name: str):
     """The base an in-between model's residual is added to, by its config name (features only)."""
-    bases = {"hermite": hermite_base, "cspline": spline_base}
-    if name not in bases:
-        raise ValueError(f"base {name!r} is not one of {', '.join(bases)}")
-    return bases[name]
+    return pick_base(name, hermite_base, spline_base)
+
+
+def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,
+                      interp=None, base_v: torch.Tensor | None = None) -> torch.Tensor:
+    """Final in-between vertices: the interpolation of the key *vertices* plus the model's correction.
+
+    pred, base [B, m, 3V]: the model's output and its base, both rebuilt from basis coefficients;
+    key_v [B, m, 3V] key vertices (read at keys only), mask [B, m]; ``interp`` the model's base
+    (``interpolation_base``; it is linear, so the base of the vertices projects onto ``base``).  Interpolating the key vertices
+    themselves keeps what the basis cannot represent (fine wrinkles) moving smoothly between the keys
+    instead of losing it; the model only adds ``pred - base``, which is all it has learned.  The
+    result is then snapped onto the keys (the correction is not exactly zero there).  ``base_v``: that
+    interpolation of the key vertices, when the caller has it (the engine's runs over the whole sequence).
+    """
+    if base_v is None:
+        base_v = (interp or interpolation_base("cspline"))(key_v, mask)
+    return snap_to_keys(base_v + (pred - base), key_v, mask)

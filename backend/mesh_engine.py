@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from . import checkpoint as ckpt_io
-from .edits import warp_times
 from .controls import group_by_length, segment_bounds
+from .edits import warp_times
 from .engine_base import EngineBase, EngineError
-from .keyframes import interpolation_base, segments_on_keys, snap_to_keys, validate_keys
+from .keyframes_np import compose_inbetween, interpolation_base, segments_on_keys, validate_keys
 from .mesh import MeshBasis, check_sequence, join_frames, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"
@@ -42,8 +41,10 @@ class MeshControls:
 
 def basis_from(ex: dict) -> MeshBasis:
     """The basis from a checkpoint's extra tensors (components may be stored in half precision)."""
-    return MeshBasis(ex["basis.mean"].float().numpy(), ex["basis.components"].float().numpy(),
-                     ex["basis.variance"].float().numpy() if "basis.variance" in ex
+    def f32(x):
+        return np.array(x, dtype=np.float32)
+    return MeshBasis(f32(ex["basis.mean"]), f32(ex["basis.components"]),
+                     f32(ex["basis.variance"]) if "basis.variance" in ex
                      else np.ones(ex["basis.components"].shape[0], np.float32))
 
 
@@ -52,11 +53,11 @@ class MeshEngine(EngineBase):
     WRONG_KIND = ("{name} is a motion (armature) checkpoint; mesh sequences need a mesh checkpoint (train one "
                   "with python -m training.train mesh)")
 
-    def __init__(self, checkpoint=None, device: str = "auto"):
-        super().__init__(checkpoint, DEFAULT_MESH, device)
+    def __init__(self, checkpoint=None, device: str = "auto", runtime: str = "torch"):
+        super().__init__(checkpoint, DEFAULT_MESH, device, runtime)
         self.basis = basis_from(self.ckpt.extra)
-        self._comps = torch.as_tensor(self.basis.components, device=self.device)
-        self._mean = torch.as_tensor(self.basis.mean.reshape(-1), device=self.device)
+        self._comps = np.ascontiguousarray(self.basis.components, dtype=np.float32)
+        self._mean = self.basis.mean.reshape(-1).astype(np.float32)
 
     @property
     def num_vertices(self) -> int:
@@ -67,26 +68,26 @@ class MeshEngine(EngineBase):
             raise EngineError(f"{self.path.name} is a mesh {self.task} checkpoint; this needs a mesh {task} "
                               "checkpoint")
 
-    def _vertices(self, coeffs: torch.Tensor) -> torch.Tensor:
-        """Coefficients [..., K] -> flattened vertices [..., 3V] on the engine's device."""
-        return coeffs @ self._comps + self._mean
+    def _vertices(self, coeffs: np.ndarray) -> np.ndarray:
+        """Coefficients [G, m, K] -> flattened vertices [G, m, 3V], one product per segment: a segment's
+        vertices are the same numbers whatever segments are beside it (numpy's BLAS rounds a row by the
+        rows around it; the add-on caches decodes per segment)."""
+        return np.stack([c @ self._comps + self._mean for c in np.asarray(coeffs, dtype=np.float32)])
 
     # -- autoencoder ----------------------------------------------------------------------
-    @torch.inference_mode()
     def encode(self, frames: np.ndarray, name: str = "") -> MeshControls:
         self.require("autoencoder")
         frames = check_sequence(frames, self.num_vertices, name or "mesh sequence", self.min_frames)
-        coeffs = torch.as_tensor(project(frames, self.basis), device=self.device)
+        coeffs = np.asarray(project(frames, self.basis), dtype=np.float32)
         segs = segment_bounds(len(frames), self.window)
         points = [None] * len(segs)
         for _, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
-            x = torch.stack([coeffs[a:b + 1] for _, _, a, b in group])
-            cp = self.model.encode(self.norm(x)).cpu().numpy()
+            x = np.stack([coeffs[a:b + 1] for _, _, a, b in group])
+            cp = self.model.encode(self.norm(x))
             for k, (i, _, _, _) in enumerate(group):
                 points[i] = cp[k]
         return MeshControls(np.stack(points), segs, name)
 
-    @torch.inference_mode()
     def decode(self, controls: MeshControls, scale: float = 1.0, timing: float = 0.0,
                points: np.ndarray | None = None, amplify: float = 1.0, segment: int | None = None) -> np.ndarray:
         """(Edited) control points -> vertices [(F-1)*scale + 1, V, 3] float32.
@@ -104,7 +105,6 @@ class MeshEngine(EngineBase):
         self.require("autoencoder")
         return join_frames(self.segment_frames(pts, [b - a + 1 for a, b in controls.segments], scale, timing))
 
-    @torch.inference_mode()
     def segment_frames(self, points: np.ndarray, lengths: list[int], scale: float = 1.0,
                        timing: float = 0.0) -> list[np.ndarray]:
         """Each segment's own decode ``[m_i, V, 3]`` (before the seams are joined): control points
@@ -116,20 +116,16 @@ class MeshEngine(EngineBase):
         for i, n in enumerate(lengths):
             alike.setdefault((n, int(round((n - 1) * scale)) + 1), []).append(i)
         for (n, m), idx in alike.items():
-            cp = torch.as_tensor(points[idx], dtype=torch.float32, device=self.device)
-            uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
-            times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
-            positions = torch.as_tensor(uniform * (n - 1), dtype=torch.float32)
-            flat = self._vertices(self.norm.inverse(self.model.decode(cp, m, times=times, positions=positions)))
+            feat = self.model.decode_features(np.asarray(points)[idx], [(n, m, timing)] * len(idx))
+            flat = self._vertices(feat.reshape(len(idx), m, -1))
             for k, i in enumerate(idx):
-                parts[i] = flat[k].cpu().numpy().reshape(m, -1, 3)
+                parts[i] = flat[k].reshape(m, -1, 3)
         return parts
 
     def reconstruct(self, frames: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(frames))
 
     # -- in-betweening --------------------------------------------------------------------
-    @torch.inference_mode()
     def inbetween(self, frames: np.ndarray, keys, name: str = "") -> tuple[np.ndarray, MeshControls]:
         """Fill every frame between ``keys`` (only key frames of ``frames`` are read) -> (vertices, controls)."""
         self.require("inbetween")
@@ -149,7 +145,7 @@ class MeshEngine(EngineBase):
         points = [None] * len(segs)
         for m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
-            cp = self.model.encode(self.norm(keyed), mask).cpu().numpy()
+            cp = self.model.encode_keys(self.norm(keyed), mask)
             for k, (i, _, _, _) in enumerate(group):
                 points[i] = cp[k]
         controls = MeshControls(np.stack(points), segs, name, list(keys), key_frames)
@@ -161,13 +157,13 @@ class MeshEngine(EngineBase):
     def _keyed_inputs(self, spans, keys, key_coeffs, pos_of, s):
         """Masks [B, m] and key coefficients on the (s-times denser) frame grid [B, m, K]."""
         m = (spans[0][1] - spans[0][0]) * s + 1
-        mask = torch.zeros(len(spans), m, dtype=torch.bool, device=self.device)
-        keyed = torch.zeros(len(spans), m, key_coeffs.shape[-1], device=self.device)
+        mask = np.zeros((len(spans), m), dtype=bool)
+        keyed = np.zeros((len(spans), m, key_coeffs.shape[-1]), dtype=np.float32)
         for g, (a, b) in enumerate(spans):
             inside = [k for k in keys if a <= k <= b]
             at = [(k - a) * s for k in inside]
             mask[g, at] = True
-            keyed[g, at] = torch.as_tensor(key_coeffs[[pos_of[k] for k in inside]], device=self.device)
+            keyed[g, at] = key_coeffs[[pos_of[k] for k in inside]]
         return mask, keyed
 
     def _decode_keyed(self, controls: MeshControls, pts: np.ndarray, s: int, timing: float, amplify: float = 1.0,
@@ -186,34 +182,32 @@ class MeshEngine(EngineBase):
         interp = interpolation_base(self.ckpt.config.base)
         mask_all, keyed_all = self._keyed_inputs([(0, last)], keys, key_coeffs, pos_of, s)
         base_all = self.norm(interp(keyed_all, mask_all))[0]
-        key_v = torch.zeros(1, last * s + 1, self._mean.shape[0], device=self.device)
-        key_v[0, [k * s for k in keys]] = torch.as_tensor(controls.key_frames.reshape(len(keys), -1),
-                                                          device=self.device)
+        key_v = np.zeros((1, last * s + 1, self._mean.shape[0]), dtype=np.float32)
+        key_v[0, [k * s for k in keys]] = controls.key_frames.reshape(len(keys), -1)
         base_v = interp(key_v, mask_all)[0]  # the same spline through the key vertices
-        regression = getattr(self.model, "key_regression", None)
         corr_all = None
-        if regression is not None:
-            corr_all = amplify * regression(self.norm(keyed_all), base_all[None], mask_all,
-                                            torch.arange(last * s + 1, dtype=torch.float32, device=self.device) / s)[0]
+        if self.ckpt.config.linear_path:
+            corr_all = amplify * self.model.regression(self.norm(keyed_all), base_all[None], mask_all,
+                                                       np.arange(last * s + 1, dtype=np.float32) / s)[0]
         out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
         out[:keys[0] * s] = controls.key_frames[0]  # before the first key no segment decodes: its pose held
         chosen = range(len(controls.segments)) if segment is None else [segment]
         for m, group in group_by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
                                     if i in chosen]).items():
             rows = [slice(a * s, b * s + 1) for a, b in (controls.segments[i] for i, _, _, _ in group)]
-            base_n = torch.stack([base_all[r] for r in rows])
-            mask = torch.stack([mask_all[0, r] for r in rows])
+            base_n = np.stack([base_all[r] for r in rows])
+            mask = np.stack([mask_all[0, r] for r in rows])
             uniform = np.linspace(0.0, 1.0, m) if m > 1 else np.zeros(1)
-            times = torch.as_tensor(warp_times(uniform, timing), dtype=torch.float32)
-            positions = torch.as_tensor(uniform * (m - 1) / s, dtype=torch.float32)
-            cp = torch.as_tensor(pts[[i for i, _, _, _ in group]], dtype=torch.float32, device=self.device)
-            pred = self.model.decode(cp, base_n, mask, times=times, positions=positions,
-                                     correction=None if corr_all is None else torch.stack([corr_all[r] for r in rows]))
+            times = warp_times(uniform, timing).astype(np.float32)
+            positions = (uniform * (m - 1) / s).astype(np.float32)
+            cp = np.asarray(pts[[i for i, _, _, _ in group]], dtype=np.float32)
+            pred = self.model.decode_keys(cp, base_n, mask, times, positions,
+                                          correction=None if corr_all is None else np.stack([corr_all[r] for r in rows]))
             flat = compose_inbetween(self._vertices(self.norm.inverse(pred)), self._vertices(self.norm.inverse(base_n)),
-                                     torch.stack([key_v[0, r] for r in rows]), mask,
-                                     base_v=torch.stack([base_v[r] for r in rows]))
+                                     np.stack([key_v[0, r] for r in rows]), mask,
+                                     base_v=np.stack([base_v[r] for r in rows]))
             for g, r in enumerate(rows):
-                out[r] = flat[g].cpu().numpy().reshape(m, -1, 3)
+                out[r] = flat[g].reshape(m, -1, 3)
         out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
         if segment is not None:
             a, b = controls.segments[segment]
@@ -235,20 +229,3 @@ class MeshEngine(EngineBase):
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, "asset": c.asset,
                 "info": c.info, "device": str(self.device)}
-
-
-def compose_inbetween(pred: torch.Tensor, base: torch.Tensor, key_v: torch.Tensor, mask: torch.Tensor,
-                      interp=None, base_v: torch.Tensor | None = None) -> torch.Tensor:
-    """Final in-between vertices: the interpolation of the key *vertices* plus the model's correction.
-
-    pred, base [B, m, 3V]: the model's output and its base, both rebuilt from basis coefficients;
-    key_v [B, m, 3V] key vertices (read at keys only), mask [B, m]; ``interp`` the model's base
-    (``keyframes.interpolation_base``; it is linear, so the base of the vertices projects onto ``base``).  Interpolating the key vertices
-    themselves keeps what the basis cannot represent (fine wrinkles) moving smoothly between the keys
-    instead of losing it; the model only adds ``pred - base``, which is all it has learned.  The
-    result is then snapped onto the keys (the correction is not exactly zero there).  ``base_v``: that
-    interpolation of the key vertices, when the caller has it (the engine's runs over the whole sequence).
-    """
-    if base_v is None:
-        base_v = (interp or interpolation_base("cspline"))(key_v, mask)
-    return snap_to_keys(base_v + (pred - base), key_v, mask)

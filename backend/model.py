@@ -14,8 +14,6 @@ Baselines share every block: ``alibi`` has one latent token, repeated, plus sinu
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -23,59 +21,7 @@ from torch import nn
 
 from . import splines
 
-MODEL_KINDS = ("spline", "alibi", "alibi_cat", "keyframe")
-
-
-@dataclass
-class ModelConfig:
-    input_dim: int
-    output_dim: int
-    kind: str = "spline"
-    width: int = 128  # c
-    latent: int = 64  # d
-    layers: int = 4  # n
-    heads: int = 8  # h
-    # the spline autoencoder's decoder depth (0: ``layers``, as the encoder).  A slider re-decodes on
-    # every change and Encode runs the encoder once, so the decoder is where depth costs the user
-    decoder_layers: int = 0
-    ffn_factor: int = 1
-    controls: int = 4  # cubic Bezier: 4 control points
-    dropout: float = 0.0
-    base: str = "slerp"  # keyframe kind: the interpolation the residual is added to (slerp | hermite | cspline)
-    # A linear path under the learned one, for mesh coefficients.  spline kind: the top d
-    # components fitted by the latent Bezier (see SplineTransformer); keyframe kind: a linear
-    # regression from the nearest keys (see keyframe_model.KeyRegression)
-    linear_path: bool = False
-
-    def __post_init__(self):
-        if self.kind not in MODEL_KINDS:
-            raise ValueError(f"model kind {self.kind!r} is not one of {', '.join(MODEL_KINDS)}")
-        if self.linear_path and self.kind in ("alibi", "alibi_cat"):
-            raise ValueError(f"linear_path is for the spline and keyframe kinds, not {self.kind}")
-        if self.decoder_layers and self.kind == "keyframe":
-            raise ValueError("decoder_layers is for the autoencoder kinds; the keyframe model uses layers")
-        if self.width % self.heads:
-            raise ValueError(f"width {self.width} is not divisible by {self.heads} heads")
-
-    @property
-    def decoder_depth(self) -> int:
-        """Blocks in the autoencoder's decoder: ``decoder_layers``, or ``layers`` where that is 0."""
-        return self.decoder_layers or self.layers
-
-    def depth_text(self) -> str:
-        """``"4"``, or ``"4 (decoder 1)"`` where the decoder is not as deep as the encoder (cards, ``info``)."""
-        return f"{self.layers}" + (f" (decoder {self.decoder_depth})" if self.decoder_depth != self.layers else "")
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> "ModelConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown model config keys: {', '.join(sorted(unknown))}")
-        return cls(**d)
+from .model_config import MODEL_KINDS, ModelConfig  # noqa: F401  (torch-free, read with checkpoints)
 
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's linear, attention as batched products,
@@ -322,8 +268,9 @@ class SplineTransformer(nn.Module):
                 nn.init.zeros_(layer.weight)
                 nn.init.zeros_(layer.bias)
 
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines)."""
+    def encode(self, x: torch.Tensor, fit: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B,N,in] -> control points [B,K,d] (K = 1 for the baselines); ``fit`` [K,N]: the linear path's
+        least-squares fit when the caller has it (the exported graph takes it as an input)."""
         b, n, _ = x.shape
         k = self.control_tokens.shape[0]
         tokens = torch.cat([self.control_tokens.expand(b, -1, -1), self.mlp_enc(x)], 1)
@@ -331,7 +278,8 @@ class SplineTransformer(nn.Module):
         cp = self.to_latent(self.enc(tokens, pos)[:, :k])
         if self.cfg.linear_path:
             m = self._shared_dims()
-            fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
+            if fit is None:
+                fit = torch.as_tensor(least_squares_fit(k, n), dtype=x.dtype, device=x.device)
             cp = cp + F.pad(fit @ x[..., :m], (0, cp.shape[-1] - m))
         return cp
 

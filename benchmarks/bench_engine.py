@@ -52,7 +52,7 @@ def bench_autoencoder(path):
     dec = median_ms(lambda: eng.decode(controls))
     with torch.inference_mode():
         cp = torch.as_tensor(controls.points, dtype=torch.float32)
-        model = median_ms(lambda: eng.model.decode(cp, 64))
+        model = median_ms(lambda: eng.model.module.decode(cp, 64))  # (the torch module behind Engine.model)
     print(f"autoencoder d={d}: encode 64 frames {enc:.2f} ms | Engine.decode 64 frames {dec:.2f} ms "
           f"(model alone {model:.2f} ms; budget 5 ms)")
 

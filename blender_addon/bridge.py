@@ -1,22 +1,25 @@
-"""The one door to the backend: in-process, or through a backend process.
+"""The one door to the backend: every request goes through :func:`request`, in Blender or to a backend process.
 
 This is the only module of the add-on that imports ``backend``, and it does so lazily: the
 bundled copy (``<add-on>/backend``, put there by build.py) when present, else the top-level
-``backend`` of a source checkout.  Torch is only imported by the backend, and only when a
-model is first needed.
+``backend`` of a source checkout.
 
-* ``IN_PROCESS``: the engine runs inside Blender's Python (needs torch importable there).
-* ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender and answers framed
-  requests on its stdin/stdout (see backend/service/); the model stays loaded between calls,
-  a call that takes longer than the timeout stops the process, and a dead process is started
-  again on the next call.
-* ``AUTO``: in-process when torch can be imported here, else the backend process.
+* ``BUILTIN``: the service runs inside Blender's Python, its models on ONNX Runtime (the graphs
+  ``python -m backend export`` writes next to each checkpoint; the extension ships ONNX Runtime as
+  wheels): nothing to install.  The default.
+* ``SUBPROCESS``: ``<interpreter> -m backend.service`` runs beside Blender with PyTorch (GPUs,
+  checkpoints without exported graphs) and answers framed requests on its stdin/stdout (see
+  backend/service/); the model stays loaded between calls, a call that takes longer than the
+  timeout stops the process, and a dead process is started again on the next call.
+* ``IN_PROCESS``: the service inside Blender's Python with PyTorch (a developer's Blender that has it).
+* ``AUTO``: in-process PyTorch where it imports (the batch's workers, a developer's Blender), else
+  built-in when the request's checkpoint has current exported graphs (and no GPU is asked for), else
+  the backend process.  In Blender's own Python: Built-in unless a checkpoint has no exported model.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import os
 import queue
 import subprocess
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-MODES = ("AUTO", "IN_PROCESS", "SUBPROCESS")
+MODES = ("AUTO", "BUILTIN", "IN_PROCESS", "SUBPROCESS")
 
 
 class BridgeError(RuntimeError):
@@ -46,15 +49,25 @@ class BackendSettings:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """What the add-on needs to know about a checkpoint, read from its JSON (no torch)."""
+    """What the add-on knows about a checkpoint, read from its JSON alone (no torch, no weights):
+    :func:`read_model` is the one reader (Inbetween, the latent layer, mesh, Train Mesh Model)."""
     path: Path
-    names: tuple[str, ...]
+    names: tuple[str, ...]  # the training skeleton (empty for a mesh checkpoint)
     parents: tuple[int, ...]
     offsets: np.ndarray  # [J, 3] the training skeleton's rest offsets (cm, BVH axes)
     position_joints: tuple[int, ...]
     rotation_joints: tuple[int, ...]
     window: int
     frame_time: float = 1.0 / 30.0  # the rate the model was trained at (seconds per frame)
+    task: str = "inbetween"  # "inbetween" (a keyframe model) or "autoencoder"
+    latent: int = 0  # the size of a control point
+    min_frames: int = 2  # the shortest clip the model encodes
+    principal_names: tuple[str, ...] = ()
+    principal_descriptions: tuple[str, ...] = ()
+    mesh: bool = False  # a mesh-sequence checkpoint (its asset: a vertex basis)
+    vertices: int = 0  # a mesh checkpoint's vertex count
+    files: tuple[Path, ...] = ()  # the config, its weights and (a mesh asset) its shared vertex basis
+    not_motion: str = ""  # the refusal where an armature's model is read and this is a mesh checkpoint
 
     @property
     def max_gap(self) -> int:
@@ -106,9 +119,9 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 def numpy_module(name: str):
     """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``, ``timebase``, ``json_limits``,
-    ``checkpoint_kind``, the ``humanoid`` package's: skeleton finding and conversion): safe to use in Blender
+    ``checkpoint_kind``, ``runtime`` (ONNX Runtime), the ``humanoid`` package's: skeleton finding and conversion): safe to use in Blender
     without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "json_limits", "checkpoint_kind") \
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "json_limits", "checkpoint_kind", "runtime") \
             and not name.startswith("humanoid."):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
@@ -128,22 +141,18 @@ def default_interpreter() -> str:
 _info_cache: dict = {}
 
 
-def describe(settings: BackendSettings) -> ModelInfo:
-    path = Path(settings.checkpoint).expanduser() if settings.checkpoint else default_checkpoint()
+def read_model(path) -> ModelInfo:
+    """The one checkpoint reader of the add-on: ``NAME.json`` (or ``NAME``, ``NAME.safetensors``) ->
+    :class:`ModelInfo`, read again when the file changes; :class:`BridgeError` names a file that cannot
+    be read or is not a checkpoint."""
+    path = Path(path).expanduser()
     path = path if path.suffix == ".json" else path.with_suffix(".json")
     try:
         key = (str(path), path.stat().st_mtime_ns)
         if key not in _info_cache:
-            doc = numpy_module("json_limits").read(path)
-            wrong = numpy_module("checkpoint_kind").not_motion(path.name, doc)
-            if wrong:
-                raise BridgeError(wrong)
-            sk, feat = doc["skeleton"], doc["features"]
-            _info_cache[key] = ModelInfo(path, tuple(sk["names"]), tuple(int(p) for p in sk["parents"]),
-                                         np.asarray(sk["offsets"], dtype=np.float64).reshape(-1, 3),
-                                         tuple(feat["position_joints"]), tuple(feat["rotation_joints"]),
-                                         int(doc.get("window", 61)),
-                                         numpy_module("timebase").model_frame_time(doc.get("info")))
+            if len(_info_cache) > 64:
+                _info_cache.clear()
+            _info_cache[key] = _model_info(path, numpy_module("json_limits").read(path))
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
@@ -152,16 +161,76 @@ def describe(settings: BackendSettings) -> ModelInfo:
     return _info_cache[key]
 
 
+def _model_info(path: Path, doc: dict) -> ModelInfo:
+    kinds = numpy_module("checkpoint_kind")
+    kind = kinds.kind_of(doc)
+    if kind is None:
+        raise BridgeError(kinds.not_motion(path.name, doc))  # (names what a checkpoint holds)
+    info, asset = doc.get("info") or {}, doc.get("asset") or {}
+    mesh = kind[0] == "mesh"
+    sk = {} if mesh else doc["skeleton"]
+    feat = {} if mesh else doc["features"]
+    files = (path, path.with_name(Path(str(doc.get("weights") or path.with_suffix(".safetensors").name)).name))
+    if asset.get("basis"):
+        files += (path.with_name(Path(str(asset["basis"])).name),)
+    return ModelInfo(path, tuple(sk.get("names", ())), tuple(int(p) for p in sk.get("parents", ())),
+                     np.asarray(sk.get("offsets", ()), dtype=np.float64).reshape(-1, 3),
+                     tuple(feat.get("position_joints", ())), tuple(feat.get("rotation_joints", ())),
+                     int(doc.get("window", 61)), numpy_module("timebase").model_frame_time(info),
+                     task=kind[1],
+                     latent=int(doc["model"]["latent"]), min_frames=int((info.get("config") or {}).get("min_window", 2)),
+                     principal_names=tuple(info.get("principal_names", ())),
+                     principal_descriptions=tuple(info.get("principal_descriptions", ())),
+                     mesh=mesh, vertices=int(asset.get("vertices", 0)), files=files,
+                     not_motion=kinds.not_motion(path.name, doc))
+
+
+def describe(settings: BackendSettings) -> ModelInfo:
+    """The in-betweening checkpoint the settings name (the shipped one when none): :func:`read_model`,
+    refused by name when it is not a motion checkpoint."""
+    info = read_model(Path(settings.checkpoint).expanduser() if settings.checkpoint else default_checkpoint())
+    if info.not_motion:
+        raise BridgeError(info.not_motion)
+    return info
+
+
 def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def resolve_mode(settings: BackendSettings) -> str:
+def onnxruntime_available() -> bool:
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+_exported: dict = {}  # (checkpoint, its files' mtimes) -> why its graphs cannot run ("" when they can)
+
+
+def exported(checkpoint) -> str:
+    """Why ``checkpoint``'s exported graphs cannot run built-in ("" when they can): ``backend.runtime.stale``,
+    asked again only when one of its files changes (a slider asks on every change)."""
+    json_path = Path(checkpoint).with_suffix(".json")
+    files = [json_path, json_path.with_suffix(".safetensors")] + [json_path.with_name(f"{json_path.stem}.{c}.onnx")
+                                                                   for c in numpy_module("runtime").CALLS]
+    key = (str(json_path),) + tuple(f.stat().st_mtime_ns if f.exists() else None for f in files)
+    if key not in _exported:
+        if len(_exported) > 64:
+            _exported.clear()
+        _exported[key] = numpy_module("runtime").stale(json_path)
+    return _exported[key]
+
+
+def resolve_mode(settings: BackendSettings, checkpoint=None) -> str:
+    """The mode a request for ``checkpoint`` (default: the settings' in-betweening one) runs in."""
     if settings.mode not in MODES:
         raise BridgeError(f"unknown backend mode {settings.mode!r} (one of {', '.join(MODES)})")
-    if settings.mode == "AUTO":
-        return "IN_PROCESS" if torch_available() else "SUBPROCESS"
-    return settings.mode
+    if settings.mode != "AUTO":
+        return settings.mode
+    if torch_available():  # (a Python with PyTorch: the batch's workers, a developer's Blender: torch stays)
+        return "IN_PROCESS"
+    path = Path(checkpoint) if checkpoint else describe(settings).path
+    if onnxruntime_available() and settings.device in ("auto", "cpu") and not exported(path):
+        return "BUILTIN"
+    return "SUBPROCESS"
 
 
 def backend_module(name: str):
@@ -175,58 +244,56 @@ def _service():
 
 def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotations: np.ndarray,
               key_positions: np.ndarray, frame_time: float = 1.0 / 30.0) -> tuple[np.ndarray, np.ndarray]:
-    """Key poses in the checkpoint's convention (keys 0-based from 0) -> every frame."""
+    """Key poses in the checkpoint's convention (keys 0-based from 0) -> every frame: the service's
+    ``inbetween`` through :func:`request`, the one door."""
     info = describe(settings)
     arrays = {"offsets": np.asarray(offsets, dtype=np.float64),
               "key_rotations": np.asarray(key_rotations, dtype=np.float64),
               "key_positions": np.asarray(key_positions, dtype=np.float64)}
-    keys = [int(k) for k in keys]
-    if resolve_mode(settings) == "IN_PROCESS":
-        if not torch_available():
-            raise BridgeError("PyTorch cannot be imported in this Python; choose the backend process "
-                              "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
-        svc = _service()
-        try:
-            with svc.request_threads():  # (as the service's every request: backend.service.engines)
-                engine = svc.get_engine(str(info.path), settings.device)
-                return svc.inbetween_keys(engine, arrays["offsets"], keys, arrays["key_rotations"],
-                                          arrays["key_positions"], frame_time)
-        except ValueError as e:
-            raise BridgeError(str(e)) from None
-    header = {"op": "inbetween", "checkpoint": str(info.path), "device": settings.device, "keys": keys,
+    header = {"op": "inbetween", "checkpoint": str(info.path), "keys": [int(k) for k in keys],
               "frame_time": frame_time}
-    _, out = _process(settings).call(header, arrays, settings.timeout)
+    _, out = request(settings, header, arrays)
     return out["rotations"], out["positions"]
 
 
 def request(settings: BackendSettings, header: dict, arrays: dict) -> tuple[dict, dict]:
-    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays).
+    """Any request of backend/service/ (``header["op"]`` and its arrays) -> (reply, arrays): the one door.
 
-    In-process the service's own dispatcher answers it, so both modes run the same code and
-    give the same numbers; failures come back as :class:`BridgeError` either way."""
+    Built-in and in-process the service's own dispatcher answers it (on ONNX Runtime or PyTorch), so
+    every mode runs the same code and gives the same numbers (tests/test_onnx.py); failures come back
+    as :class:`BridgeError` in every mode."""
     header = dict(header, device=settings.device)
-    if resolve_mode(settings) == "IN_PROCESS":
-        if not torch_available():
-            raise BridgeError("PyTorch cannot be imported in this Python; choose the backend process "
-                              "(Preferences > Add-ons > Splinetween > Backend) and an interpreter that has it")
-        try:
-            return _service().handle(header, arrays)
-        except Exception as e:  # what the backend process would answer as {"ok": false}
-            raise BridgeError(str(e)) from None
-    return _process(settings).call(header, arrays, settings.timeout)
+    mode = resolve_mode(settings, header.get("checkpoint") or None)
+    if mode == "SUBPROCESS":
+        return _process(settings).call(header, arrays, settings.timeout)
+    if mode == "BUILTIN":
+        if not onnxruntime_available():
+            raise BridgeError("ONNX Runtime cannot be imported in this Python (the extension installs it with "
+                              "the add-on: reinstall the add-on's zip for this platform), or choose the backend "
+                              "process (Preferences > Add-ons > Splinetween > Backend)")
+        header["runtime"] = "onnx"
+    elif not torch_available():
+        raise BridgeError("PyTorch cannot be imported in this Python; choose Built-in or the backend process "
+                          "(Preferences > Add-ons > Splinetween > Backend)")
+    try:
+        return _service().handle(header, arrays)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # what the backend process would answer as {"ok": false}
+        raise BridgeError(str(e)) from None
 
 
 def check(settings: BackendSettings) -> str:
     """Start (or reuse) the backend and load the model: a one-line status for the user."""
     info = describe(settings)
-    if resolve_mode(settings) == "IN_PROCESS":
-        engine = _service().get_engine(str(info.path), settings.device)
-        return f"in-process backend, {info.path.name} on {engine.device}"
-    proc = _process(settings)
-    reply, _ = proc.call({"op": "load", "checkpoint": str(info.path), "device": settings.device}, {},
-                         settings.timeout)
-    return (f"backend process {proc.proc.pid} ({proc.interpreter}), {info.path.name} on {reply['device']}, "
-            f"backend {proc.hello.get('version')}")
+    reply, _ = request(settings, {"op": "load", "checkpoint": str(info.path)}, {})
+    mode = resolve_mode(settings, info.path)
+    if mode == "SUBPROCESS":
+        proc = _process(settings)
+        return (f"backend process {proc.proc.pid} ({proc.interpreter}), {info.path.name} on {reply['device']}, "
+                f"backend {proc.hello.get('version')}")
+    where = "built-in backend (ONNX Runtime)" if mode == "BUILTIN" else "in-process backend (PyTorch)"
+    return f"{where}, {info.path.name} on {reply['device']}"
 
 
 STARTUP_SECONDS = 300.0  # the handshake's own allowance: a cold start (Python, numpy, the backend's imports)

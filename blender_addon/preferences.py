@@ -6,9 +6,14 @@ import bpy
 from . import bridge
 
 _MODES = [
-    ("AUTO", "Automatic", "In Blender's Python when PyTorch imports there, else the backend process"),
-    ("IN_PROCESS", "In Blender", "Run the model inside Blender's Python (needs PyTorch installed there)"),
-    ("SUBPROCESS", "Backend Process", "Run the model in a separate Python that has PyTorch, kept warm between calls"),
+    ("BUILTIN", "Built-in", "Run the models inside Blender on ONNX Runtime, which the add-on brings: nothing to "
+                            "set up (the CPU; a checkpoint needs its exported model, python -m backend export)"),
+    ("SUBPROCESS", "Backend Process", "Run the models in a separate Python that has PyTorch, kept warm between "
+                                      "calls: for a GPU, or checkpoints without an exported model"),
+    ("AUTO", "Automatic", "PyTorch in Blender's Python where it imports, else Built-in, unless a checkpoint has "
+                          "no exported model (or a GPU is asked for): then the backend process"),
+    ("IN_PROCESS", "PyTorch in Blender", "Run the models with PyTorch inside Blender's Python (needs PyTorch "
+                                         "installed there; for developers)"),
 ]
 _DEVICES = [
     ("auto", "Automatic", "CUDA, then Apple MPS, then the CPU"),
@@ -20,7 +25,7 @@ _DEVICES = [
 class SplinetweenPreferences(bpy.types.AddonPreferences):
     bl_idname = __package__
 
-    backend_mode: bpy.props.EnumProperty(name="Backend", items=_MODES, default="AUTO")
+    backend_mode: bpy.props.EnumProperty(name="Backend", items=_MODES, default="BUILTIN")
     interpreter: bpy.props.StringProperty(
         name="Python Interpreter", subtype="FILE_PATH",
         description="A Python with torch, numpy and safetensors, for the backend process "
@@ -53,7 +58,7 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         layout.use_property_split = True
         layout.prop(self, "backend_mode")
         row = layout.row()
-        row.active = self.backend_mode != "IN_PROCESS"
+        row.active = self.backend_mode in ("SUBPROCESS", "AUTO")
         row.prop(self, "interpreter")
         layout.prop(self, "checkpoint")
         layout.prop(self, "autoencoder")

@@ -28,15 +28,20 @@ def bpy():
     return _bpy
 
 
-def fresh_scene_with_addon():
+def fresh_scene_with_addon(test_backend: bool = True):
     """Factory settings (with a window, so undo works headless) and the add-on enabled from the
-    source tree through addon_utils, so it has real preferences."""
+    source tree through addon_utils, so it has real preferences; with ``test_backend`` the model runs
+    as ``use_test_backend`` says (PyTorch here or in the backend process: the add-on enabled from the
+    source has no ONNX Runtime in Blender 4.5's Python; the built-in backend is tested on the installed
+    zip, tests/test_build.py, and on the service, tests/test_onnx.py)."""
     b = bpy()
     import addon_utils
     b.ops.wm.read_factory_settings(use_empty=False)
     for obj in list(b.data.objects):
         b.data.objects.remove(obj)
     addon_utils.enable(ADDON, default_set=True)
+    if test_backend:
+        use_test_backend()
     return b.context.scene
 
 

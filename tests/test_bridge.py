@@ -3,6 +3,7 @@ and the add-on's import discipline (bridge.py alone reaches the backend; torch o
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import subprocess
@@ -134,8 +135,22 @@ def test_interpreter_without_the_packages(tmp_path):
         bridge.shutdown()
 
 
-def test_auto_mode_and_the_shipped_checkpoint():
+def test_auto_mode_and_the_shipped_checkpoint(tmp_path, monkeypatch):
+    """Automatic: PyTorch in-process where it imports (here); in a Python without it (Blender's), built-in
+    for a checkpoint with current exported graphs, else (no graphs, or a GPU asked for) the backend process."""
     assert bridge.resolve_mode(bridge.BackendSettings()) == "IN_PROCESS"  # torch imports in this venv
+    import shutil
+    for suffix in (".json", ".safetensors"):  # a copy without its graphs (e.g. trained where onnx was missing)
+        shutil.copy(ROOT / "backend" / "checkpoints" / f"inbetween{suffix}", tmp_path / f"inbetween{suffix}")
+    mine = bridge.BackendSettings(checkpoint=str(tmp_path / "inbetween.json"))
+    monkeypatch.setattr(bridge, "torch_available", lambda: False)  # (as in Blender's own Python)
+    assert bridge.resolve_mode(bridge.BackendSettings()) == "BUILTIN"  # the shipped graphs, ONNX Runtime here
+    assert bridge.resolve_mode(bridge.BackendSettings(device="cuda")) == "SUBPROCESS"
+    assert "no exported model" in bridge.exported(tmp_path / "inbetween.json")
+    assert bridge.resolve_mode(mine) == "SUBPROCESS"
+    with pytest.raises(bridge.BridgeError, match="has no exported model.*python -m backend export"):
+        bridge.inbetween(dataclasses.replace(mine, mode="BUILTIN"), np.zeros((22, 3)), [0, 2], np.zeros((2, 22, 4)),
+                         np.zeros((2, 22, 3)))
     info = bridge.describe(bridge.BackendSettings())
     assert info.path == ROOT / "backend" / "checkpoints" / "inbetween.json"
     assert info.names[:2] == ("joint_Root", "Hips") and info.position_joints == (1,) and info.max_gap == 60
@@ -169,3 +184,24 @@ def test_cuda_asked_for_without_cuda(key_poses):
         pytest.skip("this machine has CUDA")
     with pytest.raises(bridge.BridgeError, match="sees no CUDA device"):
         bridge.inbetween(bridge.BackendSettings(mode="IN_PROCESS", device="cuda"), key_poses[0], KEYS, *key_poses[1:])
+
+
+def test_one_reader_describes_every_shipped_checkpoint(tmp_path):
+    """bridge.read_model: task, sizes, skeleton, principal names and vertex count from the JSON alone."""
+    import json as _json
+    root = bridge.default_checkpoint().parent
+    inb, ae = bridge.read_model(root / "inbetween.json"), bridge.read_model(root / "motion_autoencoder")
+    cloth = bridge.read_model(root / "cloth_inbetween.safetensors")
+    assert (inb.task, ae.task, cloth.task) == ("inbetween", "autoencoder", "inbetween")
+    assert len(inb.names) == len(inb.parents) == inb.offsets.shape[0] == 22 and not inb.mesh
+    doc = _json.loads((root / "motion_autoencoder.json").read_text())
+    assert ae.latent == doc["model"]["latent"] and ae.principal_names == tuple(doc["info"]["principal_names"])
+    assert cloth.mesh and cloth.vertices == 5041 and cloth.names == ()
+    assert [f.name for f in cloth.files] == ["cloth_inbetween.json", "cloth_inbetween.safetensors",
+                                             "cloth_basis.safetensors"]
+    assert bridge.describe(bridge.BackendSettings()) is inb  # read once per file version
+    (tmp_path / "x.json").write_text('{"model": {}}')
+    with pytest.raises(bridge.BridgeError, match="is not a Splinetween checkpoint"):
+        bridge.read_model(tmp_path / "x.json")
+    with pytest.raises(bridge.BridgeError, match="cannot read the checkpoint"):
+        bridge.read_model(tmp_path / "missing.json")

@@ -162,7 +162,7 @@ def test_shape_check_builds_the_models_shapes_without_random_init(name):
     config = ck.load(SHIPPED / f"{name}.json").config
     with torch.device("meta"):
         plain = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
-    with torch.device("meta"), checkpoint_checks._RandomAsEmpty():
+    with torch.device("meta"), checkpoint_checks._random_as_empty():
         state = build_model(config).state_dict()
     assert {k: tuple(v.shape) for k, v in state.items()} == plain
     assert {v.device.type for v in state.values()} == {"meta"}

@@ -149,7 +149,7 @@ def motion_errors(ckpt_path, windows) -> dict:
     pr, pp = reconstruct_windows(engine, rot, pos)
     rec = evaluate_reconstruction(pr, pp, rot, pos, ms.skeleton.parents, engine.layout.rotation_joints)
     return {"windows": int(len(rot)), "mse_angle_deg2": rec["rot_sq_deg2"], "mean_angle_deg": rec["rot_deg"],
-            "mpjpe_cm": rec["mpjpe_cm"], "parameters": count_parameters(engine.model),
+            "mpjpe_cm": rec["mpjpe_cm"], "parameters": count_parameters(engine.model.module),
             "train_wall_total_s": engine.ckpt.info.get("wall_time_s")}
 
 

@@ -309,6 +309,8 @@ def train(cfg: TrainConfig) -> Path:
     if rank == 0:
         import json
         (out / "history.json").write_text(json.dumps(history))
+        from backend.export_onnx import export_saved
+        print(export_saved(out / "best.json"), file=sys.stderr)
         print(f"\ndone: {out / 'best.json'} (val rotation error {best:.3f} deg)", file=sys.stderr)
         progress.emit("done", checkpoint=str(out / "best.json"), metric="val_rot_deg", value=best)
     return out / "best.json"

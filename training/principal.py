@@ -210,6 +210,8 @@ def main(argv=None) -> int:
         write_text(jpath, json.dumps(doc, indent=1))
     else:
         ck.save(c.path, c)
+        from backend.export_onnx import export_saved
+        print(export_saved(c.path))  # (the weights file changed: the graphs point into it again)
     for i, (n, e, d) in enumerate(zip(names, c.info.get("principal_explained", []), descriptions)):
         print(f"PC{i + 1}: {n} (explains {100 * e:.1f} % of control-point variance)\n      {d}")
     print(f"stored in {c.path}")

@@ -11,12 +11,17 @@ DEFAULT_THREADS = 1
 
 
 @contextmanager
-def request_threads():
+def request_threads(torch_threads: bool = True):
     """PyTorch's math threads for one request, put back afterwards (in-process, Blender's Python and
     whatever else runs torch there keep theirs): ``SPLINETWEEN_THREADS`` when set (0: torch's own
     default, every core), else one.  A request of the add-on is a few segments: spreading its small
     products over threads costs more than it wins (a 61-frame slider change in Blender: 3.9 ms on one
-    thread, 7.8 on two; Encode of 300 frames 43 vs 48 ms; docs/results.md section 10)."""
+    thread, 7.8 on two; Encode of 300 frames 43 vs 48 ms; docs/results.md section 10).  Not for a request on
+    ONNX Runtime (``torch_threads`` False: its sessions run on one thread, ``backend.runtime``), which must
+    not import torch at all."""
+    if not torch_threads:
+        yield
+        return
     try:
         want = int(os.environ.get("SPLINETWEEN_THREADS", "") or DEFAULT_THREADS)
     except ValueError:
@@ -42,9 +47,11 @@ _NEEDS = {(False, True): "Inbetween needs an in-betweening one",
           (True, False): "Encode Mesh needs a mesh autoencoder one"}
 
 
-def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False):
+def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False,
+               runtime: str = "torch"):
     """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
-    engine), loaded once per (kind, file, device) and again when the file is replaced."""
+    engine; ``runtime``: "torch" or "onnx", ``backend.runtime``), loaded once per (kind, file, device,
+    runtime) and again when the file is replaced."""
     if mesh:
         from ..mesh_engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
         from ..mesh_engine import MeshEngine as factory
@@ -56,12 +63,12 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
         stamp = os.stat(path).st_mtime_ns
     except OSError:
         stamp = None  # the engine's loader names the missing file
-    key = (factory.__name__, path, device, stamp)
+    key = (factory.__name__, path, device, runtime, stamp)
     with _loading:
         if key not in _engines:
-            for old in [k for k in _engines if k[:3] == key[:3]]:
+            for old in [k for k in _engines if k[:4] == key[:4]]:
                 del _engines[old]
-            _engines[key] = factory(path, device)
+            _engines[key] = factory(path, device, runtime)
         engine = _engines[key]
     if engine.task != task:
         need = _NEEDS[mesh, task == "inbetween"]

@@ -16,6 +16,11 @@ def _device(header: dict) -> str:
     return header.get("device", "auto")
 
 
+def _runtime(header: dict) -> str:
+    """What runs the model: "torch" (the default) or "onnx" (the exported graphs: ``backend.runtime``)."""
+    return header.get("runtime", "torch")
+
+
 def hello(header: dict, arrays: dict) -> tuple[dict, dict]:
     import importlib.util
     return {"ok": True, "protocol": PROTOCOL, "version": __version__, "pid": os.getpid(),
@@ -24,7 +29,7 @@ def hello(header: dict, arrays: dict) -> tuple[dict, dict]:
 
 def load(header: dict, arrays: dict) -> tuple[dict, dict]:
     t0 = time.perf_counter()
-    engine = get_engine(header.get("checkpoint"), _device(header))
+    engine = get_engine(header.get("checkpoint"), _device(header), runtime=_runtime(header))
     return {"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0}, {}
 
 
@@ -32,7 +37,7 @@ def inbetween(header: dict, arrays: dict) -> tuple[dict, dict]:
     delay = float(os.environ.get("SPLINETWEEN_SERVICE_DELAY", "0") or 0)  # tests: a slow backend
     if delay:
         time.sleep(delay)
-    engine = get_engine(header.get("checkpoint"), _device(header))
+    engine = get_engine(header.get("checkpoint"), _device(header), runtime=_runtime(header))
     t0 = time.perf_counter()
     rot, pos, c = motion.inbetween_with_controls(engine, arrays["offsets"], header["keys"], arrays["key_rotations"],
                                                  arrays["key_positions"], float(header.get("frame_time", 1.0 / 30.0)))
@@ -42,7 +47,7 @@ def inbetween(header: dict, arrays: dict) -> tuple[dict, dict]:
 
 
 def encode(header: dict, arrays: dict) -> tuple[dict, dict]:
-    engine = get_engine(header.get("checkpoint"), _device(header), "autoencoder")
+    engine = get_engine(header.get("checkpoint"), _device(header), "autoencoder", runtime=_runtime(header))
     t0 = time.perf_counter()
     reply, out = motion.encode_clip(engine, arrays["offsets"], arrays["rotations"], arrays["positions"],
                                     float(header.get("frame_time", 1.0 / 30.0)), bool(header.get("decode")))
@@ -50,7 +55,8 @@ def encode(header: dict, arrays: dict) -> tuple[dict, dict]:
 
 
 def decode(header: dict, arrays: dict) -> tuple[dict, dict]:
-    engine = get_engine(header.get("checkpoint"), _device(header), header.get("task", "autoencoder"))
+    engine = get_engine(header.get("checkpoint"), _device(header), header.get("task", "autoencoder"),
+                        runtime=_runtime(header))
     t0 = time.perf_counter()
     rot, pos = motion.decode_parts(engine, header, arrays)
     return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0},
@@ -77,9 +83,9 @@ HANDLERS = {"hello": hello, "load": load, "inbetween": inbetween, "encode": enco
 def handle(header: dict, arrays: dict) -> tuple[dict, dict]:
     op = header.get("op")
     if isinstance(op, str) and op in HANDLERS:
-        with request_threads():
+        with request_threads(_runtime(header) == "torch"):
             return HANDLERS[op](header, arrays)
     if isinstance(op, str) and op.startswith("mesh_"):
-        with request_threads():
+        with request_threads(_runtime(header) == "torch"):
             return _mesh(op)(header, arrays)  # the mesh module names the unknown request
     raise ValueError(f"unknown request {op!r}")

@@ -33,7 +33,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
     from ..edits import edit_points
-    from ..keyframes import segments_on_keys
+    from ..keyframes_np import segments_on_keys
     from ..mesh_engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
@@ -127,15 +127,15 @@ def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
 
 
 def handle(op: str, header: dict, arrays: dict) -> tuple[dict, dict]:
-    device = header.get("device", "auto")
+    device, runtime = header.get("device", "auto"), header.get("runtime", "torch")
     if op == "mesh_encode":
-        engine = get_engine(header.get("checkpoint"), device, "autoencoder", mesh=True)
+        engine = get_engine(header.get("checkpoint"), device, "autoencoder", mesh=True, runtime=runtime)
         reply, out = encode(engine, header, arrays)
     elif op == "mesh_inbetween":
-        engine = get_engine(header.get("checkpoint"), device, "inbetween", mesh=True)
+        engine = get_engine(header.get("checkpoint"), device, "inbetween", mesh=True, runtime=runtime)
         reply, out = inbetween(engine, header, arrays)
     elif op == "mesh_decode":
-        engine = get_engine(header.get("checkpoint"), device, header.get("task", "autoencoder"), mesh=True)
+        engine = get_engine(header.get("checkpoint"), device, header.get("task", "autoencoder"), mesh=True, runtime=runtime)
         reply, out = {}, {"vertices": decode_parts(engine, header, arrays)}
     else:
         raise ValueError(f"unknown request {op!r}")

@@ -194,7 +194,7 @@ def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, templ
     (``Engine.decode_features``, lengths may differ) and one conversion to poses, the segments laid end to
     end.  Each segment's numbers are the ones it gets alone (tests/test_latent_service.py checks it), so
     the layer's caches stay valid."""
-    from ..features import poses_from_features
+    from ..features_np import poses_from_features
     if not points:
         return {}
     jobs = [(n, int(round((n - 1) * scale)) + 1, timing) for n, scale, timing in plans]

@@ -147,8 +147,8 @@ class TrainJob:
     def trained_task(self) -> str:
         """The task the checkpoint was trained for (its JSON's info), "" when unreadable."""
         try:
-            return str(bridge.numpy_module("json_limits").read(self.checkpoint)["info"]["task"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return bridge.read_model(self.checkpoint).task
+        except bridge.BridgeError:
             return ""
 
     # -- starting --

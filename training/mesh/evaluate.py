@@ -90,12 +90,12 @@ def evaluate_autoencoder(engine: MeshEngine, ms) -> dict:
 def regression_only(engine: MeshEngine) -> MeshEngine | None:
     """A copy of an in-between engine with the transformer's correction switched off (its linear path
     alone), or None when the model has no linear path."""
-    if getattr(engine.model, "key_regression", None) is None:
+    if not engine.ckpt.config.linear_path:
         return None
     alone = MeshEngine(engine.path, str(engine.device))
     with torch.no_grad():
-        alone.model.mlp_dec[-1].weight.zero_()
-        alone.model.mlp_dec[-1].bias.zero_()
+        alone.model.module.mlp_dec[-1].weight.zero_()
+        alone.model.module.mlp_dec[-1].bias.zero_()
     return alone
 
 

@@ -21,7 +21,8 @@ from backend import checkpoint as ckpt_io
 from backend.features import Normalizer
 from backend.keyframes import interpolation_base
 from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
-from backend.mesh_engine import basis_from, compose_inbetween
+from backend.keyframes import compose_inbetween
+from backend.mesh_engine import basis_from
 from backend.model import ModelConfig, count_parameters
 from backend.registry import build_model
 
@@ -323,6 +324,8 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     (out / "history.json").write_text(json.dumps(history))
     if cfg.task == "autoencoder" and cfg.principal > 0 and not os.environ.get("SPLINETWEEN_NO_PRINCIPAL"):
         add_principal(out / "best", train_ms, cfg.principal, seed=cfg.seed)
+    from backend.export_onnx import export_saved
+    print(export_saved(out / "best.json"), file=sys.stderr)  # (last: the principal directions rewrite the weights)
     print(f"\ndone: {out / 'best.json'} (val mean vertex error {best:.3f} % of the bounding-box diagonal)",
           file=sys.stderr)
     progress.emit("done", checkpoint=str(out / "best.json"), metric="val_vertex_pct", value=best)

@@ -96,6 +96,8 @@ def main(argv=None) -> int:
         c.asset["basis"] = shared
         c.info["command"], c.info["generator"] = commands[task], args.generator
         dst = ck.save(args.dest / name, c)
+        from backend.export_onnx import export_saved
+        print(export_saved(dst), file=sys.stderr)  # (the add-on's built-in backend runs the graphs)
         evaluate([str(dst), f"--data={args.data}", "--split=test", f"--out={ROOT / 'docs'}", "--threads=1",
                   "--device=cpu"])
         src = ROOT / "docs" / f"eval-{name}-test"
