@@ -8,6 +8,7 @@ made by training.mesh.cloth_gen while the example is missing), simulated once pe
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -50,6 +51,19 @@ def flag() -> dict:
         pc2 = write_pc2(session_dir() / "flag.pc2", frames)
         _session["flag"] = {"frames": frames, "pc2": pc2, "blend": blend, "from_11": first}
     return _session["flag"]
+
+
+def flag_blend_copy(path: Path) -> Path:
+    """The example flag's .blend at ``path``, as this Blender saves it: the example is saved by Blender 5.0,
+    which Blender 4.5 opens with "expect loss of data!" and the batch refuses to save back (what a 4.5 user
+    does first: open it and save it in 4.5).  A file of this version is copied byte for byte."""
+    b = bpy()
+    b.ops.wm.open_mainfile(filepath=str(FLAG_BLEND), load_ui=False, use_scripts=False)
+    if tuple(b.data.version[:2]) <= tuple(b.app.version[:2]):
+        shutil.copy2(FLAG_BLEND, path)
+    else:
+        b.ops.wm.save_as_mainfile(filepath=str(path), check_existing=False, copy=True)
+    return Path(path)
 
 
 def setup_scene(cache_folder: Path | None = None):

@@ -11,7 +11,7 @@ import pytest
 
 from batch_helpers import ROOT, by_name, load_report, run_batch, sha256
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
-from mesh_addon_helpers import FLAG_BLEND, evaluated, flag
+from mesh_addon_helpers import FLAG_BLEND, evaluated, flag, flag_blend_copy
 
 bpy = bpy()
 
@@ -47,7 +47,7 @@ def inputs(tmp_path_factory):
     sim = flag()  # the flag simulated here, frames 1-60, as the reference
     src = tmp_path_factory.mktemp("in")
     marks = tmp_path_factory.mktemp("marks")
-    shutil.copy2(FLAG_BLEND, src / "flag_a.blend")
+    flag_blend_copy(src / "flag_a.blend")
     _trap_flag(src / "flag_b.blend", marks)
     _variant(src / "nomesh.blend", lambda: bpy.ops.object.empty_add())
     _variant(src / "cube.blend", lambda: bpy.ops.mesh.primitive_cube_add())
@@ -126,7 +126,7 @@ def test_a_rerun_skips_what_is_done(inputs, inbetweened):
 def test_mesh_encode_and_frames_out_of_range(inputs, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
-    shutil.copy2(FLAG_BLEND, src / "flag.blend")
+    flag_blend_copy(src / "flag.blend")
     out = tmp_path / "out"
     res = run_batch("mesh-encode", src, "--range", "1:90", "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert res.returncode == 1
