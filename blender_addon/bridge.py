@@ -31,11 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .core.errors import Refusal
+
 MODES = ("AUTO", "BUILTIN", "IN_PROCESS", "SUBPROCESS")
 
 
-class BridgeError(RuntimeError):
-    """Anything that kept the backend from answering; the message says what to do."""
+class BridgeError(Refusal, RuntimeError):
+    """Anything that kept the backend from answering; the message says what to do.  A ``Refusal`` (the
+    add-on's one refusal type), so every operator reports it as it reports its own checks."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,3 +206,11 @@ def test_one_reader_describes_every_shipped_checkpoint(tmp_path):
         bridge.read_model(tmp_path / "x.json")
     with pytest.raises(bridge.BridgeError, match="cannot read the checkpoint"):
         bridge.read_model(tmp_path / "missing.json")
+
+
+def test_a_backend_failure_is_the_add_ons_one_refusal_type():
+    """Operators report a Refusal as a refusal (their label and the message); the bridge's errors are one."""
+    from blender_addon.core.errors import Refusal
+    assert issubclass(bridge.BridgeError, Refusal)
+    with pytest.raises(Refusal, match="not a Splinetween checkpoint|cannot read"):
+        bridge.read_model(Path(__file__))
