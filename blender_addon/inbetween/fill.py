@@ -78,6 +78,11 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
         and not locked
+    if editable:  # latent controls on an action another object plays would move that object too
+        from ..latent import take
+        shared = take.shared_refusal(obj, "Inbetween (Editable)")
+        if shared:
+            raise Refusal(f"{shared}; or untick Editable; nothing was changed")
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}

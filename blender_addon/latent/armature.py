@@ -24,6 +24,7 @@ from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
 from . import armature_layer as layer
+from . import carry, take
 from . import core as latent
 
 _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
@@ -32,6 +33,7 @@ _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the
 def forget(token: str) -> None:
     """Drop the decoded segments and unpacked originals of a range that is going away."""
     layer.forget(token)
+    carry.forget(token)
     for cache in (_bases, _blocks, _channels, _base_values):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
@@ -131,7 +133,8 @@ def original_keys(st) -> dict:
 
 def sync(obj, context=None, force: bool = False) -> bool:
     """Write the frames whose keys do not show their segment's inputs; True if any was.  A segment at
-    its encoded inputs shows the original keys, bit for bit."""
+    its encoded inputs shows the original keys, bit for bit; keys the user changed since the last
+    write are carried into the original first (``carry``), so the layer never reverts them."""
     st = obj.splinetween_latent
     if not st.active:
         return False
@@ -142,26 +145,38 @@ def sync(obj, context=None, force: bool = False) -> bool:
     changed = [s for s in range(len(bounds)) if force or sigs[s] != shown[s]]
     if not changed:
         return False
+    take.check(obj)
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    channels = channels_of(obj, st)
+    everything = channels_of(obj, st)
+    base = base_values(st, everything)
+    cols = writable(st, everything)
+    channels = [everything[c] for c in cols]
+    curves = latent_io.curve_map(bag)
+    fcs = [curves.get(k) for k in curve_keys(everything)]
+    if carry.reconcile(obj, st, bag, channels, cols, [fcs[c] for c in cols], base_keys(st), base):
+        base = base_values(st, everything)  # (the original changed: every driven curve is written again)
+        cols = writable(st, everything)
+        channels = [everything[c] for c in cols]
+        force, changed = True, list(range(len(bounds)))
     seams, prot = st.kind == "AUTOENCODER", protected(st)
     edited = L.edited_segments(sigs, nsigs)
     whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
     frames = _reach(tuple(bounds), tuple(edited if whole else changed), seams, prot.tobytes())
-    base = base_values(st, channels)
-    values = np.zeros((0, len(channels)))
+    values = np.zeros((0, len(everything)))
     if len(frames):
         path, why = latent.checkpoint_for(st, context, LM.STAT_EVERY)  # (a drag asks every change)
         if path is None:
             raise Refusal(why)
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
-                                      frames, channels, base)
-    keep = writable(st, channels)
-    if keep is not None:  # bones under constraints: never written (Encode named them)
-        channels, values, base = [channels[c] for c in keep], values[:, keep], base[:, keep]
+                                            frames, everything, base)
+    values, base = values[:, cols], base[:, cols]  # bones under constraints, curves deleted: never written
     write(obj, st, bag, channels, frames, values, base, whole)
+    carry.record(st, frames, values, whole)
+    if whole:  # (curves may have been made)
+        curves = latent_io.curve_map(bag)
+    carry.remember(st, [curves.get(k) for k in curve_keys(channels)])
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -180,12 +195,15 @@ def _reach(bounds: tuple, segments: tuple, seams: bool, protected: bytes) -> np.
     return frames
 
 
-def writable(st, channels) -> list[int] | None:
-    """Columns of ``channels`` the layer may write: all (None) unless Encode found bones driven by constraints."""
-    if "left" not in st or not len(st["left"]):
-        return None
-    left = set(st["left"])
-    return [c for c, ch in enumerate(channels) if ch[0] not in left]
+def writable(st, channels) -> list[int]:
+    """Columns of ``channels`` the layer may write: not those of bones Encode found driven by constraints,
+    nor curves the user deleted since (``carry.gone``)."""
+    left = set(st["left"]) if "left" in st else set()
+    deleted = carry.gone(st)
+    if not left and not deleted:
+        return list(range(len(channels)))
+    return [c for c, ch in enumerate(channels)
+            if ch[0] not in left and (scene_io.bone_path(ch[0], ch[1]), ch[2]) not in deleted]
 
 
 def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool) -> None:
@@ -263,6 +281,7 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
         bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
         for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
             seg.signature = sig  # the keys show the original: every segment at neutral
+        take.remember(obj)
 
 
 def replace_refusal(obj) -> str:
@@ -282,18 +301,47 @@ def bake(obj) -> str:
     return f"Baked frames {a}-{b}: plain keys, latent controls removed"
 
 
+def settle(obj, st, bag) -> None:
+    """Carry keys changed since the layer's last write into its original (``carry``) before an operation
+    that reads the original (Remove, Resample); nothing to do when a bone of the range is gone."""
+    try:
+        everything = channels_of(obj, st)
+    except Refusal:
+        return
+    cols = writable(st, everything)
+    curves = latent_io.curve_map(bag)
+    carry.reconcile(obj, st, bag, [everything[c] for c in cols], cols,
+                    [curves.get(k) for k in (curve_keys(everything)[c] for c in cols)],
+                    base_keys(st), base_values(st, everything))
+
+
 def remove(obj) -> str:
+    """The layer goes: the keys of the range are the original's (an encoded range: the user's keys
+    before Encode, with every key changed since; an in-betweened one: the keys before Inbetween).  The
+    take the range was made on is restored, whichever action the armature plays now, and no curve is
+    made for a bone that is gone."""
     st = latent.controls_of(obj)
-    bag = scene_io.channelbag(obj)
+    bag = take.channelbag(obj)
     a, b = st.frame_start, st.frame_end
-    note = ""
+    note, edited = "", False
     if bag is None:
         note = " (the action is gone: nothing to restore)"
     else:
-        latent_io.restore(bag, original_keys(st), a, b, a + st.source_frames - 1)
+        settle(obj, st, bag)
+        edited = st.kind == "AUTOENCODER" and st.base_edited
+        keys = base_keys(st) if edited else original_keys(st)
+        lost = sorted({p.split('"')[1] for p, _ in keys if p.startswith("pose.bones[")
+                       and p.split('"')[1] not in obj.pose.bones})
+        deleted = carry.gone(st)  # curves the user deleted since: not made again
+        keys = {k: v for k, v in keys.items() if k not in deleted
+                and not (k[0].startswith("pose.bones[") and k[0].split('"')[1] in lost)}
+        latent_io.restore(bag, keys, a, b, b if edited else a + st.source_frames - 1)
+        if lost:
+            note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
     forget(st.token)
     latent.clear(obj)
-    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{note}"
+    what = " (with the keys changed since Encode)" if edited else ""
+    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{what}{note}"
 
 
 def resample(obj, settings, frames: int) -> str:

@@ -18,6 +18,7 @@ from ..io import scene as scene_io
 from . import armature
 from . import armature_layer as layer
 from . import core as latent
+from . import carry, take
 
 
 def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
@@ -43,7 +44,7 @@ def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
     before Encode, an in-betweened range's fill, evaluated at the new frames' times."""
     lo = st.frame_start
     k = np.arange(frames, dtype=np.float64)
-    if st.kind == "INBETWEEN":
+    if st.kind == "INBETWEEN" or st.base_edited:  # (keys changed since Encode: the original is ``base`` now)
         curves, times = armature.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
     else:
         curves, times = armature.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
@@ -61,10 +62,12 @@ def resample(obj, settings, frames: int) -> str:
     path, nothing = latent.resample_checkpoint(obj, st, frames)
     if path is None:
         return nothing
+    take.check(obj)
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
     channels = armature.channels_of(obj, st)
+    armature.settle(obj, st, bag)  # keys changed since the last write are the original now
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw, frames)
     nsigs = latent.neutral_signatures(st, bounds)
@@ -90,8 +93,11 @@ def resample(obj, settings, frames: int) -> str:
     keys_at = armature.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
     curves, enums, base = latent_io.curve_map(bag), latent_io.new_key_enums(), []
+    deleted = carry.gone(st)
     for c, (bone, prop, i, _) in enumerate(channels):
         p = scene_io.bone_path(bone, prop)
+        if (p, i) in deleted:  # a curve the user deleted is not made again
+            continue
         fc = curves.get((p, i))
         now = scene_io.read_keys(fc) if fc is not None else None
         keys = L.layered_curve(now, now, lo, new_hi, keyed, values[keyed - lo, c], enums)
@@ -103,5 +109,7 @@ def resample(obj, settings, frames: int) -> str:
         latent.new_base_version(st)
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral
+    carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)
+    carry.forget(st.token)
     armature.sync(obj)
     return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 
-import bpy
 import numpy as np
 
 from .. import bridge
@@ -20,21 +19,12 @@ from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
 from ..io import scene as scene_io
-from . import armature, armature_layer, armature_retarget
+from . import armature, armature_layer, armature_retarget, take
 from . import core as latent
 
 
 def _armature(obj):
     return scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
-
-
-def _shared_action(obj) -> str | None:
-    action = obj.animation_data.action
-    for other in bpy.data.objects:
-        if other is not obj and other.type == "ARMATURE" and other.splinetween_latent.active \
-                and other.animation_data and other.animation_data.action == action:
-            return other.name
-    return None
 
 
 def action_range(obj) -> tuple[int, int]:
@@ -50,10 +40,9 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     if obj is not None and obj.type == "ARMATURE" and obj.splinetween_latent.active:
         raise Refusal(f"{obj.name} already has latent controls (frames {obj.splinetween_latent.frame_start}-"
                       f"{obj.splinetween_latent.frame_end}); Bake or Remove them first")
-    other = _shared_action(obj) if obj is not None and obj.animation_data else None
-    if other:
-        raise Refusal(f"{obj.name} shares its action with {other}, which has latent controls; "
-                      "give this armature its own action (the number next to the action's name makes a copy)")
+    shared = take.shared_refusal(obj, "Encode") if obj is not None and obj.type == "ARMATURE" else None
+    if shared:
+        raise Refusal(shared)
     bag = _armature(obj)
     meta = latent.checkpoint_meta(path)
     if meta["task"] != "autoencoder":

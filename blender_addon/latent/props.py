@@ -69,6 +69,13 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
     made_animation_data: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     num_vertices: bpy.props.IntProperty(name="Vertices", description="Vertices of the encoded mesh")
     segments: bpy.props.CollectionProperty(type=SplinetweenLatentSegment)
+    # the take the range is made on (``take``) and what the layer last wrote (``carry``)
+    action: bpy.props.PointerProperty(type=bpy.types.Action, name="Take",
+                                      description="The action the latent controls were made on")
+    action_slot: bpy.props.StringProperty(options={"HIDDEN"}, description="Its slot's identifier")
+    shown_id: bpy.props.StringProperty(options={"HIDDEN"}, description="Names the layer's last write")
+    base_edited: bpy.props.BoolProperty(default=False, options={"HIDDEN"},
+                                        description="Keys changed since Encode were carried into the original")
 
     @property
     def frame_end(self) -> int:
