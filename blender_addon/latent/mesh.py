@@ -14,9 +14,11 @@ first change: a refusal leaves the object, its modifiers and the files as they w
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
+import bpy
 import numpy as np
 
 from ..core import latent_math as LM
@@ -99,7 +101,6 @@ def modifier(obj, st):
 
 def _sharing(obj, path: Path) -> str | None:
     """Another mesh with latent controls whose cache file is this one (a duplicated object), or None."""
-    import bpy
     for other in bpy.data.objects:
         if other is obj or other.type != "MESH" or not other.splinetween_latent.active:
             continue
@@ -107,6 +108,25 @@ def _sharing(obj, path: Path) -> str | None:
         if mod is not None and mesh_cache.file_of(other, mod) == path:
             return other.name
     return None
+
+
+def owned_cache(obj, st, mod, context=None) -> Path:
+    """The cache file of this .blend: a file saved elsewhere since the cache was made (*Save As*, a copy)
+    gets its own, a copy of the old one, which is never written or deleted from here again."""
+    path = mesh_cache.file_of(obj, mod)
+    if st.cache_blend == bpy.data.filepath:
+        return path
+    own = _cache_path(context, obj, "encoded" if st.kind == "AUTOENCODER" else "inbetween")
+    if path.exists():
+        try:
+            shutil.copyfile(path, own)
+        except OSError as e:
+            raise Refusal(f"cannot copy the mesh cache {path} to {own} for this .blend ({e.strerror or e}); "
+                          "nothing was changed") from None
+    with latent.suspended():
+        mesh_cache.point(mod, own)
+        st.cache_blend = bpy.data.filepath
+    return own
 
 
 def sync(obj, context=None, force: bool = False) -> bool:
@@ -117,7 +137,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw)
     mod = modifier(obj, st)
-    path = mesh_cache.file_of(obj, mod)
+    path = owned_cache(obj, st, mod, context)
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
     if not stale and all(sigs[s] == seg.signature for s, seg in enumerate(st.segments)):
         return False
@@ -164,6 +184,7 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
             latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
             latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
         st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
+        st.cache_blend = bpy.data.filepath
     if neutral is not None:
         prime(st, neutral)
     try:
@@ -241,7 +262,9 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
 
 
 def _drop(obj, delete_file: bool) -> str:
+    """Detach the modifier; its file is deleted only when this .blend made it (never another file's)."""
     st = obj.splinetween_latent
+    delete_file = delete_file and st.cache_blend == bpy.data.filepath
     note = mesh_cache.detach(obj, mesh_cache.find(obj, st.cache_uid), delete_file, st.made_animation_data)
     forget(st.token)
     latent.clear(obj)
@@ -255,6 +278,7 @@ def bake(obj) -> str:
     mod = mesh_cache.find(obj, st.cache_uid)
     kept = ""
     if mod is not None:
+        owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
         mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
         kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
     forget(st.token)

@@ -66,6 +66,8 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
     # mesh sequences: the decode lives in a PC2 file read by a MeshCache modifier (see mesh_latent)
     cache_uid: bpy.props.IntProperty(options={"HIDDEN"}, description="persistent_uid of the MeshCache modifier")
     cache_fingerprint: bpy.props.StringProperty(options={"HIDDEN"}, description="What the cache file shows")
+    cache_blend: bpy.props.StringProperty(options={"HIDDEN"}, subtype="FILE_PATH",
+                                          description="The .blend the cache file belongs to (Save As elsewhere: a new one)")
     made_animation_data: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     num_vertices: bpy.props.IntProperty(name="Vertices", description="Vertices of the encoded mesh")
     segments: bpy.props.CollectionProperty(type=SplinetweenLatentSegment)
