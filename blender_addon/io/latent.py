@@ -154,10 +154,11 @@ def read_motion(fc) -> dict:
     return out
 
 
-def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[int]:
+def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.ndarray | None = None) -> list[int]:
     """The slider's fast path: on each curve of ``fcs`` (None: no curve) the keys already on every one of
     ``frames`` (scene frames, sorted) get the new values ``values[:, c]``, one ``foreach_get`` and one
-    ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once.
+    ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once
+    (``co``: every curve's ``co`` just read, one curve after the other: not read again, and updated in place).
     -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
     belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
     run of them starts on the frame after an original key)."""
@@ -166,11 +167,14 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
     at = [0]
     for n in counts:
         at.append(at[-1] + 2 * n)
-    co = np.empty(at[-1], dtype=np.float32)
+    read = co is None or len(co) != at[-1]  # ``co``: every curve's keys read just before, one after the other
+    if read:
+        co = np.empty(at[-1], dtype=np.float32)
     if counts and counts[0] and counts.count(counts[0]) == len(counts):  # the common case: one grid
         grid = co.reshape(len(kps), -1)
         for kp, row in zip(kps, grid):
-            kp.foreach_get("co", row)
+            if read:
+                kp.foreach_get("co", row)
         x = grid[:, 0::2]
         # ... and the first curve's keys on the frames sit at the same rows of every curve (the common
         # case, every curve keyed alike): one search for all, checked where it is used
@@ -180,7 +184,7 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray) -> list[
             for kp, row in zip(kps, grid):
                 kp.foreach_set("co", row)
             return []
-    else:
+    elif read:
         for c, kp in enumerate(kps):
             if counts[c]:
                 kp.foreach_get("co", co[at[c]:at[c + 1]])

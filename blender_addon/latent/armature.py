@@ -155,7 +155,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
     channels = [everything[c] for c in cols]
     curves = latent_io.curve_map(bag)
     fcs = [curves.get(k) for k in curve_keys(everything)]
-    if carry.reconcile(obj, st, bag, channels, cols, [fcs[c] for c in cols], base_keys(st), base):
+    carried, co = carry.reconcile(obj, st, bag, channels, cols, [fcs[c] for c in cols], base_keys(st), base)
+    if carried:
         base = base_values(st, everything)  # (the original changed: every driven curve is written again)
         cols = writable(st, everything)
         channels = [everything[c] for c in cols]
@@ -172,11 +173,11 @@ def sync(obj, context=None, force: bool = False) -> bool:
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
                                             frames, everything, base)
     values, base = values[:, cols], base[:, cols]  # bones under constraints, curves deleted: never written
-    write(obj, st, bag, channels, frames, values, base, whole)
+    current = write(obj, st, bag, channels, frames, values, base, whole, None if whole else co)
     carry.record(st, frames, values, whole)
     if whole:  # (curves may have been made)
         curves = latent_io.curve_map(bag)
-    carry.remember(st, [curves.get(k) for k in curve_keys(channels)])
+    carry.remember(st, [curves.get(k) for k in curve_keys(channels)], co if current else None)
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -206,24 +207,26 @@ def writable(st, channels) -> list[int]:
             if ch[0] not in left and (scene_io.bone_path(ch[0], ch[1]), ch[2]) not in deleted]
 
 
-def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool) -> None:
+def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool,
+          co: np.ndarray | None = None) -> bool:
     """Layered values at ``frames`` (relative) -> the curves.  Not ``whole``: only those frames' values
-    change (each already has a key); ``whole``: every driven curve is set to the original keys of the
-    range with the layer keyed on its frames (and the frames between them and the original's nearest
-    keys, keyed with the original's own values)."""
+    change (each already has a key; ``co``: the curves' ``co`` just read, updated in place); ``whole``:
+    every driven curve is set to the original keys of the range with the layer keyed on its frames (and
+    the frames between them and the original's nearest keys, keyed with the original's own values).
+    -> whether ``co`` is what the curves hold now."""
     curves = latent_io.curve_map(bag)
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(channels)]
     originals, enums = base_keys(st), latent_io.new_key_enums()
     if not whole:
-        redo = latent_io.overwrite_values(fcs, absolute, values)
+        redo = latent_io.overwrite_values(fcs, absolute, values, co)
     else:
         blocks = every_frame(st, channels, originals)
         redo = latent_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
             list(range(len(channels)))
     if not redo:
-        return
+        return not whole and co is not None
     for c in redo:
         bone, prop, i, _ = channels[c]
         path = scene_io.bone_path(bone, prop)
@@ -239,6 +242,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
             now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
             keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
         latent_io.set_curve(bag, curves, path, i, bone, keys, now)
+    return False
 
 
 def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,

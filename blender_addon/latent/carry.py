@@ -42,11 +42,15 @@ def _read_co(fcs) -> tuple[tuple, np.ndarray]:
     return counts, buf
 
 
-def remember(st, fcs) -> None:
-    """After a write: the curves as the layer left them (the next check's fast path)."""
+def remember(st, fcs, co: np.ndarray | None = None) -> None:
+    """After a write: the curves as the layer left them (the next check's fast path); ``co``: their ``co``
+    as the write left them, when it has them (one curve after the other)."""
     if len(_seen) > 64:
         _seen.clear()
-    _seen[st.token] = (st.shown_id, *_read_co(fcs))
+    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
+    if co is None or len(co) != 2 * sum(max(n, 0) for n in counts):
+        counts, co = _read_co(fcs)
+    _seen[st.token] = (st.shown_id, counts, co.copy())
 
 
 def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
@@ -78,16 +82,17 @@ def _shown(st, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     return frames, values.reshape(len(frames), count)
 
 
-def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> bool:
+def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tuple[bool, np.ndarray]:
     """Carry the user's changes on the written ``channels`` (columns ``cols`` of the range's channel
-    list, their curves ``fcs``) into the original; True when it changed (the caller writes whole)."""
+    list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), every
+    curve's ``co`` read, one curve after the other)."""
     counts, buf = _read_co(fcs)
     seen = _seen.get(st.token)
     if seen is not None and seen[0] == st.shown_id and seen[1] == counts and np.array_equal(seen[2], buf):
-        return False
+        return False, buf
     shown = _shown(st, len(channels))
     if shown is None:
-        return False
+        return False, buf
     lo, hi = st.frame_start, st.frame_end
     frames, values = shown
     keyframe = keys_io.enum_value("type", "KEYFRAME")
@@ -113,7 +118,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> bool
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
     if not new_keys and not deleted:
         _seen[st.token] = (st.shown_id, counts, buf)
-        return False
+        return False, buf
     with latent.suspended():
         if deleted:
             latent.store(st, "gone", [f"{p}|{i}" for p, i in sorted(gone(st) | set(deleted))])
@@ -128,4 +133,4 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> bool
             st.base_edited = True
             latent.new_base_version(st)
     forget(st.token)
-    return True
+    return True, buf
