@@ -172,7 +172,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
             raise Refusal(why)
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
                                             frames, everything, base)
-    values, base = values[:, cols], base[:, cols]  # bones under constraints, curves deleted: never written
+    if len(cols) < len(everything):  # bones under constraints, curves deleted: never written
+        values, base = values[:, cols], base[:, cols]
     current = write(obj, st, bag, channels, frames, values, base, whole, None if whole else co)
     carry.record(st, frames, values, whole)
     if whole:  # (curves may have been made)

@@ -50,7 +50,7 @@ def remember(st, fcs, co: np.ndarray | None = None) -> None:
     counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
     if co is None or len(co) != 2 * sum(max(n, 0) for n in counts):
         counts, co = _read_co(fcs)
-    _seen[st.token] = (st.shown_id, counts, co.copy())
+    _seen[st.token] = (st.shown_id, counts, co)  # (``co`` is the caller's to give: a new buffer every check)
 
 
 def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
@@ -64,11 +64,9 @@ def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
         elif whole or "shown_frames" not in st:
             latent.store(st, "shown_frames", np.asarray(frames, np.int32))
             latent.store(st, "shown_values", np.asarray(values, np.float64).ravel())
-        elif len(frames):
-            have = np.asarray(st["shown_frames"], np.int64)
-            old = np.array(st["shown_values"], np.float64).reshape(len(have), -1)
-            old[np.searchsorted(have, frames)] = values
-            latent.store(st, "shown_values", old.ravel())
+        elif len(frames):  # (in place: an ID property array lends numpy its buffer)
+            have = np.asarray(st["shown_frames"])
+            np.asarray(st["shown_values"]).reshape(len(have), -1)[np.searchsorted(have, frames)] = values
         st.shown_id = uuid.uuid4().hex[:16]
 
 
