@@ -17,7 +17,7 @@ from ..core import layer_math, mesh_math
 from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..latent import core as latent
-from ..latent import mesh as mesh_latent
+from ..latent.mesh import adapter as mesh_latent
 from .errors import JobError
 from .job_blend import blend_writer, objects_of_type, open_blend
 

@@ -1,7 +1,7 @@
 """The latent state of an object, whatever its kind: bookkeeping, raw points, segment plans.
 
 Each segment's ``signature`` fingerprints its inputs (raw control points, amplify, timing,
-principal offsets, output length); an adapter (``armature``, ``mesh``, chosen in ``kinds``)
+principal offsets, output length); an adapter (``armature.adapter``, ``mesh.adapter``, chosen in ``slider``)
 re-decodes the segments whose signature differs from what the scene shows.  Nothing here
 knows how a kind writes its frames.
 """
@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge, preferences
-from . import props
 from ..core import latent_math as LM
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
 
+MAX_PRINCIPAL = 16  # principal-direction sliders per segment (a checkpoint stores 8 by default)
 # what the raw properties' tooltips call a kind's decoded frames
 NOUN = {"ARMATURE": "motion", "MESH": "mesh sequence"}
 _busy = [0]
@@ -169,7 +169,7 @@ def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
     segs = st.segments
     n = len(segs)
     amp, tim = np.empty(n, np.float32), np.empty(n, np.float32)
-    pr = np.empty((n, props.MAX_PRINCIPAL), np.float32)
+    pr = np.empty((n, MAX_PRINCIPAL), np.float32)
     segs.foreach_get("amplify", amp)
     segs.foreach_get("timing", tim)
     segs.foreach_get("principal", pr.ravel())

@@ -5,7 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
-from ..latent import mesh as mesh_latent
+from ..latent.mesh import adapter as mesh_latent
 from ..latent.op_encode import draw_range
 from .op_encode import MeshRange, poll_mesh
 

@@ -14,7 +14,7 @@ import bpy
 from ..core import latent_math as LM
 from ..core import layer_math as L
 from ..latent import core as latent
-from ..latent import take
+from ..latent.armature import take
 from .panel import poll_armature, sidebar_panels
 
 

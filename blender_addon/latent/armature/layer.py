@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import bridge
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core import slider_math as SM
-from ..core.errors import Refusal
-from ..io import latent as latent_io
-from . import armature_retarget as retarget
-from . import core as latent
+from ... import bridge
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core import slider_math as SM
+from ...core.errors import Refusal
+from ...io import latent as latent_io
+from . import retarget
+from .. import core as latent
 
 decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
 DECODED_MAX = 512

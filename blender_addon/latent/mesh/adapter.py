@@ -21,14 +21,14 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core import mesh_math
-from ..core.errors import Refusal
-from ..io import cache as mesh_cache
-from ..io import mesh as mesh_io
-from . import core as latent
-from .mesh_layer import forget, layered, prime, request
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core import mesh_math
+from ...core.errors import Refusal
+from ...io import cache as mesh_cache
+from ...io import mesh as mesh_io
+from .. import core as latent
+from .layer import forget, layered, prime, request
 
 
 
@@ -132,7 +132,7 @@ def owned_cache(obj, st, mod, context=None) -> Path:
 def sync(obj, context=None, force: bool = False) -> bool:
     """Write the cache file when it does not show the raw points and sliders (the original where they
     are the encoded ones, the layer elsewhere); True if written."""
-    from .. import preferences
+    from ... import preferences
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw)

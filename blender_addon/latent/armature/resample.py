@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core.errors import Refusal
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import armature
-from . import armature_layer as layer
-from . import core as latent
-from . import carry, take
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core.errors import Refusal
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from .. import core as latent
+from . import adapter, carry, layer, take
 
 
 def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
@@ -45,9 +43,9 @@ def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
     lo = st.frame_start
     k = np.arange(frames, dtype=np.float64)
     if st.kind == "INBETWEEN" or st.base_edited:  # (keys changed since Encode: the original is ``base`` now)
-        curves, times = armature.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
+        curves, times = adapter.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
     else:
-        curves, times = armature.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
+        curves, times = adapter.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
     out = np.empty((frames, len(channels)))
     for c, (bone, prop, i, _) in enumerate(channels):
         static = getattr(obj.pose.bones[bone], prop)[i]
@@ -66,8 +64,8 @@ def resample(obj, settings, frames: int) -> str:
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    channels = armature.channels_of(obj, st)
-    armature.settle(obj, st, bag)  # keys changed since the last write are the original now
+    channels = adapter.channels_of(obj, st)
+    adapter.settle(obj, st, bag)  # keys changed since the last write are the original now
     raw = latent.read_raw(obj, st)
     bounds, sigs = latent.plan(st, raw, frames)
     nsigs = latent.neutral_signatures(st, bounds)
@@ -77,12 +75,12 @@ def resample(obj, settings, frames: int) -> str:
         have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
         extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
                  if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
-        merged = [(p, i, k) for (p, i), k in armature.original_keys(st).items()] + latent_io.snapshot(bag, extra)
+        merged = [(p, i, k) for (p, i), k in adapter.original_keys(st).items()] + latent_io.snapshot(bag, extra)
         with latent.suspended():
             latent.store(st, "original", LM.pack_curves(merged))
             st.snapshot_all = True
     driven = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
-    keep = armature.protected(st) + st.frame_start
+    keep = adapter.protected(st) + st.frame_start
     lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
     for fc in list(bag.fcurves):
         written = (fc.data_path, fc.array_index) in driven
@@ -90,7 +88,7 @@ def resample(obj, settings, frames: int) -> str:
     old = st.frames
     with latent.suspended():
         st.frames = frames
-    keys_at = armature.protected(st) + lo
+    keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
     curves, enums, base = latent_io.curve_map(bag), latent_io.new_key_enums(), []
     deleted = carry.gone(st)
@@ -111,5 +109,5 @@ def resample(obj, settings, frames: int) -> str:
             seg.signature = sig  # the curves show the new original: every segment at neutral
     carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)
     carry.forget(st.token)
-    armature.sync(obj)
+    adapter.sync(obj)
     return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bpy
 
-from ..core.errors import Refusal
-from ..io.compat import slot_channelbag
+from ...core.errors import Refusal
+from ...io.compat import slot_channelbag
 
 
 def _slot(ad) -> str:
@@ -67,6 +67,6 @@ def channelbag(obj):
     """The channelbag of the take the range was made on (None when its action is gone)."""
     st = obj.splinetween_latent
     if st.action is None:
-        from ..io import scene as scene_io
+        from ...io import scene as scene_io
         return scene_io.channelbag(obj)
     return slot_channelbag(st.action, st.action_slot)

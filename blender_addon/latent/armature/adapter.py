@@ -1,5 +1,5 @@
 """The armature adapter of latent controls: the edit layer on F-curves, Bake, Remove (the layer's
-frames are computed in ``armature_layer``, Resample is ``armature_resample``).
+frames are computed in ``layer``, Resample is ``resample``).
 
 Latent edits are a layer over the range's original motion (``core.layer_math``): Encode writes no
 key; a segment whose raw points and sliders are the encoded ones shows the original keys themselves
@@ -17,15 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import preferences
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core.errors import Refusal
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import armature_layer as layer
-from . import carry, take
-from . import core as latent
+from ... import preferences
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core.errors import Refusal
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from . import carry, layer, take
+from .. import core as latent
 
 _bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
 
@@ -348,7 +347,3 @@ def remove(obj) -> str:
     what = " (with the keys changed since Encode)" if edited else ""
     return f"Removed the latent controls of frames {a}-{b}; the original keys are back{what}{note}"
 
-
-def resample(obj, settings, frames: int) -> str:
-    from . import armature_resample
-    return armature_resample.resample(obj, settings, frames)

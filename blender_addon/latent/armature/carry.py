@@ -12,12 +12,12 @@ import uuid
 
 import numpy as np
 
-from ..core import carry_math as CM
-from ..core import latent_math as LM
-from ..io import keys as keys_io
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import core as latent
+from ...core import carry_math as CM
+from ...core import latent_math as LM
+from ...io import keys as keys_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from .. import core as latent
 
 _seen: dict = {}  # token -> (shown_id, key counts, every driven curve's ``co``) as last written
 

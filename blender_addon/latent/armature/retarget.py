@@ -15,14 +15,14 @@ import hashlib
 
 import numpy as np
 
-from .. import bridge
-from ..core import layer_math as L
-from ..core import retarget
-from ..core import slider_math as SM
-from ..core.errors import Refusal
-from ..io import bone_map as bone_map_io
-from ..io import latent as latent_io
-from ..io import scene as scene_io
+from ... import bridge
+from ...core import layer_math as L
+from ...core import retarget
+from ...core import slider_math as SM
+from ...core.errors import Refusal
+from ...io import bone_map as bone_map_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
 
 _views: dict = {}  # (token, base_version, frames, modes, conversion) -> the original in the model's convention
 

@@ -9,18 +9,18 @@ import time
 
 import numpy as np
 
-from .. import bridge
-from ..core import constraints
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core import rig_math
-from ..core.errors import Refusal
-from ..io import bone_map as bone_map_io
-from ..io import constraints as constraints_io
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import armature, armature_layer, armature_retarget, take
-from . import core as latent
+from ... import bridge
+from ...core import constraints
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core import rig_math
+from ...core.errors import Refusal
+from ...io import bone_map as bone_map_io
+from ...io import constraints as constraints_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from . import adapter, layer, retarget, take
+from .. import core as latent
 
 
 def _armature(obj):
@@ -74,7 +74,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     else:  # through the bone map's conversion, as Inbetween reads the rig
         offsets, cm_per_unit = rt.offsets, rt.scale
         mapped = [rt.bone_of(j) if j in rt.mapped else "" for j in range(len(info.names))]
-        rot, pos = armature_retarget.model_pose(obj, bag, rt, channels, bones, values, frames)[:2]
+        rot, pos = retarget.model_pose(obj, bag, rt, channels, bones, values, frames)[:2]
     bad = ~(np.isfinite(rot).all((1, 2)) & np.isfinite(pos).all((1, 2)))
     if bad.any():
         raise Refusal(f"the curves hold NaN or infinite values at frame(s) {frames[bad][:5].astype(int).tolist()}")
@@ -86,14 +86,14 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
+    adapter.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
                      fidelity=reply.get("fidelity"), snapshot=snap, values=values,
                      model_segments=reply.get("model_segments"), left=list(left))
-    armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
+    layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"])
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
@@ -130,7 +130,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
+    adapter.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import bridge
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core.errors import Refusal
-from . import core as latent
+from ... import bridge
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core.errors import Refusal
+from .. import core as latent
 
 _parts: OrderedDict = OrderedDict()  # (token, segment, signature) -> vertices float32 [m, V, 3]
 _PARTS_BYTES = 512 << 20
