@@ -114,8 +114,8 @@ def main(argv=None) -> int:
     rows["Encode Mesh operator, end to end"] = med(ops)
 
     timers = Timers()
-    from blender_addon.latent.mesh import layer as mesh_layer
-    timers.wrap(mesh_layer, "decode", "model")
+    from blender_addon.latent import decode as latent_decode
+    timers.wrap(latent_decode, "decoded", "model")
     timers.wrap(mesh_cache, "write", "PC2 write")
     st = obj.splinetween_latent
     bpy.context.scene.frame_set(30)

@@ -78,6 +78,18 @@ def read(fc, attrs=tuple(ATTRS)) -> dict[str, np.ndarray]:
     return out
 
 
+def read_co(fcs) -> tuple[tuple, np.ndarray]:
+    """(key counts, every curve's ``co`` one curve after the other) of ``fcs`` (None: no curve, count -1)."""
+    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
+    buf = np.empty(2 * sum(max(n, 0) for n in counts), np.float32)
+    at = 0
+    for fc, n in zip(fcs, counts):
+        if n > 0:
+            fc.keyframe_points.foreach_get("co", buf[at:at + 2 * n])
+            at += 2 * n
+    return counts, buf
+
+
 def empty() -> dict[str, np.ndarray]:
     """The keys of a curve without keys."""
     return {a: np.empty((0, 2) if w == 2 else 0, dtype=t) for a, (t, w) in ATTRS.items()}

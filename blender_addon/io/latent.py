@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import latent_math as LM
 from ..core import rig_math
+from . import keys as keys_io
 from . import scene as scene_io
 from .compat import new_fcurve
 
@@ -144,14 +145,8 @@ MOTION = ("co", "handle_left", "handle_right", "interpolation", "type")  # what 
 
 
 def read_motion(fc) -> dict:
-    """The attributes of a curve's keys that the layer changes (``MOTION``), as ``scene_io.read_keys``."""
-    kp = fc.keyframe_points
-    n = len(kp)
-    out = {}
-    for a in MOTION:
-        out[a] = np.zeros((n, 2) if a in scene_io._VEC2 else n, dtype=np.float32 if a in scene_io._VEC2 else np.int32)
-        kp.foreach_get(a, out[a].ravel())
-    return out
+    """The attributes of a curve's keys that the layer changes (``MOTION``)."""
+    return keys_io.read(fc, MOTION)
 
 
 def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.ndarray | None = None) -> list[int]:
@@ -253,12 +248,8 @@ def snapshot(bag, curves, found: dict | None = None) -> list[tuple[str, int, dic
 
 
 def key_dtypes() -> dict:
-    """(dtype, width) of each read_keys attribute, to unpack stored snapshots."""
-    out = {a: (np.float32, 2) for a in scene_io._VEC2}
-    out.update({a: (np.int32, 1) for a in scene_io._ENUMS})
-    out.update({a: (np.float32, 1) for a in scene_io._FLOATS})
-    out.update({a: (bool, 1) for a in scene_io._BOOLS})
-    return out
+    """(dtype, width) of each key attribute, to unpack stored snapshots (``keys.ATTRS``)."""
+    return dict(keys_io.ATTRS)
 
 
 def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> None:
@@ -297,8 +288,8 @@ def every_frame_blocks(originals: list, lo: int, hi: int) -> dict | None:
     frames = np.arange(lo, hi + 1, dtype=np.float32)
     n = len(frames)
     ok = np.zeros(len(originals), bool)
-    out = {a: np.zeros((len(originals), n, 2) if a in scene_io._VEC2 else (len(originals), n),
-                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    out = {a: np.zeros((len(originals), n, 2) if a in keys_io.VEC2 else (len(originals), n),
+                       np.float32 if a in keys_io.VEC2 else np.int32) for a in MOTION}
     for c, keys in enumerate(originals):
         if keys is None or not len(keys["co"]):
             continue
@@ -321,8 +312,8 @@ def set_every_frame(fcs: list, blocks: dict, lo: int, hi: int, frames: np.ndarra
     n = hi - lo + 1
     sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
     start = np.concatenate([[0], np.cumsum(sizes)])
-    buf = {a: np.empty((int(start[-1]), 2) if a in scene_io._VEC2 else int(start[-1]),
-                       np.float32 if a in scene_io._VEC2 else np.int32) for a in MOTION}
+    buf = {a: np.empty((int(start[-1]), 2) if a in keys_io.VEC2 else int(start[-1]),
+                       np.float32 if a in keys_io.VEC2 else np.int32) for a in MOTION}
     ok = blocks["ok"] & (sizes >= n)
     for c in np.flatnonzero(ok):
         fcs[c].keyframe_points.foreach_get("co", buf["co"][start[c]:start[c + 1]].ravel())

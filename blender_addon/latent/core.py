@@ -180,7 +180,8 @@ _last_plan: dict = {}  # token -> (raw, edits, bounds, signatures) of the range'
 
 
 def plan(st, raw: np.ndarray, frames: int | None = None):
-    """(output bounds, signatures) of every segment for ``frames`` output frames (default: now).  A
+    """(output bounds, signatures, edits) of every segment for ``frames`` output frames (default: now);
+    ``edits``: (amplify, timing, principal offsets) as read once for this change (``segment_edits``).  A
     segment whose inputs equal those of the range's last plan keeps its signature (a slider change edits
     one or two of a dozen segments; each signature hashes kilobytes)."""
     frames = st.frames if frames is None else frames
@@ -198,7 +199,7 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     if len(_last_plan) > 64:
         _last_plan.clear()
     _last_plan[st.token] = (raw.copy(), edits, bounds, sigs)
-    return bounds, list(sigs)
+    return bounds, list(sigs), edits
 
 
 def encoded_points(st) -> np.ndarray:

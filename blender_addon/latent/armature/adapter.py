@@ -138,7 +138,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     if not st.active:
         return False
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw)
+    bounds, sigs, edits = latent.plan(st, raw)
     nsigs = latent.neutral_signatures(st, bounds)
     shown = [seg.signature for seg in st.segments]
     changed = [s for s in range(len(bounds)) if force or sigs[s] != shown[s]]
@@ -169,8 +169,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
         path, why = latent.checkpoint_for(st, context, LM.STAT_EVERY)  # (a drag asks every change)
         if path is None:
             raise Refusal(why)
-        frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), raw, bounds, sigs, nsigs,
-                                            frames, everything, base)
+        frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), (raw, bounds, sigs, edits),
+                                            nsigs, frames, everything, base)
     if len(cols) < len(everything):  # bones under constraints, curves deleted: never written
         values, base = values[:, cols], base[:, cols]
     current = write(obj, st, bag, channels, frames, values, base, whole, None if whole else co)

@@ -31,25 +31,14 @@ def gone(st) -> set:
     return {(p, int(i)) for p, i in (s.rsplit("|", 1) for s in st["gone"])} if "gone" in st else set()
 
 
-def _read_co(fcs) -> tuple[tuple, np.ndarray]:
-    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
-    buf = np.empty(2 * sum(max(n, 0) for n in counts), np.float32)
-    at = 0
-    for fc, n in zip(fcs, counts):
-        if n > 0:
-            fc.keyframe_points.foreach_get("co", buf[at:at + 2 * n])
-            at += 2 * n
-    return counts, buf
-
-
 def remember(st, fcs, co: np.ndarray | None = None) -> None:
     """After a write: the curves as the layer left them (the next check's fast path); ``co``: their ``co``
     as the write left them, when it has them (one curve after the other)."""
     if len(_seen) > 64:
         _seen.clear()
-    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
+    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)  # (a length: no key read)
     if co is None or len(co) != 2 * sum(max(n, 0) for n in counts):
-        counts, co = _read_co(fcs)
+        counts, co = keys_io.read_co(fcs)
     _seen[st.token] = (st.shown_id, counts, co)  # (``co`` is the caller's to give: a new buffer every check)
 
 
@@ -84,7 +73,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     """Carry the user's changes on the written ``channels`` (columns ``cols`` of the range's channel
     list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), every
     curve's ``co`` read, one curve after the other)."""
-    counts, buf = _read_co(fcs)
+    counts, buf = keys_io.read_co(fcs)
     seen = _seen.get(st.token)
     if seen is not None and seen[0] == st.shown_id and seen[1] == counts and np.array_equal(seen[2], buf):
         return False, buf
@@ -105,8 +94,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
             if len(want):
                 deleted.append(key)
             continue
-        co = np.empty((len(fc.keyframe_points), 2), np.float32)
-        fc.keyframe_points.foreach_get("co", co.ravel())
+        co = keys_io.read(fc, ("co",))["co"]
         co = co[CM.in_range(co[:, 0].astype(np.float64), lo, hi)]
         if co.shape == want.shape and np.array_equal(co, want):
             continue

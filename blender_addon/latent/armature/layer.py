@@ -4,13 +4,9 @@ original moved by decode(edited) - decode(encoded) on the frames an edit reaches
 from __future__ import annotations
 
 import functools
-import itertools
-from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 
-from ... import bridge
 from ...core import latent_math as LM
 from ...core import layer_math as L
 from ...core import slider_math as SM
@@ -18,83 +14,70 @@ from ...core.errors import Refusal
 from ...io import latent as latent_io
 from . import retarget
 from .. import core as latent
+from .. import decode
 
-decoded: OrderedDict = OrderedDict()  # (token, segment, signature) -> (rot [m, J, 4], pos [m, J, 3])
-DECODED_MAX = 512
 _views: dict = {}  # (token, base_version, frames, modes) -> the original in the model's convention
 _joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
+JOINS_MAX = 512
 _maps: dict = {}  # (token, original, segment, sides, neutral signatures) -> (K maps, neutral positions)
 MAPS_MAX = 64
 _neutral_plans: dict = {}  # (token, original, the plan's frames and neutral signatures) -> ``_neutral``'s answer
 
 
 def forget(token: str) -> None:
-    for cache in (decoded, _views, _joins, _maps, _neutral_plans):
+    for cache in (_views, _joins, _maps, _neutral_plans):
         for k in [k for k in cache if k[0] == token]:
             del cache[k]
     _inputs.pop(token, None)
+    decode.forget(token)
     retarget.forget(token)
 
 
 _inputs: dict = {}  # token -> (origins, template, encoded points): what Encode stored, read once per range
 
 
-def _stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(origins, template, the encoded points) of the range, read once."""
     if st.token not in _inputs:
         _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (-1, 3)),
                              latent.encoded_points(st))
     return _inputs[st.token]
 
 
-def decode(st, path: Path, settings, jobs) -> dict:
-    """``jobs``: (segment, signature, points [4, d], amplify, timing, principal, frames) -> decoded
-    ``{(segment, signature): (rot, pos)}``, from the cache or one backend request for the rest."""
-    todo = [j for j in jobs if (st.token, j[0], j[1]) not in decoded]
-    todo = list({(j[0], j[1]): j for j in todo}.values())
-    if todo:
-        keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
-        segs = [st.segments[j[0]] for j in todo]
-        header = {"op": "decode", "checkpoint": str(path), "task": "inbetween" if keys else "autoencoder",
-                  "segments": [[seg.start, seg.end] for seg in segs], "lengths": [j[6] for j in todo],
-                  "amplify": [j[3] for j in todo], "timing": [j[4] for j in todo],
-                  "principal": [list(j[5]) for j in todo], "keys": keys, "guard": False}
-        if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
-            model = latent.array(st, "model_segments", (-1, 2), dtype=np.int64)
-            header["model_segments"] = [model[j[0]].tolist() for j in todo]
-            if "model_keys" in st:
-                header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
-        origins, template, _ = _stored(st)
-        arrays = {"points": np.stack([j[2] for j in todo]), "origins": origins[[j[0] for j in todo]],
-                  "template": template}
-        if keys:
-            n = len(template)
-            arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
-            arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
-        try:
-            _, out = bridge.request(settings, header, arrays)
-        except bridge.BridgeError as e:
-            raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-        rot, pos = out["rotations"], out["positions"]
-        if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(header["lengths"]):
-            raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
-        at = list(itertools.accumulate(header["lengths"], initial=0))
-        for k, j in enumerate(todo):
-            decoded[st.token, j[0], j[1]] = (rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]])
-    out = {}
-    for j in jobs:
-        decoded.move_to_end((st.token, j[0], j[1]))
-        out[j[0], j[1]] = decoded[st.token, j[0], j[1]]
-    while len(decoded) > DECODED_MAX:
-        decoded.popitem(last=False)
-    return out
+def _ask(st, todo) -> tuple[dict, dict]:
+    """The armature's ``decode`` request for ``todo`` (``decode.Request``)."""
+    keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+    header = {"op": "decode", "task": "inbetween" if keys else "autoencoder", "keys": keys, "guard": False}
+    if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
+        model = latent.array(st, "model_segments", (-1, 2), dtype=np.int64)
+        header["model_segments"] = [model[j.segment].tolist() for j in todo]
+        if "model_keys" in st:
+            header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
+    origins, template, _ = stored(st)
+    arrays = {"origins": origins[[j.segment for j in todo]], "template": template}
+    if keys:
+        n = len(template)
+        arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
+        arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
+    return header, arrays
+
+
+def _split(st, out, lengths) -> list:
+    rot, pos = out["rotations"], out["positions"]
+    if not (np.isfinite(rot).all() and np.isfinite(pos).all()) or len(rot) != sum(lengths):
+        raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
+    return [(rot[k], pos[k]) for k in decode.pieces(lengths)]
+
+
+REQUEST = decode.Request(_ask, _split)
 
 
 def prime(st, rot, pos) -> None:
     """The neutral decode of every segment laid one after the other (as ``decode`` answers): cached."""
     bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
-    at = np.cumsum([0] + [b - a + 1 for a, b in bounds])
-    for s, sig in enumerate(latent.neutral_signatures(st, bounds)):
-        decoded[st.token, s, sig] = (rot[at[s]:at[s + 1]], pos[at[s]:at[s + 1]])
+    nsigs = latent.neutral_signatures(st, bounds)
+    for s, k in enumerate(decode.pieces([b - a + 1 for a, b in bounds])):
+        decode.keep(st.token, s, nsigs[s], (rot[k], pos[k]))
 
 
 @functools.lru_cache(maxsize=MAPS_MAX)
@@ -120,7 +103,7 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     todo = [(s, plan[s][0]) for s, key in keys.items() if key not in _joins]
     for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
         _joins[keys[s]] = values
-    while len(_joins) > DECODED_MAX:
+    while len(_joins) > JOINS_MAX:
         _joins.pop(next(iter(_joins)))
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
@@ -175,19 +158,16 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
     return out
 
 
-def layer_frames(obj, st, path, settings, raw, bounds, sigs, nsigs, frames: np.ndarray, channels, base):
+def layer_frames(obj, st, path, settings, plan_now, nsigs, frames: np.ndarray, channels, base):
     """(frames, channel values ``[n, C]``) of the layered motion at ``frames`` (relative, sorted): the
-    original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's."""
+    original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's.
+    ``plan_now``: ``core.plan``'s answer for the raw points ``raw``, as ``(raw, bounds, sigs, edits)``."""
+    raw, bounds, sigs, edits = plan_now
     seams = st.kind == "AUTOENCODER"
     plan, need = _needed_parts(tuple(bounds), np.asarray(frames, dtype=np.int64).tobytes(), seams)
     order = np.concatenate([mine for _, mine in plan.values()])
-    pts, m = _stored(st)[2], len(latent.names(st))
-    jobs = []
-    for s in need:
-        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
-        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
-        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
-    got = decode(st, path, settings, jobs)
+    got = decode.decoded(st, path, settings, decode.jobs(raw, stored(st)[2], bounds, sigs, nsigs, edits, need),
+                         REQUEST)
     e_rot, e_pos = _joined(st, {s: got[s, sigs[s]] for s in need}, lambda s: sigs[s], bounds, plan, seams)
     if retarget.is_mapped(st):  # another rig than the data set's skeleton: through its conversion
         n_rot, n_pos = _joined(st, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)

@@ -16,10 +16,11 @@ from ...core.errors import Refusal
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent
+from .. import decode
 from . import adapter, carry, layer, take
 
 
-def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
+def _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs) -> None:
     """Decode the edited segments at the new length before anything changes (the backend may refuse)."""
     edited = L.edited_segments(sigs, nsigs)
     if not edited:
@@ -28,13 +29,8 @@ def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
         if st.kind == "INBETWEEN" else ()
     frames = L.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
     _, need = L.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
-    pts, m = latent.encoded_points(st), len(latent.names(st))
-    jobs = []
-    for s in need:
-        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
-        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
-        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
-    layer.decode(st, path, settings, jobs)
+    jobs = decode.jobs(raw, layer.stored(st)[2], bounds, sigs, nsigs, edits, need)
+    decode.decoded(st, path, settings, jobs, layer.REQUEST)
 
 
 def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
@@ -67,9 +63,9 @@ def resample(obj, settings, frames: int) -> str:
     channels = adapter.channels_of(obj, st)
     adapter.settle(obj, st, bag)  # keys changed since the last write are the original now
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw, frames)
+    bounds, sigs, edits = latent.plan(st, raw, frames)
     nsigs = latent.neutral_signatures(st, bounds)
-    _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs)  # may refuse: nothing written yet
+    _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs)  # may refuse: nothing written yet
     values = original_at(obj, st, bag, channels, frames)
     if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all (Remove)
         have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}

@@ -21,6 +21,7 @@ from ...core import retarget
 from ...core import slider_math as SM
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io
+from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 
@@ -79,8 +80,7 @@ def _others(obj, rt, channels) -> bytes:
     for fc in bag.fcurves:
         path = fc.data_path
         if path.startswith('pose.bones["') and path.split('"')[1] in read and (path, fc.array_index) not in own:
-            co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
-            fc.keyframe_points.foreach_get("co", co)
+            co = keys_io.read(fc, ("co",))["co"]
             for part in (path.encode(), bytes([fc.array_index % 256]), co.tobytes()):
                 digest.update(part)
     return digest.digest()

@@ -21,6 +21,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ... import bridge
 from ...core import latent_math as LM
 from ...core import layer_math as L
 from ...core import mesh_math
@@ -28,7 +29,7 @@ from ...core.errors import Refusal
 from ...io import cache as mesh_cache
 from ...io import mesh as mesh_io
 from .. import core as latent
-from .layer import forget, layered, prime, request
+from .layer import forget, layered, prime
 
 
 
@@ -53,6 +54,13 @@ def meta(path: Path, task: str) -> dict:
         raise Refusal(f"{Path(path).name} is a mesh {out['task']} checkpoint; this needs a mesh {task} one "
                       f"(Preferences > Add-ons > Splinetween > {where})")
     return out
+
+
+def request(settings, header: dict, arrays: dict) -> tuple[dict, dict]:
+    try:
+        return bridge.request(settings, header, arrays)
+    except bridge.BridgeError as e:
+        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
 
 
 def _free_mesh(obj) -> None:
@@ -135,7 +143,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     from ... import preferences
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw)
+    bounds, sigs, edits = latent.plan(st, raw)
     mod = modifier(obj, st)
     path = owned_cache(obj, st, mod, context)
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
@@ -151,7 +159,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
         ckpt, why = latent.checkpoint_for(st, context)
         if ckpt is None:
             raise Refusal(why)
-    frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, nsigs)
+    frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, edits, nsigs)
     try:
         fp = mesh_cache.write(path, frames, st.frame_start)
     except mesh_cache.CacheRefusal as e:
@@ -308,8 +316,8 @@ def resample(obj, settings, frames: int) -> str:
     with latent.suspended():
         st.frames = frames
     try:  # the layer at the new length, decoded before anything changes (the backend may refuse)
-        bounds, sigs = latent.plan(st, raw)
-        layered(st, ckpt, settings, raw, bounds, sigs, latent.neutral_signatures(st, bounds))
+        bounds, sigs, edits = latent.plan(st, raw)
+        layered(st, ckpt, settings, raw, bounds, sigs, edits, latent.neutral_signatures(st, bounds))
     finally:
         with latent.suspended():
             st.frames = old
