@@ -12,7 +12,8 @@ from latent_helpers import temporary, changed_frames, curves, encoded_copy
 
 bpy = bpy()
 from blender_addon.latent import slider  # noqa: E402
-from blender_addon.latent.armature import adapter, layer  # noqa: E402
+from blender_addon.latent import state  # noqa: E402
+from blender_addon.latent.armature import adapter  # noqa: E402
 from blender_addon.latent import core as latent  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -26,8 +27,7 @@ def same(a, b):
 
 def cold(obj) -> None:
     """Forget every cache of the range, as a fresh Blender session would start."""
-    adapter.forget(obj.splinetween_latent.token)
-    latent._neutral.clear()
+    state.forget(obj.splinetween_latent.token)
 
 
 def test_slider_after_undo_writes_what_a_fresh_session_writes(source):
@@ -69,7 +69,7 @@ def test_two_segments_in_one_redecode_equal_two_slider_changes(source):
         a, b = snapshot(one_by_one), snapshot(at_once)
         same(a, b)
         # and the cached layer path agrees with the maths from scratch
-        layer.forget(st.token)
+        state.forget(st.token)
         st.segments[1].amplify = 0.75
         st.segments[1].amplify = 0.7
         same(a, snapshot(at_once))

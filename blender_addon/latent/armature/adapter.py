@@ -25,17 +25,7 @@ from ...io import latent as latent_io
 from ...io import scene as scene_io
 from . import carry, layer, take
 from .. import core as latent
-
-_bases: dict = {}  # (token, base_version) -> {(path, index): keys or None}: the original, unpacked
-
-
-def forget(token: str) -> None:
-    """Drop the decoded segments and unpacked originals of a range that is going away."""
-    layer.forget(token)
-    carry.forget(token)
-    for cache in (_bases, _blocks, _channels, _base_values):
-        for k in [k for k in cache if k[0] == token]:
-            del cache[k]
+from .. import state
 
 
 def protected(st) -> np.ndarray:
@@ -51,78 +41,54 @@ def bones_of(st) -> tuple[list[str], set, set]:
             set(latent.array(st, "position_joints", dtype=int).tolist()))
 
 
-_channels: dict = {}  # (token, pose bone names, rotation modes) -> channel_list
-
-
 def channels_of(obj, st) -> list:
     """The driven channels (``latent_io.channel_list``); cached while the armature's bones and their
     rotation modes stay (one ``foreach_get`` checks them: a slider change asks every time)."""
     pose = obj.pose.bones
     modes = np.zeros(len(pose), dtype=np.int32)
     pose.foreach_get("rotation_mode", modes)
-    key = (st.token, tuple(pose.keys()), modes.tobytes())
-    if key not in _channels:
+
+    def make():
         bones, rj, pj = bones_of(st)
         missing = [b for b in bones if b not in pose]
         if missing:
             raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
                           "latent controls")
-        for k in [k for k in _channels if k[0] == st.token]:
-            del _channels[k]
-        _channels[key] = latent_io.channel_list(obj, bones, rj, pj)
-    return _channels[key]
+        return latent_io.channel_list(obj, bones, rj, pj)
+    return state.of(st).memo("channels", (tuple(pose.keys()), modes.tobytes()), make)
 
 
-_keys: dict = {}  # id(channels) -> (channels, their curve_map keys)
-
-
-def curve_keys(channels) -> list[tuple[str, int]]:
-    """``(data_path, index)`` of each channel, made once per channel list (``channels_of`` caches it)."""
-    got = _keys.get(id(channels))
-    if got is None or got[0] is not channels:
-        if len(_keys) > 64:
-            _keys.clear()
-        got = _keys[id(channels)] = (channels, [(scene_io.bone_path(b, p), i) for b, p, i, _ in channels])
-    return got[1]
-
-
-_base_values: dict = {}  # (token, base_version, frames, channels) -> the original's values (read-only)
+def curve_keys(st, channels) -> list[tuple[str, int]]:
+    """``(data_path, index)`` of each channel, made once per channel list (``channels_of`` keeps it)."""
+    got = state.of(st).memo("curve keys", id(channels), lambda: (channels, [(scene_io.bone_path(b, p), i)
+                                                                            for b, p, i, _ in channels]))
+    return got[1]  # (the list is kept with its keys: its id names it while it lives)
 
 
 def base_values(st, channels) -> np.ndarray:
     """The original's channel values on every frame of the range ``[frames, C]`` (read-only), read from
     the range once per version of the original (a slider change asks every time; 300 x 69 numbers)."""
-    key = (st.token, st.base_version, st.frames, len(channels))
-    got = _base_values.get(key)
-    if got is None:
-        for k in [k for k in _base_values if k[0] == st.token]:
-            del _base_values[k]
-        got = _base_values[key] = latent.array(st, "base_values", (st.frames, len(channels)))
+    def make():
+        got = latent.array(st, "base_values", (st.frames, len(channels)))
         got.setflags(write=False)
-    return got
+        return got
+    return state.of(st).memo("base values", (st.base_version, st.frames, len(channels)), make)
 
 
 def base_keys(st) -> dict:
     """The original's keys per curve (the user's curves, or the in-betweened fill), unpacked once per version."""
-    key = (st.token, st.base_version)
-    if key not in _bases:
+    def make():
         g = st["base"] if "base" in st else st["original"]
-        _bases[key] = LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
-    return _bases[key]
-
-
-_blocks: dict = {}  # (token, base_version, frames, modes) -> latent_io.every_frame_blocks of the original
+        return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+    return state.of(st).memo("base keys", st.base_version, make)
 
 
 def every_frame(st, channels, originals) -> dict | None:
     """The original's keys of the range, stacked for a layout change in one pass (``latent_io.set_every_frame``)."""
-    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
-    if key not in _blocks:
-        for k in [k for k in _blocks if k[0] == st.token]:
-            del _blocks[k]
-        _blocks[key] = latent_io.every_frame_blocks(
-            [originals.get((scene_io.bone_path(b, p), i)) for b, p, i, _ in channels], st.frame_start, st.frame_end)
-    return _blocks[key]
+    return state.of(st).memo("every frame", (st.base_version, st.frames, tuple(c[3] for c in channels)),
+                             lambda: latent_io.every_frame_blocks([originals.get((scene_io.bone_path(b, p), i))
+                                                                   for b, p, i, _ in channels],
+                                                                  st.frame_start, st.frame_end))
 
 
 def original_keys(st) -> dict:
@@ -151,14 +117,14 @@ def sync(obj, context=None, force: bool = False) -> bool:
     everything = channels_of(obj, st)
     base = base_values(st, everything)
     cols = writable(st, everything)
-    channels = [everything[c] for c in cols]
+    channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
     curves = latent_io.curve_map(bag)
-    fcs = [curves.get(k) for k in curve_keys(everything)]
+    fcs = [curves.get(k) for k in curve_keys(st, everything)]
     carried, co = carry.reconcile(obj, st, bag, channels, cols, [fcs[c] for c in cols], base_keys(st), base)
     if carried:
         base = base_values(st, everything)  # (the original changed: every driven curve is written again)
         cols = writable(st, everything)
-        channels = [everything[c] for c in cols]
+        channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
         force, changed = True, list(range(len(bounds)))
     seams, prot = st.kind == "AUTOENCODER", protected(st)
     edited = L.edited_segments(sigs, nsigs)
@@ -177,7 +143,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     carry.record(st, frames, values, whole)
     if whole:  # (curves may have been made)
         curves = latent_io.curve_map(bag)
-    carry.remember(st, [curves.get(k) for k in curve_keys(channels)], co if current else None)
+    carry.remember(st, [curves.get(k) for k in curve_keys(st, channels)], co if current else None)
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -217,7 +183,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     curves = latent_io.curve_map(bag)
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
-    fcs = [curves.get(k) for k in curve_keys(channels)]
+    fcs = [curves.get(k) for k in curve_keys(st, channels)]
     originals, enums = base_keys(st), latent_io.new_key_enums()
     if not whole:
         redo = latent_io.overwrite_values(fcs, absolute, values, co)
@@ -300,7 +266,6 @@ def replace_refusal(obj) -> str:
 def bake(obj) -> str:
     st = latent.controls_of(obj)
     a, b = st.frame_start, st.frame_end
-    forget(st.token)
     latent.clear(obj)
     return f"Baked frames {a}-{b}: plain keys, latent controls removed"
 
@@ -315,7 +280,7 @@ def settle(obj, st, bag) -> None:
     cols = writable(st, everything)
     curves = latent_io.curve_map(bag)
     carry.reconcile(obj, st, bag, [everything[c] for c in cols], cols,
-                    [curves.get(k) for k in (curve_keys(everything)[c] for c in cols)],
+                    [curves.get(k) for k in (curve_keys(st, everything)[c] for c in cols)],
                     base_keys(st), base_values(st, everything))
 
 
@@ -342,7 +307,6 @@ def remove(obj) -> str:
         latent_io.restore(bag, keys, a, b, b if edited else a + st.source_frames - 1)
         if lost:
             note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
-    forget(st.token)
     latent.clear(obj)
     what = " (with the keys changed since Encode)" if edited else ""
     return f"Removed the latent controls of frames {a}-{b}; the original keys are back{what}{note}"

@@ -18,13 +18,7 @@ from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent
-
-_seen: dict = {}  # token -> (shown_id, key counts, every driven curve's ``co``) as last written
-
-
-def forget(token: str) -> None:
-    _seen.pop(token, None)
-
+from .. import state
 
 def gone(st) -> set:
     """``(data_path, index)`` of the curves the user deleted since Encode: never written again."""
@@ -34,12 +28,10 @@ def gone(st) -> set:
 def remember(st, fcs, co: np.ndarray | None = None) -> None:
     """After a write: the curves as the layer left them (the next check's fast path); ``co``: their ``co``
     as the write left them, when it has them (one curve after the other)."""
-    if len(_seen) > 64:
-        _seen.clear()
     counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)  # (a length: no key read)
     if co is None or len(co) != 2 * sum(max(n, 0) for n in counts):
         counts, co = keys_io.read_co(fcs)
-    _seen[st.token] = (st.shown_id, counts, co)  # (``co`` is the caller's to give: a new buffer every check)
+    state.of(st).seen = (st.shown_id, counts, co)  # (``co`` is the caller's to give: a new buffer every check)
 
 
 def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
@@ -74,7 +66,8 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), every
     curve's ``co`` read, one curve after the other)."""
     counts, buf = keys_io.read_co(fcs)
-    seen = _seen.get(st.token)
+    memory = state.of(st)
+    seen = memory.seen  # (shown_id, key counts, every driven curve's ``co``) as last written
     if seen is not None and seen[0] == st.shown_id and seen[1] == counts and np.array_equal(seen[2], buf):
         return False, buf
     shown = _shown(st, len(channels))
@@ -103,7 +96,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         times = np.arange(lo, hi + 1, dtype=np.float64)
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
     if not new_keys and not deleted:
-        _seen[st.token] = (st.shown_id, counts, buf)
+        memory.seen = (st.shown_id, counts, buf)
         return False, buf
     with latent.suspended():
         if deleted:
@@ -118,5 +111,5 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
             latent.store(st, "base_values", allv.ravel())
             st.base_edited = True
             latent.new_base_version(st)
-    forget(st.token)
+    memory.seen = None
     return True, buf

@@ -14,34 +14,20 @@ from ...core.errors import Refusal
 from ...io import latent as latent_io
 from . import retarget
 from .. import core as latent
-from .. import decode
+from .. import decode, state
 
-_views: dict = {}  # (token, base_version, frames, modes) -> the original in the model's convention
-_joins: dict = {}  # (token, segment, sides, signatures) -> the segment's frames eased into its seams
+# kept per range (``state``): the original in the model's convention ("original view"); each segment's frames
+# eased into its seams by the signatures they come from ("joins"); per segment the maps K and neutral
+# positions ("maps") and per plan their concatenation ("neutral plans")
 JOINS_MAX = 512
-_maps: dict = {}  # (token, original, segment, sides, neutral signatures) -> (K maps, neutral positions)
 MAPS_MAX = 64
-_neutral_plans: dict = {}  # (token, original, the plan's frames and neutral signatures) -> ``_neutral``'s answer
-
-
-def forget(token: str) -> None:
-    for cache in (_views, _joins, _maps, _neutral_plans):
-        for k in [k for k in cache if k[0] == token]:
-            del cache[k]
-    _inputs.pop(token, None)
-    decode.forget(token)
-    retarget.forget(token)
-
-
-_inputs: dict = {}  # token -> (origins, template, encoded points): what Encode stored, read once per range
 
 
 def stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(origins, template, the encoded points) of the range, read once."""
-    if st.token not in _inputs:
-        _inputs[st.token] = (latent.array(st, "origins", (-1, 3)), latent.array(st, "template", (-1, 3)),
-                             latent.encoded_points(st))
-    return _inputs[st.token]
+    return state.of(st).memo("inputs", None, lambda: (latent.array(st, "origins", (-1, 3)),
+                                                       latent.array(st, "template", (-1, 3)),
+                                                       latent.encoded_points(st)))
 
 
 def _ask(st, todo) -> tuple[dict, dict]:
@@ -100,14 +86,13 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     """``layer_math.joined``, each segment's eased frames cached by the signatures they come from (the
     neutral ones are the same for every slider change)."""
     keys = {s: _seam_key(st, s, sides, keysig) for s, (sides, _) in plan.items()}
-    todo = [(s, plan[s][0]) for s, key in keys.items() if key not in _joins]
+    joins = state.of(st).table("joins", JOINS_MAX)
+    todo = [(s, plan[s][0]) for s, key in keys.items() if key not in joins]
     for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
-        _joins[keys[s]] = values
-    while len(_joins) > JOINS_MAX:
-        _joins.pop(next(iter(_joins)))
+        joins[keys[s]] = values
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
-        rot, pos = _joins[keys[s]]
+        rot, pos = joins[keys[s]]
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])
     return np.concatenate(rots), np.concatenate(poss)
@@ -117,15 +102,14 @@ def _original(obj, st, channels, base):
     """The original's channel rotations on every frame ``[F, J, 4]`` with the rig's conversions
     (``slider_math``): ``(key, groups, basis, turns, location maps)``, made once per version of the original."""
     key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels))
-    if key not in _views:
-        for k in [k for k in _views if k[0] == st.token]:
-            del _views[k]
+
+    def make():
         bones = list(st["bones"])
         rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
         groups = latent_io.channel_groups(channels, bones)
         basis, _ = latent_io.values_to_pose(channels, bones, base, groups)
-        _views[key] = (key, groups, basis, SM.rest_turns(rig), SM.location_maps(rig))
-    return _views[key]
+        return key, groups, basis, SM.rest_turns(rig), SM.location_maps(rig)
+    return state.of(st).memo("original view", key, make)
 
 
 def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -135,26 +119,24 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
     key0, _, basis, turns, _ = view
     whole = (st.token, key0, tuple((s, sides, mine.tobytes(), _seam_key(st, s, sides, keysig)[3:])
                                    for s, (sides, mine) in plan.items()))
-    if whole in _neutral_plans:  # (a slider dragged: the same frames, the same neutral, every change)
-        return _neutral_plans[whole]
+    memory = state.of(st)
+    plans, segment_maps = memory.table("neutral plans", MAPS_MAX), memory.table("maps", MAPS_MAX)
+    if whole in plans:  # (a slider dragged: the same frames, the same neutral, every change)
+        return plans[whole]
     maps, poss = [], []
     for s, (sides, mine) in plan.items():
         a, b = bounds[s]
-        key = (st.token, key0, *_seam_key(st, s, sides, keysig)[1:])  # (the token first: ``forget``)
-        if key not in _maps:
+        key = (key0, *_seam_key(st, s, sides, keysig)[1:])
+        if key not in segment_maps:
             rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
-            _maps[key] = (SM.rotation_maps(basis[a:b + 1], rot, turns), pos)
-            while len(_maps) > MAPS_MAX:
-                _maps.pop(next(iter(_maps)))
-        k, pos = _maps[key]
+            segment_maps[key] = (SM.rotation_maps(basis[a:b + 1], rot, turns), pos)
+        k, pos = segment_maps[key]
         maps.append(k[mine - a])
         poss.append(pos[mine - a])
     out = np.concatenate(maps), np.concatenate(poss)
     for a in out:
         a.setflags(write=False)
-    if len(_neutral_plans) >= MAPS_MAX:
-        _neutral_plans.pop(next(iter(_neutral_plans)))
-    _neutral_plans[whole] = out
+    plans[whole] = out
     return out
 
 

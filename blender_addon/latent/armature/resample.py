@@ -16,7 +16,7 @@ from ...core.errors import Refusal
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent
-from .. import decode
+from .. import decode, state
 from . import adapter, carry, layer, take
 
 
@@ -104,6 +104,6 @@ def resample(obj, settings, frames: int) -> str:
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral
     carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)
-    carry.forget(st.token)
+    state.of(st).seen = None
     adapter.sync(obj)
     return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"

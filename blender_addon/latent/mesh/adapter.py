@@ -29,7 +29,7 @@ from ...core.errors import Refusal
 from ...io import cache as mesh_cache
 from ...io import mesh as mesh_io
 from .. import core as latent
-from .layer import forget, layered, prime
+from .layer import layered, prime
 
 
 
@@ -274,7 +274,6 @@ def _drop(obj, delete_file: bool) -> str:
     st = obj.splinetween_latent
     delete_file = delete_file and st.cache_blend == bpy.data.filepath
     note = mesh_cache.detach(obj, mesh_cache.find(obj, st.cache_uid), delete_file, st.made_animation_data)
-    forget(st.token)
     latent.clear(obj)
     return note
 
@@ -289,7 +288,6 @@ def bake(obj) -> str:
         owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
         mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
         kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
-    forget(st.token)
     latent.clear(obj)
     return f"Baked frames {a}-{b}{kept}; latent controls removed"
 

@@ -17,13 +17,7 @@ from ...core import latent_math as LM
 from ...core import layer_math as L
 from ...core.errors import Refusal
 from .. import core as latent
-from .. import decode
-
-def forget(token: str) -> None:
-    decode.forget(token)
-    for k in [k for k in _bases if k[0] == token]:
-        del _bases[k]
-
+from .. import decode, state
 
 def prime(st, vertices: np.ndarray) -> None:
     """The backend's neutral decode of an encoded range's segments, laid one after the other (as
@@ -38,21 +32,15 @@ def _key_frames(st) -> np.ndarray:
     return np.asarray(st["key_frames"], dtype=np.float32).reshape(-1, st.num_vertices, 3)
 
 
-_bases: dict = {}  # (token, base_version, frames) -> the original at the range's length, float32 [F, V, 3]
-
-
 def base_frames(st) -> np.ndarray:
     """The layer's original at the range's length now: the frames read (or the fill), linearly
     resampled after Resample.  Read from the object once per version."""
-    key = (st.token, st.base_version, st.frames)
-    if key not in _bases:
-        for k in [k for k in _bases if k[0] == st.token]:
-            del _bases[k]
+    def make():  # (float32 [F, V, 3], kept per range: ``state``)
         if "base_frames" not in st:
             latent.encoded_points(st)  # an earlier Splinetween's range: refused with what to do
         src = np.array(st["base_frames"], dtype=np.float32).reshape(st.source_frames, st.num_vertices, 3)
-        _bases[key] = L.resample_frames(src, st.frames)
-    return _bases[key]
+        return L.resample_frames(src, st.frames)
+    return state.of(st).memo("original frames", (st.base_version, st.frames), make)
 
 
 def protected(st) -> np.ndarray:
