@@ -25,6 +25,10 @@ def sharing(obj) -> list[str]:
     ad = obj.animation_data
     if ad is None or ad.action is None:
         return []
+    act = ad.action
+    own = 1 + (obj.splinetween_latent.action == act) + act.use_fake_user  # (users that are not other objects)
+    if act.users <= own:  # (a slider change asks every time: no look at every object unless someone else uses it)
+        return []
     slot = _slot(ad)
     return sorted(o.name for o in bpy.data.objects if o is not obj and o.animation_data is not None
                   and o.animation_data.action == ad.action and _slot(o.animation_data) == slot)
