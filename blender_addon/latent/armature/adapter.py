@@ -13,7 +13,6 @@ Every check and the backend call come before the first write: a refusal leaves t
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 
@@ -120,7 +119,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
     channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
     curves = latent_io.curve_map(bag)
     fcs = [curves.get(k) for k in curve_keys(st, everything)]
-    carried, co = carry.reconcile(obj, st, bag, channels, cols, [fcs[c] for c in cols], base_keys(st), base)
+    written = fcs if len(cols) == len(fcs) else [fcs[c] for c in cols]
+    carried, read = carry.reconcile(obj, st, bag, channels, cols, written, base_keys(st), base)
     if carried:
         base = base_values(st, everything)  # (the original changed: every driven curve is written again)
         cols = writable(st, everything)
@@ -139,11 +139,13 @@ def sync(obj, context=None, force: bool = False) -> bool:
                                             nsigs, frames, everything, base)
     if len(cols) < len(everything):  # bones under constraints, curves deleted: never written
         values, base = values[:, cols], base[:, cols]
-    current = write(obj, st, bag, channels, frames, values, base, whole, None if whole else co)
+    current = write(obj, st, bag, channels, frames, values, base, whole, None if whole else read[1], curves)
     carry.record(st, frames, values, whole)
-    if whole:  # (curves may have been made)
+    if current:  # (the partial write: the same curves, their ``co`` as written in place)
+        carry.remember(st, None, read)
+    else:  # (curves may have been made)
         curves = latent_io.curve_map(bag)
-    carry.remember(st, [curves.get(k) for k in curve_keys(st, channels)], co if current else None)
+        carry.remember(st, [curves.get(k) for k in curve_keys(st, channels)])
     with latent.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
@@ -174,13 +176,13 @@ def writable(st, channels) -> list[int]:
 
 
 def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: np.ndarray, whole: bool,
-          co: np.ndarray | None = None) -> bool:
+          co: np.ndarray | None = None, curves: dict | None = None) -> bool:
     """Layered values at ``frames`` (relative) -> the curves.  Not ``whole``: only those frames' values
     change (each already has a key; ``co``: the curves' ``co`` just read, updated in place); ``whole``:
     every driven curve is set to the original keys of the range with the layer keyed on its frames (and
     the frames between them and the original's nearest keys, keyed with the original's own values).
-    -> whether ``co`` is what the curves hold now."""
-    curves = latent_io.curve_map(bag)
+    ``curves``: the bag's ``curve_map`` when already made.  -> whether ``co`` is what the curves hold now."""
+    curves = latent_io.curve_map(bag) if curves is None else curves
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
@@ -209,49 +211,6 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
             keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
         latent_io.set_curve(bag, curves, path, i, bone, keys, now)
     return False
-
-
-def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
-            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
-            principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
-            key_positions=None, model_segments=None, model_keys=None, left=(), joint_bones=None) -> None:
-    """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
-    and its original (``base`` keys when they differ from those before, ``values`` on every frame).
-    ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
-    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
-    the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
-    joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
-    st = obj.splinetween_latent
-    latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
-                            principal_names=principal_names, principal_descriptions=principal_descriptions,
-                            fidelity=fidelity)
-    with latent.suspended():
-        st.cm_per_unit = float(cm_per_unit)
-        latent.store(st, "bones", list(bones))
-        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
-        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
-        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
-        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
-        if keys is not None:
-            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
-            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
-            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
-        if left:
-            latent.store(st, "left", sorted(left))
-        if joint_bones is not None:
-            latent.store(st, "joint_bones", list(joint_bones))
-        if model_segments is not None:
-            latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
-        if model_keys is not None:
-            latent.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
-        latent.store(st, "original", LM.pack_curves(snapshot))
-        if base is not None:
-            latent.store(st, "base", LM.pack_curves(base))
-        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
-        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
-        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
-            seg.signature = sig  # the keys show the original: every segment at neutral
-        take.remember(obj)
 
 
 def replace_refusal(obj) -> str:

@@ -25,13 +25,12 @@ def gone(st) -> set:
     return {(p, int(i)) for p, i in (s.rsplit("|", 1) for s in st["gone"])} if "gone" in st else set()
 
 
-def remember(st, fcs, co: np.ndarray | None = None) -> None:
-    """After a write: the curves as the layer left them (the next check's fast path); ``co``: their ``co``
-    as the write left them, when it has them (one curve after the other)."""
-    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)  # (a length: no key read)
-    if co is None or len(co) != 2 * sum(max(n, 0) for n in counts):
-        counts, co = keys_io.read_co(fcs)
-    state.of(st).seen = (st.shown_id, counts, co)  # (``co`` is the caller's to give: a new buffer every check)
+def remember(st, fcs, read: tuple | None = None) -> None:
+    """After a write: the curves as the layer left them (the next check's fast path); ``read``: (key counts,
+    their ``co`` one curve after the other) as the write left them, when it has them (``reconcile``'s)."""
+    if read is None:
+        read = keys_io.read_co(fcs)
+    state.of(st).seen = (st.shown_id, *read)  # (``co`` is the caller's to give: a new buffer every check)
 
 
 def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
@@ -61,18 +60,18 @@ def _shown(st, count: int) -> tuple[np.ndarray, np.ndarray] | None:
     return frames, values.reshape(len(frames), count)
 
 
-def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tuple[bool, np.ndarray]:
+def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tuple[bool, tuple]:
     """Carry the user's changes on the written ``channels`` (columns ``cols`` of the range's channel
-    list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), every
-    curve's ``co`` read, one curve after the other)."""
+    list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), (key
+    counts, every curve's ``co`` one curve after the other) as read)."""
     counts, buf = keys_io.read_co(fcs)
     memory = state.of(st)
     seen = memory.seen  # (shown_id, key counts, every driven curve's ``co``) as last written
     if seen is not None and seen[0] == st.shown_id and seen[1] == counts and np.array_equal(seen[2], buf):
-        return False, buf
+        return False, (counts, buf)
     shown = _shown(st, len(channels))
     if shown is None:
-        return False, buf
+        return False, (counts, buf)
     lo, hi = st.frame_start, st.frame_end
     frames, values = shown
     keyframe = keys_io.enum_value("type", "KEYFRAME")
@@ -97,7 +96,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
     if not new_keys and not deleted:
         memory.seen = (st.shown_id, counts, buf)
-        return False, buf
+        return False, (counts, buf)
     with latent.suspended():
         if deleted:
             latent.store(st, "gone", [f"{p}|{i}" for p, i in sorted(gone(st) | set(deleted))])
@@ -112,4 +111,4 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
             st.base_edited = True
             latent.new_base_version(st)
     memory.seen = None
-    return True, buf
+    return True, (counts, buf)

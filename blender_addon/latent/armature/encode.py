@@ -6,6 +6,7 @@ leaves the scene exactly as it was.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ...io import bone_map as bone_map_io
 from ...io import constraints as constraints_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
-from . import adapter, layer, retarget, take
+from . import layer, retarget, take
 from .. import core as latent
 
 
@@ -86,7 +87,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    adapter.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
+    install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
@@ -101,6 +102,49 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
             + (f". {poor}" if poor else "") + (f"; {constraints.report(left)} (the sliders never write them)"
                                                if left else "")
             + (bone_map_io.unmapped_note(info.names, [b or None for b in mapped]) if mapped else ""))
+
+
+def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
+            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
+            principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
+            key_positions=None, model_segments=None, model_keys=None, left=(), joint_bones=None) -> None:
+    """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
+    and its original (``base`` keys when they differ from those before, ``values`` on every frame).
+    ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
+    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
+    the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
+    joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
+    st = obj.splinetween_latent
+    latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
+                            principal_names=principal_names, principal_descriptions=principal_descriptions,
+                            fidelity=fidelity)
+    with latent.suspended():
+        st.cm_per_unit = float(cm_per_unit)
+        latent.store(st, "bones", list(bones))
+        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
+        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
+        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
+        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
+        if keys is not None:
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
+            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+        if left:
+            latent.store(st, "left", sorted(left))
+        if joint_bones is not None:
+            latent.store(st, "joint_bones", list(joint_bones))
+        if model_segments is not None:
+            latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
+        if model_keys is not None:
+            latent.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
+        latent.store(st, "original", LM.pack_curves(snapshot))
+        if base is not None:
+            latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
+        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
+        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
+            seg.signature = sig  # the keys show the original: every segment at neutral
+        take.remember(obj)
 
 
 def joint_bones(obj, info, given: dict | None = None):
@@ -130,7 +174,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    adapter.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
+    install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,

@@ -14,7 +14,6 @@ first change: a refusal leaves the object, its modifiers and the files as they w
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from ...core.errors import Refusal
 from ...io import cache as mesh_cache
 from ...io import mesh as mesh_io
 from .. import core as latent
+from . import cache
 from .layer import layered, prime
 
 
@@ -90,53 +90,6 @@ def _check_vertices(obj, count: int, m: dict, path: Path) -> None:
                       "mesh's checkpoint in Preferences > Add-ons > Splinetween, or train one on it")
 
 
-def _cache_path(context, obj, what: str) -> Path:
-    try:
-        path = mesh_cache.choose_path(obj, what, context)
-        mesh_cache.prepare_folder(path)
-    except mesh_cache.CacheRefusal as e:
-        raise Refusal(str(e)) from None
-    return path
-
-
-def modifier(obj, st):
-    mod = mesh_cache.find(obj, st.cache_uid)
-    if mod is None:
-        raise Refusal(f"{obj.name} lost its {mesh_cache.MODIFIER} MeshCache modifier; Remove the latent controls "
-                      "and encode again")
-    return mod
-
-
-def _sharing(obj, path: Path) -> str | None:
-    """Another mesh with latent controls whose cache file is this one (a duplicated object), or None."""
-    for other in bpy.data.objects:
-        if other is obj or other.type != "MESH" or not other.splinetween_latent.active:
-            continue
-        mod = mesh_cache.find(other, other.splinetween_latent.cache_uid)
-        if mod is not None and mesh_cache.file_of(other, mod) == path:
-            return other.name
-    return None
-
-
-def owned_cache(obj, st, mod, context=None) -> Path:
-    """The cache file of this .blend: a file saved elsewhere since the cache was made (*Save As*, a copy)
-    gets its own, a copy of the old one, which is never written or deleted from here again."""
-    path = mesh_cache.file_of(obj, mod)
-    if st.cache_blend == bpy.data.filepath:
-        return path
-    own = _cache_path(context, obj, "encoded" if st.kind == "AUTOENCODER" else "inbetween")
-    if path.exists():
-        try:
-            shutil.copyfile(path, own)
-        except OSError as e:
-            raise Refusal(f"cannot copy the mesh cache {path} to {own} for this .blend ({e.strerror or e}); "
-                          "nothing was changed") from None
-    with latent.suspended():
-        mesh_cache.point(mod, own)
-        st.cache_blend = bpy.data.filepath
-    return own
-
-
 def sync(obj, context=None, force: bool = False) -> bool:
     """Write the cache file when it does not show the raw points and sliders (the original where they
     are the encoded ones, the layer elsewhere); True if written."""
@@ -144,12 +97,12 @@ def sync(obj, context=None, force: bool = False) -> bool:
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
     bounds, sigs, edits = latent.plan(st, raw)
-    mod = modifier(obj, st)
-    path = owned_cache(obj, st, mod, context)
+    mod = cache.modifier(obj, st)
+    path = cache.owned_cache(obj, st, mod, context)
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
     if not stale and all(sigs[s] == seg.signature for s, seg in enumerate(st.segments)):
         return False
-    other = _sharing(obj, path)
+    other = cache.sharing(obj, path)
     if other:
         raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
                       f"Remove or Bake the latent controls of one of them (and Encode it again)")
@@ -175,12 +128,12 @@ def sync(obj, context=None, force: bool = False) -> bool:
     return True
 
 
-def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, cache,
+def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, pc2,
              num_vertices, neutral=None, keys=None, key_frames=None, principal_descriptions=(),
              fidelity=None) -> None:
     """Bookkeeping, raw points, the original (``base``: the frames read, or the fill), the modifier, then
     the file; undone when the file cannot be written (a file that was there before, unused, stays)."""
-    existed = cache.exists()
+    existed = pc2.exists()
     latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
                             points=points, principal_names=principal_names,
                             principal_descriptions=principal_descriptions, fidelity=fidelity)
@@ -191,7 +144,7 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
         if keys is not None:
             latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
             latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
-        st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
+        st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, pc2, start, start + frames - 1)
         st.cache_blend = bpy.data.filepath
     if neutral is not None:
         prime(st, neutral)
@@ -215,7 +168,7 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     if n < m["min_frames"]:
         raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
                       f"{m['min_frames']} (encode a longer range)")
-    cache = _cache_path(context, obj, "encoded")
+    pc2 = cache.new_path(context, obj, "encoded")
     frames = _read(context, obj, start, end)
     _check_vertices(obj, frames.shape[1], m, ckpt)
     reply, out = request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
@@ -223,13 +176,13 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     t1 = time.perf_counter()
     _install(context, obj, kind="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
              points=out["points"], principal_names=reply["principal_names"], base=frames, neutral=out["vertices"],
-             cache=cache, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
+             pc2=pc2, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
              principal_descriptions=reply.get("principal_descriptions", ()))
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"], mesh=True)
     return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control "
             f"points in {1e3 * (time.perf_counter() - t0):.0f} ms (model {1e3 * reply.get('seconds', 0):.0f} ms, "
-            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {cache.name} "
+            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {pc2.name} "
             "until a slider moves" + (f". {poor}" if poor else ""))
 
 
@@ -256,7 +209,7 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
     if why:
         raise Refusal(why)
     start, end = keys[0], keys[-1]
-    cache = _cache_path(context, obj, "inbetween")
+    pc2 = cache.new_path(context, obj, "inbetween")
     frames = _read(context, obj, start, end, frames=keys)
     _check_vertices(obj, frames.shape[1], m, ckpt)
     rel = [k - start for k in keys]
@@ -264,9 +217,9 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
                           {"key_frames": frames})
     _install(context, obj, kind="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
              segments=reply["segments"], points=out["points"], principal_names=[], base=out["vertices"],
-             cache=cache, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
+             pc2=pc2, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
     return (f"Filled frames {start}-{end} of {obj.name} between {len(keys)} key frames in "
-            f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {cache.name}")
+            f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {pc2.name}")
 
 
 def _drop(obj, delete_file: bool) -> str:
@@ -285,7 +238,7 @@ def bake(obj) -> str:
     mod = mesh_cache.find(obj, st.cache_uid)
     kept = ""
     if mod is not None:
-        owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
+        cache.owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
         mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
         kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
     latent.clear(obj)
@@ -308,7 +261,7 @@ def resample(obj, settings, frames: int) -> str:
     ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
     if ckpt is None:
         return nothing
-    modifier(obj, st)
+    cache.modifier(obj, st)
     raw = latent.read_raw(obj, st)
     old = st.frames
     with latent.suspended():
