@@ -180,7 +180,11 @@ def test_undo_and_redo_keep_keys_and_edit_in_step(enc):
     obj = bpy.data.objects[name]
     obj.splinetween_latent.segments[2].amplify = 1.5
     assert value_at(obj, f) != v
-    assert bpy.ops.ed.redo() == {"FINISHED"}
+    assert bpy.ops.ed.redo() == {"FINISHED"}  # the edit again: the next slider keeps it
+    obj = bpy.data.objects[name]
+    assert value_at(obj, f) == v
+    obj.splinetween_latent.segments[7].amplify = 1.5
+    assert value_at(obj, f) == v
 
 
 def test_another_take_is_never_written(enc):
