@@ -20,6 +20,7 @@ from ... import preferences
 from ...core import latent_math as LM
 from ...core import layer_math as L
 from ...core.errors import Refusal
+from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from . import carry, layer, take
@@ -83,7 +84,7 @@ def base_keys(st) -> dict:
 
 
 def every_frame(st, channels, originals) -> dict | None:
-    """The original's keys of the range, stacked for a layout change in one pass (``latent_io.set_every_frame``)."""
+    """The original's keys of the range, stacked for a layout change in one pass (``keys_io.set_every_frame``)."""
     return state.of(st).memo("every frame", (st.base_version, st.frames, tuple(c[3] for c in channels)),
                              lambda: latent_io.every_frame_blocks([originals.get((scene_io.bone_path(b, p), i))
                                                                    for b, p, i, _ in channels],
@@ -117,7 +118,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     base = base_values(st, everything)
     cols = writable(st, everything)
     channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     fcs = [curves.get(k) for k in curve_keys(st, everything)]
     written = fcs if len(cols) == len(fcs) else [fcs[c] for c in cols]
     carried, read = carry.reconcile(obj, st, bag, channels, cols, written, base_keys(st), base)
@@ -144,7 +145,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     if current:  # (the partial write: the same curves, their ``co`` as written in place)
         carry.remember(st, None, read)
     else:  # (curves may have been made)
-        curves = latent_io.curve_map(bag)
+        curves = keys_io.curve_map(bag)
         carry.remember(st, [curves.get(k) for k in curve_keys(st, channels)])
     with latent.suspended():
         for s in changed:
@@ -182,16 +183,16 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     every driven curve is set to the original keys of the range with the layer keyed on its frames (and
     the frames between them and the original's nearest keys, keyed with the original's own values).
     ``curves``: the bag's ``curve_map`` when already made.  -> whether ``co`` is what the curves hold now."""
-    curves = latent_io.curve_map(bag) if curves is None else curves
+    curves = keys_io.curve_map(bag) if curves is None else curves
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
     originals, enums = base_keys(st), latent_io.new_key_enums()
     if not whole:
-        redo = latent_io.overwrite_values(fcs, absolute, values, co)
+        redo = keys_io.overwrite_values(fcs, absolute, values, co)
     else:
         blocks = every_frame(st, channels, originals)
-        redo = latent_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
+        redo = keys_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
             list(range(len(channels)))
     if not redo:
         return not whole and co is not None
@@ -204,8 +205,8 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
         keyed = L.written_frames(base_x, absolute, lo, hi)
         vals = base[keyed - lo, c].copy()
         vals[np.searchsorted(keyed, absolute)] = values[:, c]
-        now = latent_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
-        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, latent_io.MOTION) if now is not None else None
+        now = keys_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
+        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION) if now is not None else None
         if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
             now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
             keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
@@ -237,7 +238,7 @@ def settle(obj, st, bag) -> None:
     except Refusal:
         return
     cols = writable(st, everything)
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     carry.reconcile(obj, st, bag, [everything[c] for c in cols], cols,
                     [curves.get(k) for k in (curve_keys(st, everything)[c] for c in cols)],
                     base_keys(st), base_values(st, everything))

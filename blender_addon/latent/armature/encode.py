@@ -18,6 +18,7 @@ from ...core import rig_math
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io
 from ...io import constraints as constraints_io
+from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from . import layer, retarget, take
@@ -65,7 +66,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     written = constraints.written_channels(bones, rot_j, pos_j)
     left = {b: d.describe() for b, d in constraints_io.driven_bones(obj, written).items()}
     frames = np.arange(start, end + 1, dtype=np.float64)
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, frames, curves)
     if rt.native:  # the data set's skeleton: each bone converts on its own (``rig_math``)
@@ -169,7 +170,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     rot_j, pos_j = rt.on_mapped(info.rotation_joints), rt.on_mapped(info.position_joints)
     mapped = None if rt.native else [rt.bone_of(j) if rt.joint_bone[j] >= 0 else "" for j in range(len(info.names))]
     bag = scene_io.channelbag(obj)
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),

@@ -13,6 +13,7 @@ import numpy as np
 from ...core import latent_math as LM
 from ...core import layer_math as L
 from ...core.errors import Refusal
+from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent
@@ -80,13 +81,13 @@ def resample(obj, settings, frames: int) -> str:
     lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
     for fc in list(bag.fcurves):
         written = (fc.data_path, fc.array_index) in driven
-        latent_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
+        keys_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
     old = st.frames
     with latent.suspended():
         st.frames = frames
     keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
-    curves, enums, base = latent_io.curve_map(bag), latent_io.new_key_enums(), []
+    curves, enums, base = keys_io.curve_map(bag), latent_io.new_key_enums(), []
     deleted = carry.gone(st)
     for c, (bone, prop, i, _) in enumerate(channels):
         p = scene_io.bone_path(bone, prop)
