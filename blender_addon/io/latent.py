@@ -1,9 +1,9 @@
-"""bpy <-> numpy for latent editing: channel reads, whole-curve key writes, retiming, snapshots.
+"""bpy <-> numpy for latent editing: channel reads, whole-curve sets, snapshots, Remove's restore.
 
-Complements ``scene_io`` (same key-array format, ``scene_io.read_keys``).  F-curves are looked up
-once per operation (``curve_map``).  A slider change whose frames already carry keys rewrites their
-values in place (``overwrite_values``: ``foreach_set`` of ``co`` and the handles, no handle
-recalculation); anything else sets a curve's whole key array at once (``set_curve``), handles exact.
+Every key is read and written through ``io/keys.py`` (the one module that touches ``keyframe_points``;
+the slider's in-place value writes, ``keys.overwrite_values``, and re-timing live there too); F-curves
+are looked up once per operation (``keys.curve_map``).  A curve's whole key array is set at once
+(``set_curve``), handles exact.
 """
 from __future__ import annotations
 
