@@ -232,3 +232,25 @@ def test_shared_action_is_refused_the_same_way_by_the_sliders(enc, source):
         bpy.data.objects.remove(other)
     enc.splinetween_latent.segments[1].amplify = 2.5
     assert enc.splinetween_latent.status == ""
+
+
+def test_a_range_saved_before_writes_were_recorded_is_not_mistaken_for_hand_edits(enc):
+    """A file from the add-on before this layer (no record of what the sliders wrote): its layer keys are
+    not carried into the original; the next slider change writes whole and records from then on, and at
+    neutral the keys are the original ones, every attribute."""
+    from blender_addon.latent import state
+    st = enc.splinetween_latent
+    original = snapshot(enc)
+    st.segments[2].amplify = 2.0
+    for key in ("shown_frames", "shown_values"):
+        if key in st:
+            del st[key]
+    st.shown_id = ""
+    state.forget(st.token)
+    st.segments[2].amplify = 2.1
+    assert not st.base_edited and st.shown_id
+    st.segments[2].amplify = 1.0
+    now = snapshot(enc)
+    assert now.keys() == original.keys()
+    for k in original:
+        assert_same_keys(original[k], now[k])

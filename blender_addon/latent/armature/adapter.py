@@ -114,6 +114,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
+    if not st.shown_id:  # a range saved before the layer recorded its writes: one whole write records them
+        force, changed = True, list(range(len(bounds)))
     everything = channels_of(obj, st)
     base = base_values(st, everything)
     cols = writable(st, everything)

@@ -65,6 +65,8 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     list, their curves ``fcs``) into the original: (whether it changed (the caller writes whole), (key
     counts, every curve's ``co`` one curve after the other) as read)."""
     counts, buf = keys_io.read_co(fcs)
+    if not st.shown_id:  # a range saved before writes were recorded: nothing to compare with (sync writes whole)
+        return False, (counts, buf)
     memory = state.of(st)
     seen = memory.seen  # (shown_id, key counts, every driven curve's ``co``) as last written
     if seen is not None and seen[0] == st.shown_id and seen[1] == counts and np.array_equal(seen[2], buf):

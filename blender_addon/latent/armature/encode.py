@@ -146,6 +146,7 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
         for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
             seg.signature = sig  # the keys show the original: every segment at neutral
         take.remember(obj)
+        st.shown_id = "installed"  # (what the layer writes is recorded from here on: ``carry``)
 
 
 def joint_bones(obj, info, given: dict | None = None):
