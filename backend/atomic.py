@@ -4,7 +4,9 @@ half of one.  Standard library only: the add-on reaches it through ``bridge.nump
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -51,3 +53,24 @@ def write_bytes(dest, data: bytes, temp=None) -> Path:
 
 def write_text(dest, text: str, temp=None) -> Path:
     return write_bytes(dest, text.encode("utf-8"), temp)
+
+
+def folder_problem(folder) -> str:
+    """Why files cannot be written into ``folder`` (made when missing), or "": proved with a probe file
+    in the folder, or in its nearest existing parent when it is missing, so the check creates nothing
+    that stays (a refused operation leaves the disk as it was)."""
+    folder = Path(folder).expanduser()
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        where = "is a file" if probe == folder else f"cannot be created: {probe} is a file"
+        return f"{where}, not a folder"
+    try:
+        fd, name = tempfile.mkstemp(prefix=".splinetween-write-test-", dir=probe)
+    except OSError as e:
+        why = "the file system is read-only" if e.errno == errno.EROFS else (e.strerror or str(e)).lower()
+        return f"cannot write {'there' if probe == folder else f'in {probe} to create it'} ({why})"
+    os.close(fd)
+    os.unlink(name)
+    return ""

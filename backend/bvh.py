@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 from .atomic import write_text
 from .skeleton import Clip, Skeleton
 
@@ -184,7 +184,7 @@ def _channels_to_clip(skel: Skeleton, data: np.ndarray, frame_time: float, name:
             col += 1
         if rot_cols:
             order = skel.euler_order(k)
-            rot[:, k] = Q.from_euler(np.radians(data[:, rot_cols]), order)
+            rot[:, k] = quat_np.from_euler(np.radians(data[:, rot_cols]), order)
     return Clip(skel, rot, pos, frame_time, name)
 
 
@@ -233,7 +233,7 @@ def clip_to_channels(clip: Clip, reference: np.ndarray | None = None) -> np.ndar
         rot_cols = [i for i, c in enumerate(ch) if c.endswith("rotation")]
         euler = None
         if rot_cols:
-            e = Q.to_euler(clip.rotations[:, k], skel.euler_order(k))
+            e = quat_np.to_euler(clip.rotations[:, k], skel.euler_order(k))
             ref = None if reference is None else np.radians(reference[:, [col + i for i in rot_cols]])
             euler = np.degrees(unwrap_euler(e, ref))
         r = 0

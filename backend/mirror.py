@@ -17,7 +17,7 @@ mirroring twice is the identity.
 The in-betweener uses it at inference too (``backend.inbetween``): the fill of the keys and the
 mirrored fill of the mirrored keys, mirrored back, are averaged — a person moves the same way in a
 mirror, so the model should too, and the average of its two answers misses less than either
-(docs/results.md §9).  Pure numpy; ``training.augment`` applies the same map to torch batches.
+(docs/results.md, In-betweening).  Pure numpy; ``training.augment`` applies the same map to torch batches.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 _SIDES = [(r"_L$", "_R"), (r"_R$", "_L"), (r"\.L$", ".R"), (r"\.R$", ".L"), (r"_l$", "_r"), (r"_r$", "_l"),
           (r"^Left", "Right"), (r"^Right", "Left"), (r"^left", "right"), (r"^right", "left")]
@@ -68,7 +68,7 @@ class Mirror:
     def parent_frames_inv(self) -> np.ndarray:
         """[J, 4]: A_p^T per joint (the identity at a root, which has no parent frame)."""
         par = np.where(self.parents < 0, np.arange(len(self.parents)), self.parents)
-        inv = Q.inv(np.asarray(self.frames, dtype=np.float64)[par])
+        inv = quat_np.inv(np.asarray(self.frames, dtype=np.float64)[par])
         inv[self.parents < 0] = (1.0, 0.0, 0.0, 0.0)
         return inv
 
@@ -77,9 +77,9 @@ class Mirror:
         a = np.asarray(self.frames, dtype=np.float64)
         ap_inv = self.parent_frames_inv()
         r = np.asarray(rot, dtype=np.float64)[..., self.partner, :] * (1.0, 1.0, -1.0, -1.0)  # M R M
-        r = Q.mul(Q.mul(np.broadcast_to(ap_inv, r.shape), r), np.broadcast_to(a, r.shape))
+        r = quat_np.mul(quat_np.mul(np.broadcast_to(ap_inv, r.shape), r), np.broadcast_to(a, r.shape))
         p = np.asarray(pos, dtype=np.float64)[..., self.partner, :] * (-1.0, 1.0, 1.0)
-        return r, Q.rotate(np.broadcast_to(ap_inv, p.shape[:-1] + (4,)), p)
+        return r, quat_np.rotate(np.broadcast_to(ap_inv, p.shape[:-1] + (4,)), p)
 
     def to_info(self) -> dict:
         """JSON for a checkpoint's ``info.mirror``."""
@@ -107,7 +107,7 @@ def fit(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror |
     parents = np.asarray(parents)
     m = np.diag([-1.0, 1.0, 1.0])
     cands = _axis_rotations()
-    mats = Q.to_matrix(Q.normalize(rot_sample.astype(np.float64)))  # [F, J, 3, 3]
+    mats = quat_np.to_matrix(quat_np.normalize(rot_sample.astype(np.float64)))  # [F, J, 3, 3]
     children = [np.flatnonzero(parents == j) for j in range(len(names))]
     chosen: dict[int, np.ndarray] = {}
     for j in range(len(names)):
@@ -138,5 +138,5 @@ def fit(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror |
         chosen[j] = best
         if s != j:
             chosen[s] = m @ best.T @ m
-    frames = Q.from_matrix(np.stack([chosen[j] for j in range(len(names))]))
+    frames = quat_np.from_matrix(np.stack([chosen[j] for j in range(len(names))]))
     return Mirror(partner, frames.astype(np.float32), parents)

@@ -79,7 +79,7 @@ class ModelConfig:
 
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's linear, attention as batched products,
-# per-call set-up made once (a slider's 2 x 31-frame decode: 1.21 -> 0.87 ms, issue 19).  Training and
+# per-call set-up made once (issue 19: a slider re-decodes on every change).  Training and
 # anything under autograd run the plain modules; FAST_INFERENCE = False turns the shortcuts off (tests).
 FAST_INFERENCE = True
 _ONEDNN_LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None
@@ -105,7 +105,7 @@ def _made(key: tuple, make):
 def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
     """``layer(x)``, then GELU with ``gelu``.  At inference on the CPU through oneDNN's linear (the op
     torch's compiler emits), the GELU fused: MKL, torch's default for float32 products, takes its AVX2
-    path on AMD CPUs, oneDNN its AVX-512 one (a 62x128 by 128x384 product: 58 -> 37 us).  Both add
+    path on AMD CPUs, oneDNN its AVX-512 one.  Both add
     each output's products up in the same order: the numbers are the same bit for bit here
     (tests/test_model_inference.py); elsewhere they agree to float rounding."""
     if _ONEDNN_LINEAR is not None and _fast(x):
@@ -154,9 +154,8 @@ def attention(qkv: torch.Tensor, bias: torch.Tensor, heads: int, dropout: float)
     """``softmax(q k^T / sqrt(d) + bias) v`` of each head: ``qkv [B, L, 3c]`` -> ``[B, L, c]``.  At inference
     on the CPU as two batched products over the heads laid out once (one copy for q, k and v), with
     ``bias`` already ``[B*H, L, L]`` (``Transformer.forward`` lays it out once for every block): for the
-    short sequences of a segment the fused kernel's set-up costs more than the work (8 heads of 35
-    tokens: 76 -> 45 us).  Equal to float rounding, and a sequence's numbers do not depend on the batch
-    it comes in."""
+    short sequences of a segment the fused kernel's set-up costs more than the work.  Equal to float
+    rounding, and a sequence's numbers do not depend on the batch it comes in."""
     b, n, c = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
     d = c // heads
     heads_first = qkv.view(b, n, 3, heads, d).permute(2, 0, 3, 1, 4)  # [3, B, H, L, d]
@@ -383,7 +382,7 @@ class SplineTransformer(nn.Module):
         per group of segments sampled alike (batched, as :meth:`decode` batches them).  oneDNN's product
         computes a row the same whatever rows are beside it, so each segment gets the numbers it gets alone
         (tests/test_model_inference.py), for one set-up of each product instead of one per length (a slider
-        change's segments of 31 and 30 frames: 0.50 -> 0.34 ms).  Elsewhere: one batched :meth:`decode` per
+        change's segments are 31 and 30 frames long in turn).  Elsewhere: one batched :meth:`decode` per
         group."""
         alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
         for i, (t, p) in enumerate(zip(times, positions)):

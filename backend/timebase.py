@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 MODEL_FRAME_TIME = 1.0 / 30.0  # what every shipped motion checkpoint was trained at (Bandai Namco: 30 fps)
 SAME_RATE = 1e-4  # relative: a BVH's "0.0333333" is the model's 30 fps, not a resample
@@ -115,7 +115,7 @@ def sample(rot: np.ndarray, pos: np.ndarray, times) -> tuple[np.ndarray, np.ndar
     frac = w != 0.0
     if frac.any():
         a, b, wf = lo[frac], lo[frac] + 1, w[frac]
-        out_rot[frac] = Q.slerp(rot[a], rot[b], wf[:, None]).astype(rot.dtype)
+        out_rot[frac] = quat_np.slerp(rot[a], rot[b], wf[:, None]).astype(rot.dtype)
         out_pos[frac] = (pos[a] + wf[:, None, None] * (pos[b] - pos[a])).astype(pos.dtype)
     return out_rot, out_pos
 
@@ -160,7 +160,7 @@ def to_model_rate(clip, model_ft: float = MODEL_FRAME_TIME):
     if same_rate(clip.frame_time, model_ft):
         return clip
     n = model_length(clip.num_frames, clip.frame_time, model_ft)
-    rot, pos = resample_uniform(Q.fix_hemisphere(clip.rotations), clip.positions, n)
+    rot, pos = resample_uniform(quat_np.fix_hemisphere(clip.rotations), clip.positions, n)
     return replace(clip, rotations=rot, positions=pos, frame_time=model_ft, meta={})
 
 
@@ -171,6 +171,6 @@ def to_clip_rate(out, like, scale: int = 1):
     if out.num_frames == (like.num_frames - 1) * scale + 1 and same_rate(out.frame_time * scale, like.frame_time):
         return out
     n = (like.num_frames - 1) * scale + 1
-    rot, pos = resample_uniform(Q.fix_hemisphere(out.rotations), out.positions, n)
+    rot, pos = resample_uniform(quat_np.fix_hemisphere(out.rotations), out.positions, n)
     meta = {k: v for k, v in like.meta.items() if k == "source_channels"} if scale == 1 else {}
     return replace(out, rotations=rot, positions=pos, frame_time=like.frame_time / scale, meta=meta)

@@ -261,14 +261,14 @@ def encode_case(repeats: int):
 
 
 def mesh_case(repeats: int):
-    import mesh_addon_helpers as H
+    import mesh_addon_helpers
     from addon_helpers import bpy
     from blender_addon.io import mesh as mesh_io
     bpy = bpy()
-    flag = H.flag()
-    H.setup_scene()
-    H.prefs().backend_mode = "IN_PROCESS"
-    obj = H.cached_grid(flag["pc2"], "Flag")
+    flag = mesh_addon_helpers.flag()
+    mesh_addon_helpers.setup_scene()
+    mesh_addon_helpers.prefs().backend_mode = "IN_PROCESS"
+    obj = mesh_addon_helpers.cached_grid(flag["pc2"], "Flag")
     assert bpy.ops.anim.splinetween_mesh_encode(frame_range="CUSTOM", frame_start=1, frame_end=60) == {"FINISHED"}
     st = obj.splinetween_latent
     bpy.context.scene.frame_set(30)
@@ -288,8 +288,8 @@ def mesh_case(repeats: int):
     return median_ms(slider, repeats), base
 
 
-def verdict(kind: str, ms: float, base: float) -> str:
-    target, ratio = TARGETS[kind]
+def verdict(case: str, ms: float, base: float) -> str:
+    target, ratio = TARGETS[case]
     parts = [f"<= {target:g} ms"] + ([f"<= {ratio:g}x floor"] if ratio else [])
     ok = ms <= target and (ratio is None or ms <= ratio * base)
     return f"{' and '.join(parts):<26} {'ok' if ok else 'OVER'}"
@@ -309,7 +309,7 @@ def main(argv=None) -> int:
     import torch
     torch.set_num_threads(args.threads)
     r = args.repeats
-    rows = []  # (kind, label, ms, floor ms, note)
+    rows = []  # (case, label, ms, floor ms, note)
     folder = Path(tempfile.mkdtemp(prefix="splinetween-bench-"))
     only = set(args.only or CASES)
     slider_stages, stages = {}, None
@@ -322,7 +322,7 @@ def main(argv=None) -> int:
                     slider_stages[label] = prof
     if "inbetween" in only:
         inb, stages = inbetween_cases(r, args.profile)
-        rows += [(kind, label, ms, base, "") for kind, label, ms, base in inb]
+        rows += [(case, label, ms, base, "") for case, label, ms, base in inb]
     if "encode" in only:
         ms, base = encode_case(r)
         rows.append(("encode", "Encode, 300 frames, model in-process", ms, base, ""))
@@ -333,8 +333,8 @@ def main(argv=None) -> int:
     print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
-    for kind, label, ms, base, note in rows:
-        print(f"  {label:<74} {ms:7.2f} {base:7.2f} {ms / base:5.2f}x   {verdict(kind, ms, base)}"
+    for case, label, ms, base, note in rows:
+        print(f"  {label:<74} {ms:7.2f} {base:7.2f} {ms / base:5.2f}x   {verdict(case, ms, base)}"
               + (f"   ({note})" if note else ""))
     for label, prof in slider_stages.items():
         print(f"\nSlider, {label}, stage by stage (medians, ms; nested stages inside the line above them):")

@@ -105,9 +105,11 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 
 def numpy_module(name: str):
-    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
+    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``, ``timebase``, ``json_limits``,
+    ``checkpoint_kind``, the ``humanoid`` package's: skeleton finding and conversion): safe to use in Blender
     without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase"):
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "json_limits", "checkpoint_kind") \
+            and not name.startswith("humanoid."):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -132,7 +134,10 @@ def describe(settings: BackendSettings) -> ModelInfo:
     try:
         key = (str(path), path.stat().st_mtime_ns)
         if key not in _info_cache:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = numpy_module("json_limits").read(path)
+            wrong = numpy_module("checkpoint_kind").not_motion(path.name, doc)
+            if wrong:
+                raise BridgeError(wrong)
             sk, feat = doc["skeleton"], doc["features"]
             _info_cache[key] = ModelInfo(path, tuple(sk["names"]), tuple(int(p) for p in sk["parents"]),
                                          np.asarray(sk["offsets"], dtype=np.float64).reshape(-1, 3),
@@ -142,8 +147,8 @@ def describe(settings: BackendSettings) -> ModelInfo:
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise BridgeError(f"{path} is not a Splinetween checkpoint ({e})") from None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:  # (fields of another type)
+        raise BridgeError(f"{path} is not a Splinetween checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
     return _info_cache[key]
 
 
@@ -224,8 +229,18 @@ def check(settings: BackendSettings) -> str:
             f"backend {proc.hello.get('version')}")
 
 
+STARTUP_SECONDS = 300.0  # the handshake's own allowance: a cold start (Python, numpy, the backend's imports)
+# on a slow laptop or a network drive; the user's request timeout only covers the requests after it
+MIN_PYTHON = (3, 11)
+_VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
+
+
 class BackendProcess:
-    """``<interpreter> -m backend.service`` with a reader thread, so every wait can time out."""
+    """``<interpreter> -m backend.service`` with a reader thread, so every wait can time out.
+
+    The process runs in its own process group (POSIX: its own session), so that stopping it also stops
+    what it started (an interpreter that is a wrapper script and its child); the reader thread owns
+    the output pipe and closes it when the stream ends, so no caller ever waits on a child that is gone."""
 
     def __init__(self, interpreter: str, timeout: float):
         self.interpreter = interpreter
@@ -235,34 +250,48 @@ class BackendProcess:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         env["PYTHONPATH"] = str(root)
         self.log = tempfile.NamedTemporaryFile(prefix="splinetween-backend-", suffix=".log", delete=False)
+        group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else \
+            {"start_new_session": True}
         try:
             self.proc = subprocess.Popen([interpreter, "-m", "backend.service"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.log, cwd=str(root), env=env)
+                                         stdout=subprocess.PIPE, stderr=self.log, cwd=str(root), env=env, **group)
         except OSError as e:
             self.log.close()
             Path(self.log.name).unlink(missing_ok=True)
             raise BridgeError(f"cannot start the backend interpreter {interpreter!r} ({e.strerror}); set "
                               "Preferences > Add-ons > Splinetween > Python interpreter") from None
         self.replies: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True, name="splinetween-backend-reader").start()
-        self.hello, _ = self.call({"op": "hello"}, {}, timeout)
+        self.reader = threading.Thread(target=self._read, daemon=True, name="splinetween-backend-reader")
+        self.reader.start()
+        self.hello, _ = self.call({"op": "hello"}, {}, max(timeout, STARTUP_SECONDS), starting=True)
         if self.hello.get("protocol") != self.svc.PROTOCOL:
             self.stop()
             raise BridgeError(f"the backend at {interpreter} speaks protocol {self.hello.get('protocol')}, "
                               f"this add-on {self.svc.PROTOCOL}")
+        old = _too_old(str(self.hello.get("python", "")))
+        if old:
+            self.stop()
+            raise BridgeError(old)
 
     def _read(self):
-        while True:
+        stream = self.proc.stdout
+        try:
+            while True:
+                try:
+                    self.replies.put(self.svc.read_message(stream))
+                except BaseException as e:  # EOF (the process ended) or garbage: tell the waiting call
+                    self.replies.put(e)
+                    return
+        finally:  # (only here: closing a pipe another thread reads waits for that read to end)
             try:
-                self.replies.put(self.svc.read_message(self.proc.stdout))
-            except BaseException as e:  # EOF (the process ended) or garbage: tell the waiting call
-                self.replies.put(e)
-                return
+                stream.close()
+            except OSError:
+                pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def call(self, header: dict, arrays: dict, timeout: float) -> tuple[dict, dict]:
+    def call(self, header: dict, arrays: dict, timeout: float, starting: bool = False) -> tuple[dict, dict]:
         try:
             self.svc.write_message(self.proc.stdin, header, arrays)
             item = self.replies.get(timeout=timeout)
@@ -270,51 +299,108 @@ class BackendProcess:
             item = EOFError("the backend process closed its input")
         except queue.Empty:
             self.stop(keep_log=True)
+            if starting:
+                raise BridgeError(f"the backend process ({self.interpreter}) did not start within {timeout:g} s; "
+                                  f"it was stopped (log: {self.log.name})") from None
             raise BridgeError(f"the backend did not answer within {timeout:g} s; it was stopped and will be "
                               "started again on the next call (raise the timeout in the preferences for long "
                               "clips or a slow device)") from None
         if isinstance(item, BaseException):
+            if isinstance(item, EOFError):  # the output closed: the process is ending, let it say how
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            why = self._died(item, starting)
             self.stop(keep_log=True)
-            raise BridgeError(self._died(item)) from None
+            raise BridgeError(why) from None
         reply, out = item
         if not reply.get("ok"):
             raise BridgeError(reply.get("error", "the backend failed without a message"))
         return reply, out
 
-    def _died(self, err: BaseException) -> str:
-        code = self.proc.returncode
-        tail = ""
+    def _tail(self) -> str:
         try:
-            tail = Path(self.log.name).read_text(errors="replace").strip().splitlines()[-1:]
-            tail = tail[0] if tail else ""
+            lines = [ln for ln in Path(self.log.name).read_text(errors="replace").splitlines() if ln.strip()]
         except OSError:
-            pass
+            return ""
+        return lines[-1].strip()[:300] if lines else ""
+
+    def _died(self, err: BaseException, starting: bool) -> str:
+        """Why the process cannot answer, in the user's words: what it printed, how it ended (never our
+        own kill), and for a start that failed, whether the interpreter is too old."""
+        code = self.proc.poll()
+        tail = self._tail()
+        if starting:
+            old = _too_old(_probe_version(self.interpreter))
+            if old:
+                return old + (f"; it printed: {tail}" if tail else "")
         hint = ""
         if "No module named" in tail:
             hint = " - the interpreter lacks a package the backend needs (torch, numpy, safetensors)"
-        if code is None:
+        if isinstance(err, self.svc.ProtocolError):
+            what = (f"wrote something that is not a Splinetween reply on its output ({err}); is "
+                    f"{self.interpreter} a Python that runs the backend?")
+        elif code is None:
             what = f"stopped answering ({err})"
+        elif code == 0:
+            what = "ended without answering (exit code 0)"
         else:
             what = f"exited with code {code}" + (f" (killed by signal {-code})" if code < 0 else "")
         return (f"the backend process ({self.interpreter}) {what}{': ' + tail if tail else ''}{hint}; "
                 f"it will be started again on the next call (log: {self.log.name})")
 
     def stop(self, keep_log: bool = False):
-        """Kill the process if it still runs; its log is kept when it says why it failed."""
-        if self.proc.poll() is None:
-            self.proc.kill()
+        """Kill the process and its group if they still run; its log is kept when it says why it failed."""
+        _kill_group(self.proc)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
         self.keep_log = self.keep_log or keep_log
-        release(self.proc, self.log, Path(self.log.name), self.keep_log)
+        release(self.proc, self.log, Path(self.log.name), self.keep_log, reader_owns_output=True)
 
 
-def release(proc: subprocess.Popen, log, log_path: Path, keep_log: bool) -> None:
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to the process's whole group (its own, from ``start_new_session``); Windows: the process."""
+    if os.name != "nt":
+        import signal
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone (or was never ours): the process itself, if it still runs
+    if proc.poll() is None:
+        proc.kill()
+
+
+def _probe_version(interpreter: str) -> str:
+    """``interpreter``'s version as "X.Y.Z" (a command every Python since 2.6 runs), "" when it does not say."""
+    try:
+        res = subprocess.run([interpreter, "-c", _VERSION_PROBE], capture_output=True, timeout=30,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return res.stdout.decode("ascii", "replace").strip()[:20]
+
+
+def _too_old(version: str) -> str:
+    """The refusal for a Python older than ``MIN_PYTHON`` ("" when ``version`` is new enough or unknown)."""
+    try:
+        parts = tuple(int(v) for v in version.split(".")[:2])
+    except ValueError:
+        return ""
+    if len(parts) < 2 or parts >= MIN_PYTHON:
+        return ""
+    return (f"the backend interpreter is Python {version}; Python {'.'.join(map(str, MIN_PYTHON))} or newer is "
+            "needed (set Preferences > Add-ons > Splinetween > Python interpreter)")
+
+
+def release(proc: subprocess.Popen, log, log_path: Path, keep_log: bool, reader_owns_output: bool = False) -> None:
     """Close an ended child's pipes and its log file, deleting the log unless ``keep_log``
-    (the backend process and the batch workers end the same way)."""
-    for stream in (proc.stdin, proc.stdout):
+    (the backend process and the batch workers end the same way); ``reader_owns_output``: the
+    output pipe is left to the thread that reads it (closing it here would wait for that read)."""
+    for stream in (proc.stdin,) if reader_owns_output else (proc.stdin, proc.stdout):
         try:
             stream.close()
         except OSError:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The generalisation protocol's numbers for docs/results.md §9: every checkpoint in the familiar
+# The generalisation protocol's numbers for docs/results.md (In-betweening, Autoencoder): every checkpoint in the familiar
 # and unfamiliar columns (training.evaluate), each report next to its baselines from the same run.
 #   scripts/eval_generalisation.sh [SPLIT]        (test by default; val to choose designs)
 # Needs the two archives (DATA: BVH folders or .tar.xz, comma-separated) and writes docs/eval/*.

@@ -25,7 +25,7 @@ def example_clips():
 
 
 def _tiny(tmp_path_factory, clip, kind, task):
-    from backend import checkpoint as ck
+    from backend import checkpoint
     from backend.features import Normalizer, detect_layout, to_features
     from backend.model import ModelConfig
     from backend.registry import build_model
@@ -35,9 +35,9 @@ def _tiny(tmp_path_factory, clip, kind, task):
     torch.manual_seed(0)
     model = build_model(cfg)
     path = tmp_path_factory.mktemp("ckpt") / f"tiny_{task}"
-    c = ck.Checkpoint(cfg, clip.skeleton, layout, Normalizer.fit(feat), {}, {"task": task,
+    c = checkpoint.Checkpoint(cfg, clip.skeleton, layout, Normalizer.fit(feat), {}, {"task": task,
                       "config": {"min_window": 8}}, window=16)
-    return ck.save(path, c, model)
+    return checkpoint.save(path, c, model)
 
 
 @pytest.fixture(scope="session")

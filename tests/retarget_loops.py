@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from blender_addon.core.retarget import _C, _C_INV, _ID, qconj, qmul, qrotate
+from backend.humanoid.retarget import _C, _C_INV, _ID, qconj, qmul, qrotate
 
 
 def to_model(self, basis: np.ndarray, loc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

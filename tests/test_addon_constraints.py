@@ -140,10 +140,11 @@ def test_encode_names_them_and_its_sliders_never_write_them(rig, walk):
 
 
 def test_every_constraint_type_of_this_blender_is_classified():
-    from blender_addon.core import constraints as C
+    from blender_addon.core import constraints
     types = {e.identifier for e in bpy.types.Constraint.bl_rna.properties["type"].enum_items}
-    assert types <= set(C.OVERRIDES) | set(C.CHAINS) | C.IGNORED, types - set(C.OVERRIDES) - set(C.CHAINS) - C.IGNORED
-    assert all(t in C.TITLES for t in C.OVERRIDES)
+    known = set(constraints.OVERRIDES) | set(constraints.CHAINS) | constraints.IGNORED
+    assert types <= known, types - known
+    assert all(t in constraints.TITLES for t in constraints.OVERRIDES)
 
 
 def _tails(arm, bone, frames):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import writer_cases as W
+import writer_cases
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
 
 bpy = bpy()
@@ -30,7 +30,7 @@ def bag():
 def random_keys(rng, n=12):
     frames = np.sort(rng.choice(np.arange(1, 80), n, replace=False)).astype(np.float32)
     co = np.stack([frames, rng.normal(size=n).astype(np.float32)], -1)
-    return W.random_attributes({"co": co}, rng)
+    return writer_cases.random_attributes({"co": co}, rng)
 
 
 def test_added_keys_are_as_ADDED_says(bag):
@@ -60,7 +60,7 @@ def test_write_recomputes_automatic_handles_like_update(bag):
     rng = np.random.default_rng(2)
     curves = K.Curves(bag)
     a, b = curves.ensure("rotation_euler", 0), curves.ensure("rotation_euler", 1)
-    keys = W.plain_attributes(random_keys(rng))
+    keys = writer_cases.plain_attributes(random_keys(rng))
     keys["interpolation"][:] = K.enum_value("interpolation", "BEZIER")
     K.write(a, keys)
     kp = b.keyframe_points  # the same keys written in full, then update()
@@ -76,7 +76,7 @@ def test_write_recomputes_automatic_handles_like_update(bag):
 def test_a_lone_key_keeps_the_handles_given(bag):
     """update() leaves the handles of a curve with one key alone: they are written."""
     fc = K.Curves(bag).ensure("rotation_euler", 2)
-    keys = W.plain_attributes({"co": np.array([[4.0, 0.5]], np.float32)})
+    keys = writer_cases.plain_attributes({"co": np.array([[4.0, 0.5]], np.float32)})
     keys["handle_left"][:] = [[3.0, 0.25]]
     K.write(fc, keys)
     assert np.array_equal(K.read(fc)["handle_left"], keys["handle_left"])

@@ -80,9 +80,9 @@ def test_matches_the_engine_on_the_file(walk, thinned):
     bag, names = channelbag(thinned), list(clip.skeleton.names)
     rig = scene_io.rig_frames(thinned, names, clip.skeleton.offsets)
     rot, pos = R.blender_to_bvh(rig, *scene_io.read_pose(thinned, bag, names, np.arange(1, walk["n"] + 1)))
-    from backend import quat_np as Q
-    _, ours = Q.fk(rot, pos, clip.skeleton.parents)
-    _, theirs = Q.fk(out.rotations, out.positions, clip.skeleton.parents)
+    from backend import quat_np
+    _, ours = quat_np.fk(rot, pos, clip.skeleton.parents)
+    _, theirs = quat_np.fk(out.rotations, out.positions, clip.skeleton.parents)
     assert np.linalg.norm(ours - theirs, axis=-1).max() < 2e-3  # cm: float32 keys in, float32 keys out
 
 

@@ -108,7 +108,7 @@ def test_location_frames_and_rotation_modes_follow_blender(imported):
     """Pose a bone with any rotation mode and either location option: Blender's evaluated
     bone heads and orientations equal what our conversion + FK predicts."""
     clip, original = imported
-    from backend import quat_np as Q
+    from backend import quat_np
     names = list(clip.skeleton.names)
     obj = copy_armature(original)
     spine = obj.pose.bones["Spine"]
@@ -133,7 +133,7 @@ def test_location_frames_and_rotation_modes_follow_blender(imported):
             obj.pose.bones[n].rotation_mode)[0])), obj.pose.bones[n].rotation_mode) for n in names])
         loc = np.array([tuple(obj.pose.bones[n].location) for n in names])
         rot, pos = R.blender_to_bvh(rig, basis, loc)
-        grot, gpos = Q.fk(rot, pos, clip.skeleton.parents)
+        grot, gpos = quat_np.fk(rot, pos, clip.skeleton.parents)
         c = R.q_to_matrix(R.BVH_TO_BLENDER)
         ours = gpos @ c.T
         theirs = np.array([tuple(obj.pose.bones[n].head) for n in names])
@@ -141,6 +141,6 @@ def test_location_frames_and_rotation_modes_follow_blender(imported):
         for j, n in enumerate(names):
             pb = obj.pose.bones[n]
             posed = np.array(pb.matrix.to_3x3()) @ np.array(pb.bone.matrix_local.to_3x3()).T
-            np.testing.assert_allclose(posed, c @ Q.to_matrix(grot[j]) @ c.T, atol=1e-5, err_msg=n)
+            np.testing.assert_allclose(posed, c @ quat_np.to_matrix(grot[j]) @ c.T, atol=1e-5, err_msg=n)
     finally:
         bpy.data.objects.remove(obj)

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import batch_helpers as H
+from batch_helpers import (
+    build_blends, build_corrupt, build_no_armature, by_name, copy_inputs, load_report, run_batch, sha256,
+    shared_blends, temp_leftovers)
 from addon_helpers import assert_same_keys, bpy, channelbag, driven, keys_on, snapshot, backend_mode_here
 
 bpy = bpy()
@@ -22,7 +24,7 @@ GENERATED = bpy.types.Keyframe.bl_rna.properties["type"].enum_items["GENERATED"]
 
 @pytest.fixture(scope="module")
 def blends():
-    return H.shared_blends()
+    return shared_blends()
 
 
 def open_armature(path: Path):
@@ -58,23 +60,23 @@ def operator_result(source: Path):
 
 def test_blend_files_in_and_out(blends, tmp_path):
     src, out = tmp_path / "shots", tmp_path / "out"
-    H.copy_inputs(blends, ["walk", "run"], src)
-    H.copy_inputs(blends, ["turn"], src / "act2")
-    H.build_no_armature(src / "set_dressing.blend")
-    H.build_corrupt(src / "broken.blend", blends["run"]["path"])
+    copy_inputs(blends, ["walk", "run"], src)
+    copy_inputs(blends, ["turn"], src / "act2")
+    build_no_armature(src / "set_dressing.blend")
+    build_corrupt(src / "broken.blend", blends["run"]["path"])
     inputs = sorted(p for p in src.rglob("*") if p.is_file())
-    hashes = {p: H.sha256(p) for p in inputs}
+    hashes = {p: sha256(p) for p in inputs}
 
-    r = H.run_batch("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = run_batch("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 1, r.stderr
     assert "3 ok, 2 failed" in r.stdout and "report: " in r.stdout
-    assert {p: H.sha256(p) for p in inputs} == hashes  # inputs untouched, byte for byte
+    assert {p: sha256(p) for p in inputs} == hashes  # inputs untouched, byte for byte
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.blend")) == [
         "act2/turn.blend", "run.blend", "walk.blend"]  # mirrored names; nothing for the bad files
-    assert not H.temp_leftovers(out)
+    assert not temp_leftovers(out)
 
-    rep = H.load_report(out)
-    files = H.by_name(rep)
+    rep = load_report(out)
+    files = by_name(rep)
     assert rep["state"] == "finished" and rep["summary"]["failed"] == 2
     assert files["broken.blend"]["status"] == "failed" and "cannot open" in files["broken.blend"]["errors"][0]
     assert files["set_dressing.blend"]["status"] == "failed"
@@ -100,18 +102,18 @@ def test_inbetween_again_over_latent_controls_needs_replace_latent(blends, tmp_p
     """A file whose armature kept Latent Controls from a first run is left as it is, the report saying
     why and what to add; with --replace-latent the controls are baked and the rig in-betweened."""
     src, out, again = tmp_path / "in", tmp_path / "out", tmp_path / "again"
-    H.copy_inputs(blends, ["walk"], src)
-    assert H.run_batch("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu").returncode == 0
-    first = H.sha256(out / "walk.blend")
-    r = H.run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--jobs", 1, "--device", "cpu")
-    assert r.returncode == 1 and H.sha256(out / "walk.blend") == first
-    (obj,) = H.by_name(H.load_report(again))["walk.blend"]["objects"]
+    copy_inputs(blends, ["walk"], src)
+    assert run_batch("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu").returncode == 0
+    first = sha256(out / "walk.blend")
+    r = run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 1 and sha256(out / "walk.blend") == first
+    (obj,) = by_name(load_report(again))["walk.blend"]["objects"]
     assert obj["status"] == "failed" and "has latent controls on frames" in obj["error"]
     assert "replace_latent=True (the batch: --replace-latent); nothing was changed" in obj["error"]
-    r = H.run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--replace-latent", "--jobs", 1,
+    r = run_batch("inbetween", out / "walk.blend", "--out-dir", again, "--replace-latent", "--jobs", 1,
                     "--device", "cpu")
     assert r.returncode == 0, r.stdout + r.stderr
-    (obj,) = H.by_name(H.load_report(again))["walk.blend"]["objects"]
+    (obj,) = by_name(load_report(again))["walk.blend"]["objects"]
     assert obj["status"] == "ok" and "were baked" in obj["message"]
 
 
@@ -119,19 +121,19 @@ def test_inbetween_again_over_latent_controls_needs_replace_latent(blends, tmp_p
 def test_two_workers_bvh_and_every_k(blends, tmp_path):
     """--every 15 on BVH files writes what the backend CLI writes; on a densely keyed .blend it keys
     every 15th frame and fills the rest with the same motion as the backend on the BVH."""
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import format_bvh, read_bvh
     from backend.engine import DEFAULT_INBETWEEN, Engine
     from backend.keyframes import every_k
-    from blender_addon.core import rig_math as R
+    from blender_addon.core import rig_math
     from blender_addon.io import scene as scene_io
 
     src, out = tmp_path / "in", tmp_path / "out"
-    dense = H.build_blends(src, [blends["run"]["clip"]], dense=True)["run"]
+    dense = build_blends(src, [blends["run"]["clip"]], dense=True)["run"]
     bvhs = [Path(shutil.copy2(blends[n]["clip"], src / blends[n]["clip"].name)) for n in ("run", "turn")]
-    r = H.run_batch("inbetween", src, "--every", 15, "--out-dir", out, "--jobs", 2, "--device", "cpu")
+    r = run_batch("inbetween", src, "--every", 15, "--out-dir", out, "--jobs", 2, "--device", "cpu")
     assert r.returncode == 0, r.stderr
-    rep = H.load_report(out)
+    rep = load_report(out)
     assert rep["summary"]["ok"] == 3 and len({f["worker"] for f in rep["files"]}) == 2
 
     engine = Engine(DEFAULT_INBETWEEN, "cpu")
@@ -144,13 +146,13 @@ def test_two_workers_bvh_and_every_k(blends, tmp_path):
     obj = open_armature(out / "run.blend")
     names = list(clip.skeleton.names)
     rig = scene_io.rig_frames(obj, names, clip.skeleton.offsets)
-    rot, pos = R.blender_to_bvh(rig, *scene_io.read_pose(obj, channelbag(obj), names, np.arange(1, dense["frames"] + 1)))
-    _, ours = Q.fk(rot, pos, clip.skeleton.parents)
-    _, theirs = Q.fk(expect.rotations, expect.positions, clip.skeleton.parents)
+    rot, pos = rig_math.blender_to_bvh(rig, *scene_io.read_pose(obj, channelbag(obj), names, np.arange(1, dense["frames"] + 1)))
+    _, ours = quat_np.fk(rot, pos, clip.skeleton.parents)
+    _, theirs = quat_np.fk(expect.rotations, expect.positions, clip.skeleton.parents)
     # Blender keeps keys in float32 (1e-4 cm at 4 m of travel); the model carries that rounding
     # through to about 0.01 cm (0.1 mm) on the filled frames.
     assert np.linalg.norm(ours - theirs, axis=-1).max() < 1e-2  # cm
-    sel = H.by_name(rep)["run.blend"]["objects"][0]["keys"]
+    sel = by_name(rep)["run.blend"]["objects"][0]["keys"]
     assert sel == [1 + k for k in every_k(dense["frames"], 15)]
 
 
@@ -166,7 +168,7 @@ def test_two_workers_bvh_and_every_k(blends, tmp_path):
 def test_usage_errors_exit_2(blends, tmp_path, args, capsys):
     from blender_addon.batch import main
     src = tmp_path / "src"
-    H.copy_inputs(blends, ["run"], src)
+    copy_inputs(blends, ["run"], src)
     with pytest.raises(SystemExit) as e:
         main([a.format(tmp=tmp_path, src=src) for a in args])
     assert e.value.code == 2

@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-import batch_helpers as H
+from batch_helpers import run_batch
 from addon_helpers import TEST_CLIP
 
 pytestmark = pytest.mark.blender
@@ -33,7 +33,7 @@ def test_a_bvh_with_cmu_names_in_betweens_as_the_original(tmp_path):
     src.mkdir()
     shutil.copy2(TEST_CLIP, src / "orig.bvh")
     renamed_bvh(src / "cmu.bvh")
-    r = H.run_batch("inbetween", src / "orig.bvh", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--jobs", 1,
+    r = run_batch("inbetween", src / "orig.bvh", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--jobs", 1,
                     "--device", "cpu")
     assert r.returncode == 0, r.stderr
     a, b = read_bvh(out / "orig.bvh"), read_bvh(out / "cmu.bvh")
@@ -41,7 +41,7 @@ def test_a_bvh_with_cmu_names_in_betweens_as_the_original(tmp_path):
     assert list(b.skeleton.names) == names
     np.testing.assert_allclose(np.abs(np.sum(a.rotations * b.rotations, -1)), 1.0, atol=1e-6)
     np.testing.assert_allclose(a.positions, b.positions, atol=1e-4)
-    info = H.run_batch("info", src / "cmu.bvh", "--json")
+    info = run_batch("info", src / "cmu.bvh", "--json")
     rec = json.loads(info.stdout)["files"][0]["objects"][0]
     assert rec["fits_model"] and rec["bone_map"]["UpperLeg_L"] == "LeftUpLeg"
 
@@ -52,12 +52,12 @@ def test_a_bone_map_file_is_used_and_a_bad_one_refused(tmp_path):
     renamed_bvh(src / "cmu.bvh")
     bad = tmp_path / "map.json"
     bad.write_text("{}")
-    r = H.run_batch("inbetween", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--bone-map", bad)
+    r = run_batch("inbetween", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--bone-map", bad)
     assert r.returncode == 2 and "--bone-map" in r.stderr and "not a bone map file" in r.stderr
     assert not out.exists()
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"format": "splinetween-bone-map", "version": 1,
                                 "bones": {"Hips": "Hips", "UpperArm_L": "LeftForeArm"}}))
-    r = H.run_batch("inbetween", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--bone-map", good, "--jobs", 1,
+    r = run_batch("inbetween", src / "cmu.bvh", "--every", 15, "--out-dir", out, "--bone-map", good, "--jobs", 1,
                     "--device", "cpu")
     assert r.returncode != 0 and "the given bone map" in r.stderr and "UpperArm_L" in r.stderr

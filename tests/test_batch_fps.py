@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import batch_helpers as H
+from batch_helpers import by_name, load_report, run_batch
 from addon_helpers import assert_same_keys, bpy, import_bvh, snapshot, thin_keys, backend_mode_here
 from test_addon_fps import _write_at
 
@@ -49,9 +49,9 @@ def test_blend_at_24_fps_with_an_ik_leg(shot):
     from blender_addon import bridge
     from blender_addon.inbetween import fill
     out = shot["folder"] / "out"
-    r = H.run_batch("inbetween", shot["blend"], "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = run_batch("inbetween", shot["blend"], "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
-    entry = H.by_name(H.load_report(out))["shot24.blend"]
+    entry = by_name(load_report(out))["shot24.blend"]
     (rec,) = entry["objects"]
     assert rec["keys"] == KEYS and rec["bones_written"] == 20
     assert rec["constrained"] == {"LowerLeg_L": "LowerLeg_L (IK on LowerLeg_L from leg_target)",
@@ -70,17 +70,17 @@ def test_blend_at_24_fps_with_an_ik_leg(shot):
 
 
 def test_bvh_at_24_fps(shot):
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import read_bvh
     src, out = shot["folder"] / "bvh", shot["folder"] / "bvh-out"
     src.mkdir(exist_ok=True)
     (src / "walk24.bvh").write_bytes(shot["bvh"].read_bytes())
-    r = H.run_batch("inbetween", src, "--every", 12, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = run_batch("inbetween", src, "--every", 12, "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     clip, got = read_bvh(src / "walk24.bvh"), read_bvh(out / "walk24.bvh")
     keys = list(range(0, clip.num_frames, 12))
-    assert np.degrees(Q.angle_between(got.rotations[keys], clip.rotations[keys])).max() < 1e-3
+    assert np.degrees(quat_np.angle_between(got.rotations[keys], clip.rotations[keys])).max() < 1e-3
     assert got.frame_time == pytest.approx(1 / 24)
-    r = H.run_batch("inbetween", src, "--every", 60, "--out-dir", shot["folder"] / "o2", "--jobs", 1, "--device", "cpu")
-    entry = H.by_name(H.load_report(shot["folder"] / "o2"))["walk24.bvh"]
+    r = run_batch("inbetween", src, "--every", 60, "--out-dir", shot["folder"] / "o2", "--jobs", 1, "--device", "cpu")
+    entry = by_name(load_report(shot["folder"] / "o2"))["walk24.bvh"]
     assert entry["status"] == "failed" and "fills gaps of up to 48 frames (2 s at 24 fps)" in entry["errors"][0]

@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-import batch_helpers as H
+from batch_helpers import ROOT, by_name, load_report, run_batch, sha256
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
 from mesh_addon_helpers import FLAG_BLEND, evaluated, flag
 
@@ -51,8 +51,8 @@ def inputs(tmp_path_factory):
     _trap_flag(src / "flag_b.blend", marks)
     _variant(src / "nomesh.blend", lambda: bpy.ops.object.empty_add())
     _variant(src / "cube.blend", lambda: bpy.ops.mesh.primitive_cube_add())
-    shutil.copy2(H.ROOT / "tests" / "fixtures" / "dataset-2_walk_normal_005.bvh", src / "walk.bvh")  # not collected
-    digests = {p.name: H.sha256(p) for p in src.iterdir()}
+    shutil.copy2(ROOT / "tests" / "fixtures" / "dataset-2_walk_normal_005.bvh", src / "walk.bvh")  # not collected
+    digests = {p.name: sha256(p) for p in src.iterdir()}
     fresh_scene_with_addon()  # its properties, to read the outputs
     yield {"src": src, "marks": marks, "digests": digests, "frames": sim["frames"]}
     disable_addon()
@@ -61,14 +61,14 @@ def inputs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def inbetweened(inputs, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    res = H.run_batch("mesh-inbetween", inputs["src"], "--every", 5, "--out-dir", out, "--jobs", 2, "--device", "cpu")
-    return {"out": out, "res": res, "report": H.load_report(out, "mesh-inbetween")}
+    res = run_batch("mesh-inbetween", inputs["src"], "--every", 5, "--out-dir", out, "--jobs", 2, "--device", "cpu")
+    return {"out": out, "res": res, "report": load_report(out, "mesh-inbetween")}
 
 
 def test_mesh_inbetween_writes_a_pc2_beside_each_output(inputs, inbetweened):
     res, rep, out = inbetweened["res"], inbetweened["report"], inbetweened["out"]
     assert res.returncode == 1, res.stdout + res.stderr  # two files cannot take part
-    files = H.by_name(rep)
+    files = by_name(rep)
     assert sorted(files) == ["cube.blend", "flag_a.blend", "flag_b.blend", "nomesh.blend"]  # the folder's .blend files
     keys = list(range(1, 60, 5)) + [60]
     from backend.pc2 import read_pc2
@@ -98,7 +98,7 @@ def test_mesh_inbetween_writes_a_pc2_beside_each_output(inputs, inbetweened):
 
 
 def test_mesh_refusals_are_per_file(inbetweened):
-    files = H.by_name(inbetweened["report"])
+    files = by_name(inbetweened["report"])
     assert files["nomesh.blend"]["status"] == "failed"
     assert files["nomesh.blend"]["errors"] == ["no mesh was in-betweened (the file has no mesh object)"]
     (err,) = files["cube.blend"]["errors"]
@@ -108,17 +108,17 @@ def test_mesh_refusals_are_per_file(inbetweened):
 
 
 def test_inputs_untouched_and_scripts_never_run(inputs, inbetweened):
-    assert {p.name: H.sha256(p) for p in inputs["src"].iterdir()} == inputs["digests"]  # no folder beside them
+    assert {p.name: sha256(p) for p in inputs["src"].iterdir()} == inputs["digests"]  # no folder beside them
     assert not list(inputs["marks"].iterdir())
-    b = H.by_name(inbetweened["report"])["flag_b.blend"]
+    b = by_name(inbetweened["report"])["flag_b.blend"]
     assert b["scripts"] == {"text_blocks": 1, "registered": ["autorun.py"], "python_drivers": 1}
     assert any("none was run" in w for w in b["warnings"])
 
 
 def test_a_rerun_skips_what_is_done(inputs, inbetweened):
     out = inbetweened["out"]
-    res = H.run_batch("mesh-inbetween", inputs["src"], "--every", 5, "--out-dir", out, "--jobs", 2, "--device", "cpu")
-    files = H.by_name(H.load_report(out, "mesh-inbetween"))
+    res = run_batch("mesh-inbetween", inputs["src"], "--every", 5, "--out-dir", out, "--jobs", 2, "--device", "cpu")
+    files = by_name(load_report(out, "mesh-inbetween"))
     assert files["flag_a.blend"]["status"] == files["flag_b.blend"]["status"] == "skipped", res.stdout + res.stderr
     assert files["cube.blend"]["status"] == "failed"  # failures are tried again
 
@@ -128,15 +128,15 @@ def test_mesh_encode_and_frames_out_of_range(inputs, tmp_path):
     src.mkdir()
     shutil.copy2(FLAG_BLEND, src / "flag.blend")
     out = tmp_path / "out"
-    res = H.run_batch("mesh-encode", src, "--range", "1:90", "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    res = run_batch("mesh-encode", src, "--range", "1:90", "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert res.returncode == 1
-    (f,) = H.load_report(out, "mesh-encode")["files"]
+    (f,) = load_report(out, "mesh-encode")["files"]
     assert f["errors"] == ["frames 1-90 reach outside the scene's frame range 1-60 (scene Scene): choose frames "
                            "inside it (--range, --keys)"], f
-    res = H.run_batch("mesh-encode", src, "--range", "1:40", "--object", "cl*", "--out-dir", out, "--jobs", 1,
+    res = run_batch("mesh-encode", src, "--range", "1:40", "--object", "cl*", "--out-dir", out, "--jobs", 1,
                       "--device", "cpu")
     assert res.returncode == 0, res.stdout + res.stderr
-    (f,) = H.load_report(out, "mesh-encode")["files"]
+    (f,) = load_report(out, "mesh-encode")["files"]
     (o,) = f["objects"]
     assert (o["name"], o["frames"], o["frames_written"]) == ("cloth", [1, 40], 40)
     fit = o["fidelity"]  # the panel's readout: the model's decode against the frames read, per segment

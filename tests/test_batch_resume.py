@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import batch_helpers as H
+from batch_helpers import by_name, copy_inputs, load_report, run_batch, shared_blends, temp_leftovers
 from addon_helpers import ROOT
 
 pytestmark = pytest.mark.blender
@@ -20,7 +20,7 @@ NAMES = ["run", "turn", "wave", "walk"]
 
 @pytest.fixture(scope="module")
 def blends():
-    return H.shared_blends()
+    return shared_blends()
 
 
 def start(*args, delay: float) -> subprocess.Popen:
@@ -49,7 +49,7 @@ def children(pid: int) -> list[int]:
 
 def test_killed_run_finishes_the_remainder_only(blends, tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
-    H.copy_inputs(blends, NAMES, src)
+    copy_inputs(blends, NAMES, src)
     args = ("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu")
     proc = start(*args, delay=0.8)  # every file takes at least 0.8 s
     wait_for(proc, lambda: len(list(out.glob("*.done"))) >= 1)
@@ -63,37 +63,37 @@ def test_killed_run_finishes_the_remainder_only(blends, tmp_path):
     assert sorted(p.name for p in out.glob("*.done")) == done
     assert sorted(p.name for p in out.glob("*.blend")) == [first.name]
 
-    r = H.run_batch(*args)
+    r = run_batch(*args)
     assert r.returncode == 0, r.stderr
-    files = H.by_name(H.load_report(out))
+    files = by_name(load_report(out))
     assert [n for n, f in files.items() if f["status"] == "skipped"] == [first.name]
     assert sum(f["status"] == "ok" for f in files.values()) == len(NAMES) - 1
     assert first.stat().st_mtime_ns == first_stat.st_mtime_ns  # not written again
     assert sorted(p.name for p in out.glob("*.blend")) == sorted(f"{n}.blend" for n in NAMES)
-    assert not H.temp_leftovers(out)
+    assert not temp_leftovers(out)
 
-    again = H.run_batch(*args)  # all done: no worker is even started
+    again = run_batch(*args)  # all done: no worker is even started
     assert again.returncode == 0 and f"0 ok, {len(NAMES)} skipped" in again.stdout
 
 
 def test_in_place_keeps_a_blend1_backup(blends, tmp_path):
-    (path,) = H.copy_inputs(blends, ["run"], tmp_path)
+    (path,) = copy_inputs(blends, ["run"], tmp_path)
     original = path.read_bytes()
-    r = H.run_batch("inbetween", path, "--in-place", "--jobs", 1, "--device", "cpu")
+    r = run_batch("inbetween", path, "--in-place", "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "run.blend1").read_bytes() == original
     assert path.read_bytes() != original and (tmp_path / "run.blend.done").exists()
-    report = H.load_report(tmp_path)  # in place: next to the inputs
+    report = load_report(tmp_path)  # in place: next to the inputs
     (entry,) = report["files"]
     assert entry["backup"] == str(tmp_path / "run.blend1") and entry["frames_written"] > 0
-    assert not H.temp_leftovers(tmp_path)
-    r = H.run_batch("inbetween", path, "--in-place", "--jobs", 1)
+    assert not temp_leftovers(tmp_path)
+    r = run_batch("inbetween", path, "--in-place", "--jobs", 1)
     assert r.returncode == 0 and "0 ok, 1 skipped" in r.stdout
 
 
 def test_a_crashed_worker_fails_its_file_only(blends, tmp_path):
     src, out = tmp_path / "in", tmp_path / "out"
-    H.copy_inputs(blends, NAMES[:3], src)
+    copy_inputs(blends, NAMES[:3], src)
     proc = start("inbetween", src, "--out-dir", out, "--jobs", 1, "--device", "cpu", delay=1.5)
     wait_for(proc, lambda: len(list(out.glob("*.done"))) >= 1)
     time.sleep(0.3)  # the worker has reported the first file and sleeps at the start of the second
@@ -101,7 +101,7 @@ def test_a_crashed_worker_fails_its_file_only(blends, tmp_path):
     os.kill(victim, signal.SIGKILL)  # as if Blender crashed on that file
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
-    report = H.load_report(out)
+    report = load_report(out)
     files = report["files"]
     (log,) = report["worker_logs"]  # the dead worker's log is kept beside the report
     assert Path(log).parent.parent == out and Path(log).exists()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import batch_helpers as H
+from batch_helpers import build_trap, load_report, run_batch, sha256, shared_blends
 from addon_helpers import ROOT, bpy
 
 bpy = bpy()
@@ -28,12 +28,12 @@ os._exit(0)  # bpy 4.5 hangs in its teardown once a Python driver has run and th
 
 @pytest.fixture(scope="module")
 def trap(tmp_path_factory):
-    blends = H.shared_blends()
+    blends = shared_blends()
     folder = tmp_path_factory.mktemp("trap")
     markers = folder / "markers"
     markers.mkdir()
     (folder / "in").mkdir()
-    return H.build_trap(folder / "in" / "trap.blend", blends["run"]["path"], markers), markers
+    return build_trap(folder / "in" / "trap.blend", blends["run"]["path"], markers), markers
 
 
 def test_the_trap_works_when_trusted(trap, tmp_path):
@@ -51,17 +51,17 @@ def test_the_trap_works_when_trusted(trap, tmp_path):
 def test_batch_never_runs_the_files_scripts(trap, tmp_path):
     """inbetween, info and edit on the trap: no marker file appears, the input is unchanged."""
     path, markers = trap
-    before = H.sha256(path)
+    before = sha256(path)
     out = tmp_path / "out"
-    r = H.run_batch("inbetween", path, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = run_batch("inbetween", path, "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
-    info = H.run_batch("info", path, "--json", "--jobs", 1)
+    info = run_batch("info", path, "--json", "--jobs", 1)
     assert info.returncode == 0, info.stderr
-    edit = H.run_batch("edit", path, "--amplify", 1.5, "--out-dir", tmp_path / "edited", "--jobs", 1, "--device", "cpu")
+    edit = run_batch("edit", path, "--amplify", 1.5, "--out-dir", tmp_path / "edited", "--jobs", 1, "--device", "cpu")
     assert edit.returncode == 0, edit.stderr  # (Encode, sliders, re-decode: the most add-on code per file)
     assert not list(markers.iterdir()), "a script from the input file ran"
-    assert H.sha256(path) == before
-    (entry,) = H.load_report(out)["files"]
+    assert sha256(path) == before
+    (entry,) = load_report(out)["files"]
     assert entry["status"] == "ok" and entry["scripts"] == {"text_blocks": 1, "registered": ["autorun.py"],
                                                             "python_drivers": 1}
     assert any("none was run" in w for w in entry["warnings"])

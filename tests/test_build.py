@@ -132,7 +132,7 @@ t0 = time.time()
 while op.tick() is not None and time.time() - t0 < 120:
     time.sleep(0.2)
 print("RESULT " + json.dumps({"op": sorted(res), "state": job.state, "message": job.message, "root": str(job.root),
-                              "prop": obj.get("splinetween_mesh_checkpoint")}))
+                              "prop": obj.get("splinetween_mesh_autoencoder")}))
 """
 
 
@@ -149,5 +149,5 @@ def test_installed_extension_trains_a_mesh_model(built, tmp_path):
     out = json.loads(line[0][7:])
     assert out["op"] == ["FINISHED"] and out["state"] == "DONE", out["message"]
     assert out["root"].startswith(str(tmp_path / "blender")) and out["root"].endswith("splinetween")
-    assert out["prop"] == "//splinetween/train_Grid/run/best.json"
-    assert (tmp_path / "splinetween" / "train_Grid" / "run" / "best.safetensors").is_file()
+    assert re.fullmatch(r"//splinetween/train_grid_Grid_autoencoder/run-[0-9a-f]{10}/best\.json", out["prop"]), out
+    assert (tmp_path / out["prop"][2:]).with_suffix(".safetensors").is_file()

@@ -79,13 +79,13 @@ def test_edit_cli(tiny_checkpoint, tmp_path):
 
 def test_edited_seams_do_not_step_further_than_the_motion():
     """Segments ease into their shared frame: an amplified decode has no seam jump of its own."""
-    from backend import quat_np as Q
+    from backend import quat_np
     eng = Engine(None, "cpu")  # the shipped autoencoder
     clip = read_bvh(EXAMPLES[-1] if "walk_normal_001" in EXAMPLES[-1].name else
                     next(p for p in EXAMPLES if "walk_normal_001" in p.name))
     controls = eng.encode(clip)
     out = eng.decode(controls, points=amplify(controls.points, 2.0))
-    step = np.degrees(Q.angle_between(out.rotations[1:], out.rotations[:-1]))[:, 1:].max(1)
+    step = np.degrees(quat_np.angle_between(out.rotations[1:], out.rotations[:-1]))[:, 1:].max(1)
     seams = [a for a, _ in controls.segments[1:]]
     assert len(seams) >= 3
     at_seams = np.array([max(step[s - 1], step[s]) for s in seams])

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import format_bvh, parse_bvh, read_bvh
 from backend.engine import Engine, EngineError, segment_bounds
 from backend.keyframes import every_k, segments_on_keys
@@ -30,7 +30,7 @@ def test_keys_come_out_exactly_and_nonkeys_are_filled(ib):
     assert np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()
     assert np.allclose(np.linalg.norm(out.rotations, axis=-1), 1, atol=1e-5)
     # the filled frames are new poses, not copies of the blocking
-    assert np.degrees(Q.angle_between(out.rotations[free], clip.rotations[free])).max() > 0.01
+    assert np.degrees(quat_np.angle_between(out.rotations[free], clip.rotations[free])).max() > 0.01
     assert controls.points.shape[1:] == (4, 8)
     assert [s[0] for s in controls.segments][0] == 0 and controls.segments[-1][1] == clip.num_frames - 1
 
@@ -136,9 +136,9 @@ def test_the_engine_cache_loads_a_checkpoint_once_for_callers_at_the_same_time(t
     import shutil
     import threading
 
-    from backend import checkpoint as ck
+    from backend import checkpoint
     from backend.service import engines
-    j, w = ck.paths_for(ROOT / "backend" / "checkpoints" / "inbetween.json")
+    j, w = checkpoint.paths_for(ROOT / "backend" / "checkpoints" / "inbetween.json")
     for p in (j, w):
         shutil.copy2(p, tmp_path / p.name)
     start, got = threading.Barrier(4), []

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend import checkpoint as ck
+from backend import checkpoint
 from tests.test_cli import run
 
 LIMIT_MB = 64  # far above a tiny checkpoint, far below what an unchecked size field would allocate
@@ -59,8 +59,8 @@ def _edited(src, tmp_path, edit) -> Path:
 ])
 def test_bad_config_fields_are_named_errors_naming_the_checkpoint(tiny_checkpoint, tmp_path, edit, message):
     j = _edited(tiny_checkpoint, tmp_path, edit)
-    with pytest.raises(ck.CheckpointError) as e:
-        ck.load(j)
+    with pytest.raises(checkpoint.CheckpointError) as e:
+        checkpoint.load(j)
     assert str(e.value).startswith(f"{j}: ") and message in str(e.value)
 
 
@@ -82,8 +82,8 @@ def test_a_huge_model_config_is_refused_before_allocating(tiny_checkpoint, tmp_p
     """65,536 wide and 64 layers deep would be terabytes: refused from the meta-device shapes."""
     j = _edited(tiny_checkpoint, tmp_path, lambda d: d["model"].update(width=65536, layers=64, latent=65536))
     before = _peak_rss_mb()
-    with pytest.raises(ck.CheckpointError, match="the weights do not match the model config"):
-        ck.load(j)
+    with pytest.raises(checkpoint.CheckpointError, match="the weights do not match the model config"):
+        checkpoint.load(j)
     assert _peak_rss_mb() - before < LIMIT_MB
 
 
@@ -107,8 +107,8 @@ def test_a_huge_or_bad_tensor_shape_in_the_header_is_a_named_error(tiny_checkpoi
     header[name]["shape"] = shape
     _with_header(w, header, data)
     before = _peak_rss_mb()
-    with pytest.raises(ck.CheckpointError) as e:
-        ck.load(j)
+    with pytest.raises(checkpoint.CheckpointError) as e:
+        checkpoint.load(j)
     assert str(e.value).startswith(f"{w}: ") and _peak_rss_mb() - before < LIMIT_MB
 
 
@@ -117,8 +117,8 @@ def test_a_huge_or_bad_tensor_shape_in_the_header_is_a_named_error(tiny_checkpoi
 def test_a_header_that_is_not_a_tensor_table_is_a_named_error(tmp_path, header):
     w = tmp_path / "w.safetensors"
     _with_header(w, header, b"\0" * 16)
-    with pytest.raises(ck.CheckpointError, match=f"{w}: not a safetensors file"):
-        ck._check_safetensors(w)
+    with pytest.raises(checkpoint.CheckpointError, match=f"{w}: not a safetensors file"):
+        checkpoint._check_safetensors(w)
 
 
 # -- fuzz -----------------------------------------------------------------------------------
@@ -135,8 +135,8 @@ def _load_checked(j: Path):
     tracemalloc.start()
     try:
         try:
-            got = ck.load(j)
-        except ck.CheckpointError as e:
+            got = checkpoint.load(j)
+        except checkpoint.CheckpointError as e:
             assert str(e).startswith(f"{j.parent}/"), str(e)
             got = None
         peak = tracemalloc.get_traced_memory()[1]
@@ -203,6 +203,7 @@ def test_fuzz_bytes(tiny_checkpoint, config, weights):
         j.write_bytes(config)
         (Path(d) / "c.safetensors").write_bytes(weights)
         _load_checked(j)
-        j.write_text(json.dumps({"format": ck.FORMAT, "format_version": 1, **json.loads(tiny_checkpoint.read_text()),
+        j.write_text(json.dumps({"format": checkpoint.FORMAT, "format_version": 1,
+                                 **json.loads(tiny_checkpoint.read_text()),
                                  "weights": "c.safetensors"}))
         _load_checked(j)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import read_bvh
 from backend.guard import blend, fit_alpha, holdout_passes
 from training.augment import Augmenter, fit_mirror, mix_bodies, reverse_time, time_warp, upper_body
@@ -71,13 +71,13 @@ def test_mirror_reflects_the_motion_and_twice_is_the_clip(walk):
     rot = torch.from_numpy(walk.rotations).float()[None]
     pos = torch.from_numpy(walk.positions).float()[None]
     r1, p1 = mirror(rot, pos)
-    g = Q.fk(walk.rotations, walk.positions, walk.skeleton.parents)[1]
-    g1 = Q.fk(r1[0].double().numpy(), p1[0].double().numpy(), walk.skeleton.parents)[1]
+    g = quat_np.fk(walk.rotations, walk.positions, walk.skeleton.parents)[1]
+    g1 = quat_np.fk(r1[0].double().numpy(), p1[0].double().numpy(), walk.skeleton.parents)[1]
     # every joint lands where its left/right partner's reflection is (x negated), to 0.1 mm
     assert np.abs(g1 - g[:, mirror.partner] * np.array([-1.0, 1.0, 1.0])).max() < 0.01
     assert np.abs(g1 - g).max() > 10  # and it did move
     r2, p2 = mirror(r1, p1)
-    assert np.degrees(Q.angle_between(r2[0].double().numpy(), walk.rotations)).max() < 0.01
+    assert np.degrees(quat_np.angle_between(r2[0].double().numpy(), walk.rotations)).max() < 0.01
     assert torch.allclose(p2, pos, atol=1e-5)
 
 
@@ -90,11 +90,11 @@ def test_time_reversal_twice_is_the_clip_and_speed_one_changes_nothing(walk):
     assert torch.equal(r2, rot) and torch.equal(p2, pos)
     same_r, same_p = time_warp(rot, pos, 40)
     assert torch.allclose(same_p, pos, atol=1e-5)
-    assert np.degrees(Q.angle_between(same_r.double().numpy(), rot.double().numpy())).max() < 0.05
+    assert np.degrees(quat_np.angle_between(same_r.double().numpy(), rot.double().numpy())).max() < 0.05
     # twice as fast: 40 source frames -> 20 samples, first and last frames kept
     fast_r, fast_p = time_warp(rot, pos, 20)
     assert fast_r.shape[1] == 20 and torch.allclose(fast_p[:, -1], pos[:, -1], atol=1e-5)
-    assert np.degrees(Q.angle_between(fast_r[0, 0].double().numpy(), rot[0, 0].double().numpy())).max() < 0.05
+    assert np.degrees(quat_np.angle_between(fast_r[0, 0].double().numpy(), rot[0, 0].double().numpy())).max() < 0.05
 
 
 def test_body_mix_swaps_only_the_upper_body(walk):
@@ -133,19 +133,19 @@ def test_holdout_passes_hide_alternate_keys_where_the_doubled_gap_is_short():
 def test_guard_trusts_a_model_that_predicts_the_hidden_keys_and_drops_one_that_does_not(walk):
     f = np.arange(10, 50, 5)
     truth = (walk.rotations[f], walk.positions[f])
-    herm = (Q.slerp(walk.rotations[f], walk.rotations[f + 3], 0.5), walk.positions[f + 2])
+    herm = (quat_np.slerp(walk.rotations[f], walk.rotations[f + 3], 0.5), walk.positions[f + 2])
     joints, pj = list(range(1, walk.skeleton.num_joints)), [1]
     assert fit_alpha(truth, truth, herm, joints, pj) > 0.99
     halfway = blend(truth, herm, 0.5)
     assert abs(fit_alpha(truth, halfway, herm, joints, pj) - 1.0) < 0.05  # the model is on the way: all of it
-    noise = Q.normalize(walk.rotations[f] + np.random.default_rng(1).normal(0, 0.3, walk.rotations[f].shape))
+    noise = quat_np.normalize(walk.rotations[f] + np.random.default_rng(1).normal(0, 0.3, walk.rotations[f].shape))
     assert fit_alpha(truth, (noise, walk.positions[f] + 30), herm, joints, pj) < 0.2
     assert fit_alpha((truth[0][:0], truth[1][:0]), truth, herm, joints, pj) == 1.0  # nothing hidden: trusted
     # the blend at alpha = 0 is the Hermite fill, at alpha = 1 the model
     r, p = blend(truth, herm, 0.0)
     assert np.abs(p - herm[1]).max() == 0
     r, p = blend(truth, herm, 1.0)
-    assert np.degrees(Q.angle_between(r, truth[0])).max() < 1e-4
+    assert np.degrees(quat_np.angle_between(r, truth[0])).max() < 1e-4
 
 
 def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
@@ -158,7 +158,7 @@ def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
     assert np.array_equal(result.positions[keys], clip.positions[keys])
     fresh = Engine(DEFAULT_INBETWEEN, "cpu")  # has not seen these keys: recomputes the guard's weights
     again = fresh.decode(controls)
-    assert np.degrees(Q.angle_between(again.rotations, result.rotations)).max() < 1e-3
+    assert np.degrees(quat_np.angle_between(again.rotations, result.rotations)).max() < 1e-3
     assert np.abs(again.positions - result.positions).max() < 1e-3
     unguarded = Engine(DEFAULT_INBETWEEN, "cpu")
     unguarded.guard = False
@@ -193,10 +193,11 @@ def test_root_translation_moves_into_its_child_with_the_same_global_motion(walk)
     from training.data import fold_root_translation
     rot, pos = walk.rotations.copy(), walk.positions.copy()
     pos[:, 0, 2] = np.linspace(0, 80, len(pos))  # root motion on the root joint, as a few dataset-1 clips have
-    before = Q.fk(rot, pos, walk.skeleton.parents)[1]
+    before = quat_np.fk(rot, pos, walk.skeleton.parents)[1]
     r2, p2 = fold_root_translation(rot, pos, walk.skeleton.parents)
     assert not np.any(p2[:, 0])
-    assert np.abs(Q.fk(r2, p2, walk.skeleton.parents)[1][:, 1:] - before[:, 1:]).max() < 1e-9  # every joint below it
+    moved = quat_np.fk(r2, p2, walk.skeleton.parents)[1]
+    assert np.abs(moved[:, 1:] - before[:, 1:]).max() < 1e-9  # every joint below it
     same = fold_root_translation(walk.rotations, walk.positions, walk.skeleton.parents)
     assert same[1] is walk.positions  # nothing to fold: the arrays are left alone
 

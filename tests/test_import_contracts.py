@@ -1,6 +1,7 @@
 """The import contracts of pyproject.toml (``[tool.importlinter]``) hold: the backend never imports
 Blender or the add-on, the add-on never imports torch and reaches the backend only through the
-bridge, ``blender_addon.core`` is bpy-free, and the add-on's packages form layers (no cycles)."""
+bridge, ``blender_addon.core`` imports nothing outside ``core/`` (no bpy, no bridge), and the add-on's
+packages form layers (no cycles; tests/test_import_graph.py looks module by module)."""
 from __future__ import annotations
 
 import os

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import read_bvh
 from backend.engine import DEFAULT_INBETWEEN, Engine
 from backend.keyframes import every_k, interpolate, key_mask
@@ -21,7 +21,7 @@ def result():
 
 
 def _global(clip_like, parents):
-    return Q.fk(clip_like[0], clip_like[1], parents)[1]
+    return quat_np.fk(clip_like[0], clip_like[1], parents)[1]
 
 
 def test_beats_slerp_on_a_test_clip(result):
@@ -43,8 +43,8 @@ def test_seams_do_not_show(result):
     g, gt = _global((out.rotations, out.positions), parents), _global((clip.rotations, clip.positions), parents)
     speed = np.linalg.norm(np.diff(g, axis=0), axis=-1).max(-1)  # fastest joint per frame step (cm)
     speed_gt = np.linalg.norm(np.diff(gt, axis=0), axis=-1).max(-1)
-    spin = np.degrees(Q.angle_between(out.rotations[1:], out.rotations[:-1])).max(-1)  # fastest joint turn
-    spin_gt = np.degrees(Q.angle_between(clip.rotations[1:], clip.rotations[:-1])).max(-1)
+    spin = np.degrees(quat_np.angle_between(out.rotations[1:], out.rotations[:-1])).max(-1)  # fastest joint turn
+    spin_gt = np.degrees(quat_np.angle_between(clip.rotations[1:], clip.rotations[:-1])).max(-1)
     for a, b in controls.segments[:-1]:
         seam = b  # the shared key frame: no jump into or out of it beyond what the motion has
         assert max(speed[seam - 1], speed[seam]) <= 1.2 * speed_gt.max()

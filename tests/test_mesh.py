@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from backend import checkpoint as ck
+from backend import checkpoint
 from backend.engine import Engine, EngineError
 from backend.mesh import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
                           mean_vertex_error, project, reconstruct)
@@ -76,18 +76,18 @@ def _mesh_checkpoint(tmp_path, basis_ok=True):
     if not basis_ok:
         c.extra = {k: v for k, v in basis_tensors(basis).items() if k != "basis.components"}
     torch.manual_seed(0)
-    return ck.save(tmp_path / "m", c, build_model(cfg))
+    return checkpoint.save(tmp_path / "m", c, build_model(cfg))
 
 
 def test_mesh_checkpoint_round_trip_and_cross_refusals(tmp_path):
     path = _mesh_checkpoint(tmp_path)
-    loaded = ck.load(path)
+    loaded = checkpoint.load(path)
     assert loaded.is_mesh and loaded.skeleton is None and loaded.asset["vertices"] == 100
     assert loaded.extra["basis.components"].dtype == torch.float16  # stored in half precision
     with pytest.raises(EngineError, match="mesh-sequence checkpoint"):
         Engine(path, "cpu")
     with pytest.raises(EngineError, match="motion \\(armature\\) checkpoint"):
-        MeshEngine(ck.DEFAULT_DIR / "motion_autoencoder.json", "cpu")
+        MeshEngine(checkpoint.DEFAULT_DIR / "motion_autoencoder.json", "cpu")
     engine = MeshEngine(path, "cpu")
     with pytest.raises(MeshError, match="99 vertices, but the checkpoint was trained on a mesh of 100"):
         engine.encode(np.zeros((30, 99, 3), np.float32))
@@ -97,17 +97,17 @@ def test_mesh_checkpoint_round_trip_and_cross_refusals(tmp_path):
 
 def test_mesh_checkpoint_without_its_basis_is_refused(tmp_path):
     path = _mesh_checkpoint(tmp_path, basis_ok=False)
-    with pytest.raises(ck.CheckpointError, match="vertex basis"):
-        ck.load(path)
+    with pytest.raises(checkpoint.CheckpointError, match="vertex basis"):
+        checkpoint.load(path)
 
 
 def test_models_of_one_asset_share_one_basis_file(tmp_path):
     path = _mesh_checkpoint(tmp_path)
-    one = ck.load(path)
+    one = checkpoint.load(path)
     one.asset["basis"] = "asset_basis.safetensors"
-    a, b = ck.save(tmp_path / "ship" / "a", one), None
+    a, b = checkpoint.save(tmp_path / "ship" / "a", one), None
     one.path = None
-    b = ck.save(tmp_path / "ship" / "b", one)
+    b = checkpoint.save(tmp_path / "ship" / "b", one)
     names = sorted(p.name for p in (tmp_path / "ship").iterdir())
     assert names == ["a.json", "a.safetensors", "asset_basis.safetensors", "b.json", "b.safetensors"]
     assert "extra.basis.components" not in load_file(str(tmp_path / "ship" / "a.safetensors"))
@@ -115,8 +115,8 @@ def test_models_of_one_asset_share_one_basis_file(tmp_path):
     assert np.array_equal(ea.basis.components, MeshEngine(path, "cpu").basis.components)
     assert np.array_equal(ea.basis.mean, eb.basis.mean)
     (tmp_path / "ship" / "asset_basis.safetensors").unlink()
-    with pytest.raises(ck.CheckpointError, match="shared vertex basis is missing"):
-        ck.load(a)
+    with pytest.raises(checkpoint.CheckpointError, match="shared vertex basis is missing"):
+        checkpoint.load(a)
 
 
 def test_a_shrunk_decode_gives_each_segment_its_own_frames(tmp_path):

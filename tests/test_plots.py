@@ -152,14 +152,14 @@ def test_the_layer_figure(tmp_path):
     difference of the two decodes.  And the script writes the PNG."""
     from dataclasses import replace
 
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import read_bvh
     from training import edit_figure
     clip = read_bvh(CLIP)
     rot, pos = edit_figure.layered(clip, clip, clip)
     np.testing.assert_allclose(np.abs(np.sum(rot * clip.rotations, -1)), 1.0, atol=1e-9)
     np.testing.assert_allclose(pos, clip.positions, atol=1e-9)
-    moved = replace(clip, rotations=Q.normalize(clip.rotations[::-1].copy()), positions=clip.positions + 1.0)
+    moved = replace(clip, rotations=quat_np.normalize(clip.rotations[::-1].copy()), positions=clip.positions + 1.0)
     rot, pos = edit_figure.layered(clip, clip, moved)
     np.testing.assert_allclose(np.abs(np.sum(rot * moved.rotations, -1)), 1.0, atol=1e-9)
     np.testing.assert_allclose(pos, clip.positions + 1.0, atol=1e-9)

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from backend import checkpoint as ck
+from backend import checkpoint
 from training.principal_names import Effect, name_directions
 from tests.conftest import EXAMPLES, ROOT
 
@@ -115,21 +115,21 @@ def test_the_shipped_autoencoder_names_and_describes_every_direction():
 
 
 def test_a_description_list_of_the_wrong_length_is_refused(tmp_path):
-    for p in ck.paths_for(AUTOENCODER):
+    for p in checkpoint.paths_for(AUTOENCODER):
         shutil.copy2(p, tmp_path / p.name)
     j = tmp_path / AUTOENCODER.name
     doc = json.loads(j.read_text())
     doc["info"]["principal_descriptions"] = doc["info"]["principal_descriptions"][:3]
     j.write_text(json.dumps(doc))
-    with pytest.raises(ck.CheckpointError, match="principal_descriptions.*8 sentences"):
-        ck.load(j)
+    with pytest.raises(checkpoint.CheckpointError, match="principal_descriptions.*8 sentences"):
+        checkpoint.load(j)
     doc["info"]["principal_descriptions"] = [1] * 8
     j.write_text(json.dumps(doc))
-    with pytest.raises(ck.CheckpointError, match="principal_descriptions"):
-        ck.load(j)
+    with pytest.raises(checkpoint.CheckpointError, match="principal_descriptions"):
+        checkpoint.load(j)
     del doc["info"]["principal_descriptions"]  # optional: a checkpoint without them loads, with none
     j.write_text(json.dumps(doc))
-    assert ck.load(j).principal_descriptions() == []
+    assert checkpoint.load(j).principal_descriptions() == []
 
 
 def test_measuring_a_direction_on_example_motion():

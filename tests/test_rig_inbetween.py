@@ -106,12 +106,24 @@ def test_a_twist_bone_in_the_arm_keeps_its_keys_and_the_arm_moves_as_before(walk
 
 
 def test_a_map_with_too_little_is_refused_and_nothing_changes(walk, rig):
+    """Names that say nothing are no reason to refuse (the structure finds the bones); a body without a left
+    arm is refused, naming the joints it lacks (the renamed hips among them: the structure reads whole
+    bodies only)."""
     rig.data.bones["Hips"].name = "Bone"
     rig.data.bones["UpperArm_L"].name = "Bone.001"
+    from blender_addon import bridge
+    from blender_addon.io import bone_map as bone_map_io
+    info = bridge.describe(bridge.BackendSettings())
+    bm, bones = bone_map_io.resolve(rig, list(info.names), list(info.parents))
+    assert (bm.bones["Hips"], bm.bones["UpperArm_L"], bm.reasons["UpperArm_L"]) == ("Bone", "Bone.001", "structure")
+    bpy.ops.object.mode_set(mode="EDIT")
+    for name in ("Bone.001", "LowerArm_L", "Hand_L"):
+        rig.data.edit_bones.remove(rig.data.edit_bones[name])
+    bpy.ops.object.mode_set(mode="OBJECT")
     select_keys(rig, walk["keys"])
     before = snapshot(rig)
     with pytest.raises(RuntimeError, match=r"cannot drive the model \(detected as Splinetween data set\): no bone for "
-                                           r"Hips, UpperArm_L \(map them in the Bone Map panel"):
+                                           r"Hips, UpperArm_L, LowerArm_L, Hand_L \(map them in the Bone Map panel"):
         OP()
     after = snapshot(rig)
     for key in before:

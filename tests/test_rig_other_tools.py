@@ -34,12 +34,12 @@ def generate_rigify():
 
 def key_motion(rig, rt, basis, loc, frames):
     """Key the mapped bones' channels (quaternions ``[F, J, 4]`` -> each bone's rotation mode) on ``frames``."""
-    from blender_addon.core import rig_math as R
+    from blender_addon.core import rig_math
     for j in rt.mapped:
         pb = rig.pose.bones[rt.bone_of(j)]
         mode = pb.rotation_mode
         prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
-        values = R.quat_to_channels(basis[:, j], mode, np.array(getattr(pb, prop)))
+        values = rig_math.quat_to_channels(basis[:, j], mode, np.array(getattr(pb, prop)))
         for i, f in enumerate(frames):
             setattr(pb, prop, values[f - 1])
             pb.keyframe_insert(prop, frame=f)
@@ -57,8 +57,8 @@ def heads(obj, names, frames):
 
 
 def mixamo():
-    import rig_builders as RB
-    return RB.build_armature(bpy, "mixamo", RB.rig(RB.MIXAMO))
+    import rig_builders
+    return rig_builders.build_armature(bpy, "mixamo", rig_builders.rig(rig_builders.MIXAMO))
 
 
 @pytest.fixture(scope="module", params=["rigify", "mixamo"])
@@ -75,14 +75,15 @@ def made(request):
 
 
 def test_rigs_of_other_tools_in_between_closer_than_bezier(made):
-    import rig_builders as RB
+    import rig_builders
     from blender_addon import bridge, preferences
     from blender_addon.io import bone_map as bone_map_io
     kind, name = made
     rig = bpy.data.objects[name]
     info = bridge.describe(preferences.settings(bpy.context))
     bm, joint_bones = bone_map_io.resolve(rig, info.names, info.parents)  # no user step
-    preset, expect = {"rigify": ("Rigify (FK controls)", FK), "mixamo": ("Mixamo (mixamorig:)", RB.MIXAMO_EXPECT)}[kind]
+    preset, expect = {"rigify": ("Rigify (FK controls)", FK),
+                      "mixamo": ("Mixamo (mixamorig:)", rig_builders.MIXAMO_EXPECT)}[kind]
     assert bm.preset == preset
     for joint, bone in expect.items():
         assert joint_bones[info.names.index(joint)] == bone, joint

@@ -12,15 +12,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from backend import quat_np as Q
-from backend import quat_torch as QT
+from backend import quat_np
+from backend import quat_torch
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 T = torch.from_numpy
 
 
 def rand_quat(rng, *shape):
-    return Q.normalize(rng.normal(size=shape + (4,)))
+    return quat_np.normalize(rng.normal(size=shape + (4,)))
 
 
 def same_up_to_sign(a, b):
@@ -55,7 +55,7 @@ def _parity_cases(rng):
         "from_euler": [(rng.uniform(-np.pi, np.pi, size=(11, 3)), o) for o in ORDERS],
         "to_euler": [(q, o) for o in ORDERS],
         "to_matrix": [(q,)],
-        "from_matrix": [(Q.to_matrix(q),)],
+        "from_matrix": [(quat_np.to_matrix(q),)],
         "to_6d": [(q,)],
         "from_6d": [(rng.normal(size=(7, 3, 6)),)],
         "fk": [(rand_quat(rng, 4, 6), rng.normal(size=(4, 6, 3)), parents)],
@@ -72,8 +72,8 @@ def _public_functions(module):
 
 def test_every_numpy_function_has_a_torch_twin_and_a_parity_case():
     cases = _parity_cases(np.random.default_rng(0))
-    np_funcs = _public_functions(Q)
-    assert np_funcs <= _public_functions(QT), f"missing in quat_torch: {np_funcs - _public_functions(QT)}"
+    np_funcs = _public_functions(quat_np)
+    assert np_funcs <= _public_functions(quat_torch), f"missing in quat_torch: {np_funcs - _public_functions(QT)}"
     assert np_funcs == set(cases), f"parity cases missing for {np_funcs - set(cases)}"
 
 
@@ -81,10 +81,10 @@ def test_every_numpy_function_has_a_torch_twin_and_a_parity_case():
 def test_numpy_torch_parity(name):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     for args in _parity_cases(rng)[name]:
-        out_np = getattr(Q, name)(*args)
+        out_np = getattr(quat_np, name)(*args)
         targs = [T(np.asarray(x, dtype=np.float64)) if isinstance(x, np.ndarray) and x.dtype != np.int64 else x
                  for x in args]
-        out_t = getattr(QT, name)(*targs)
+        out_t = getattr(quat_torch, name)(*targs)
         outs_np = out_np if isinstance(out_np, tuple) else (out_np,)
         outs_t = out_t if isinstance(out_t, tuple) else (out_t,)
         for o_np, o_t in zip(outs_np, outs_t, strict=True):
@@ -95,8 +95,8 @@ def test_numpy_torch_parity(name):
 
 def test_torch_matrix_from_6d_matches_numpy():
     r = np.random.default_rng(1).normal(size=(50, 6))
-    m = QT.matrix_from_6d(T(r)).numpy()
-    np.testing.assert_allclose(m, Q.to_matrix(Q.from_6d(r)), atol=1e-10)
+    m = quat_torch.matrix_from_6d(T(r)).numpy()
+    np.testing.assert_allclose(m, quat_np.to_matrix(quat_np.from_6d(r)), atol=1e-10)
     np.testing.assert_allclose(m @ np.swapaxes(m, -1, -2), np.broadcast_to(np.eye(3), m.shape), atol=1e-12)
     np.testing.assert_allclose(np.linalg.det(m), 1.0, atol=1e-12)
 
@@ -108,12 +108,12 @@ def test_from_euler_is_the_product_of_axis_matrices(order):
     rng = np.random.default_rng(2)
     for e in rng.uniform(-np.pi, np.pi, size=(20, 3)):
         expected = axis_matrix(order[0], e[0]) @ axis_matrix(order[1], e[1]) @ axis_matrix(order[2], e[2])
-        np.testing.assert_allclose(Q.to_matrix(Q.from_euler(e, order)), expected, atol=1e-12)
+        np.testing.assert_allclose(quat_np.to_matrix(quat_np.from_euler(e, order)), expected, atol=1e-12)
 
 
 def test_bvh_zxy_quarter_turn_about_z_maps_x_to_y():
-    q = Q.from_euler(np.radians([90.0, 0.0, 0.0]), "ZXY")
-    np.testing.assert_allclose(Q.rotate(q, np.array([1.0, 0.0, 0.0])), [0.0, 1.0, 0.0], atol=1e-12)
+    q = quat_np.from_euler(np.radians([90.0, 0.0, 0.0]), "ZXY")
+    np.testing.assert_allclose(quat_np.rotate(q, np.array([1.0, 0.0, 0.0])), [0.0, 1.0, 0.0], atol=1e-12)
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -121,7 +121,7 @@ def test_euler_round_trip_away_from_gimbal_lock(order):
     rng = np.random.default_rng(3)
     e = rng.uniform(-np.pi, np.pi, size=(500, 3))
     e[:, 1] = rng.uniform(-np.pi / 2 + 1e-3, np.pi / 2 - 1e-3, size=500)
-    back = Q.to_euler(Q.from_euler(e, order), order)
+    back = quat_np.to_euler(quat_np.from_euler(e, order), order)
     np.testing.assert_allclose(back, e, atol=1e-9)  # the unique solution comes back, not just the rotation
 
 
@@ -131,12 +131,12 @@ def test_euler_round_trip_near_gimbal_lock(order, gap):
     rng = np.random.default_rng(4)
     e = rng.uniform(-np.pi, np.pi, size=(300, 3))
     e[:, 1] = (np.pi / 2 - gap) * rng.choice([-1.0, 1.0], size=300)
-    q = Q.from_euler(e, order)
-    for lib, qq in ((Q, q), (QT, T(q))):
+    q = quat_np.from_euler(e, order)
+    for lib, qq in ((quat_np, q), (quat_torch, T(q))):
         back = lib.to_euler(qq, order)
         back = back.numpy() if isinstance(back, torch.Tensor) else back
         assert np.all(np.abs(back[:, 1]) <= np.pi / 2 + 1e-15)
-        assert same_up_to_sign(Q.from_euler(back, order), q) < 1e-11
+        assert same_up_to_sign(quat_np.from_euler(back, order), q) < 1e-11
         if gap == 0.0:
             assert np.abs(back[:, 2]).max() < 1e-6  # at the lock the whole turn goes into the first angle
 
@@ -146,31 +146,31 @@ def test_euler_round_trip_near_gimbal_lock(order, gap):
 def test_6d_round_trip_and_projection():
     rng = np.random.default_rng(5)
     q = rand_quat(rng, 400)
-    assert same_up_to_sign(Q.from_6d(Q.to_6d(q)), q) < 1e-12
-    assert same_up_to_sign(QT.from_6d(QT.to_6d(T(q))).numpy(), q) < 1e-12
+    assert same_up_to_sign(quat_np.from_6d(quat_np.to_6d(q)), q) < 1e-12
+    assert same_up_to_sign(quat_torch.from_6d(quat_torch.to_6d(T(q))).numpy(), q) < 1e-12
     r = rng.normal(size=(400, 6))  # not orthonormal: Gram-Schmidt keeps the first column's direction
-    qr = Q.from_6d(r)
+    qr = quat_np.from_6d(r)
     np.testing.assert_allclose(np.linalg.norm(qr, axis=-1), 1.0, atol=1e-12)
-    first = Q.to_matrix(qr)[..., :, 0]
+    first = quat_np.to_matrix(qr)[..., :, 0]
     np.testing.assert_allclose(first, r[:, :3] / np.linalg.norm(r[:, :3], axis=-1, keepdims=True), atol=1e-12)
-    np.testing.assert_allclose(Q.to_6d(Q.from_6d(Q.to_6d(qr))), Q.to_6d(qr), atol=1e-12)
+    np.testing.assert_allclose(quat_np.to_6d(quat_np.from_6d(quat_np.to_6d(qr))), quat_np.to_6d(qr), atol=1e-12)
 
 
-@pytest.mark.parametrize("lib", [Q, QT], ids=["numpy", "torch"])
+@pytest.mark.parametrize("lib", [quat_np, quat_torch], ids=["numpy", "torch"])
 def test_fix_hemisphere_removes_sign_flips(lib):
     rng = np.random.default_rng(6)
     angles = np.linspace(0.0, 3.0 * np.pi, 60)  # more than a full turn: w changes sign on its own
     axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
-    smooth = Q.from_axis_angle(axis, angles)[:, None, :] * np.ones((1, 3, 1))
+    smooth = quat_np.from_axis_angle(axis, angles)[:, None, :] * np.ones((1, 3, 1))
     noisy = smooth * rng.choice([-1.0, 1.0], size=(60, 3, 1))
-    fixed = lib.fix_hemisphere(noisy if lib is Q else T(noisy), 0)
+    fixed = lib.fix_hemisphere(noisy if lib is quat_np else T(noisy), 0)
     fixed = fixed.numpy() if isinstance(fixed, torch.Tensor) else fixed
     assert np.all(np.sum(fixed[1:] * fixed[:-1], -1) >= 0)
     assert np.all(np.isclose(fixed, noisy).all(-1) | np.isclose(fixed, -noisy).all(-1))
     sign = np.sign(np.sum(fixed[:1] * smooth[:1], -1, keepdims=True))
     np.testing.assert_allclose(fixed, smooth * sign, atol=1e-12)  # one consistent sign per joint
     # the same along axis 1 (joints first, time second)
-    fixed_t = lib.fix_hemisphere(np.swapaxes(noisy, 0, 1) if lib is Q else T(np.swapaxes(noisy, 0, 1)), 1)
+    fixed_t = lib.fix_hemisphere(np.swapaxes(noisy, 0, 1) if lib is quat_np else T(np.swapaxes(noisy, 0, 1)), 1)
     fixed_t = fixed_t.numpy() if isinstance(fixed_t, torch.Tensor) else fixed_t
     np.testing.assert_allclose(np.swapaxes(fixed_t, 0, 1), fixed, atol=0)
 
@@ -178,48 +178,48 @@ def test_fix_hemisphere_removes_sign_flips(lib):
 def test_slerp_endpoints_and_midpoint():
     rng = np.random.default_rng(7)
     a, b = rand_quat(rng, 200), rand_quat(rng, 200)
-    assert same_up_to_sign(Q.slerp(a, b, 0.0), a) < 1e-12
-    assert same_up_to_sign(Q.slerp(a, b, 1.0), b) < 1e-12
-    mid = Q.slerp(a, b, 0.5)
-    half = 0.5 * Q.angle_between(a, b)
-    np.testing.assert_allclose(Q.angle_between(a, mid), half, atol=1e-7)
-    np.testing.assert_allclose(Q.angle_between(mid, b), half, atol=1e-7)
-    assert np.all(Q.angle_between(a, b) <= np.pi + 1e-12)  # the shorter arc
+    assert same_up_to_sign(quat_np.slerp(a, b, 0.0), a) < 1e-12
+    assert same_up_to_sign(quat_np.slerp(a, b, 1.0), b) < 1e-12
+    mid = quat_np.slerp(a, b, 0.5)
+    half = 0.5 * quat_np.angle_between(a, b)
+    np.testing.assert_allclose(quat_np.angle_between(a, mid), half, atol=1e-7)
+    np.testing.assert_allclose(quat_np.angle_between(mid, b), half, atol=1e-7)
+    assert np.all(quat_np.angle_between(a, b) <= np.pi + 1e-12)  # the shorter arc
     # a quarter of the way along: a quarter of the angle
-    np.testing.assert_allclose(Q.angle_between(a, Q.slerp(a, b, 0.25)), 0.5 * half, atol=1e-7)
+    np.testing.assert_allclose(quat_np.angle_between(a, quat_np.slerp(a, b, 0.25)), 0.5 * half, atol=1e-7)
     # nearly identical inputs take the linear branch and stay unit length
-    near = Q.normalize(a + 1e-9)
-    np.testing.assert_allclose(np.linalg.norm(Q.slerp(a, near, 0.5), axis=-1), 1.0, atol=1e-12)
+    near = quat_np.normalize(a + 1e-9)
+    np.testing.assert_allclose(np.linalg.norm(quat_np.slerp(a, near, 0.5), axis=-1), 1.0, atol=1e-12)
 
 
 def test_inverse_and_rotate_agree_with_matrices():
     rng = np.random.default_rng(8)
     q, v = rand_quat(rng, 100), rng.normal(size=(100, 3))
-    np.testing.assert_allclose(Q.rotate(q, v), np.einsum("nij,nj->ni", Q.to_matrix(q), v), atol=1e-12)
-    np.testing.assert_allclose(Q.mul(q, Q.inv(q)), np.tile([1.0, 0, 0, 0], (100, 1)), atol=1e-12)
-    np.testing.assert_allclose(Q.from_matrix(Q.to_matrix(q)), q * np.sign(q[:, :1]), atol=1e-12)
+    np.testing.assert_allclose(quat_np.rotate(q, v), np.einsum("nij,nj->ni", quat_np.to_matrix(q), v), atol=1e-12)
+    np.testing.assert_allclose(quat_np.mul(q, quat_np.inv(q)), np.tile([1.0, 0, 0, 0], (100, 1)), atol=1e-12)
+    np.testing.assert_allclose(quat_np.from_matrix(quat_np.to_matrix(q)), q * np.sign(q[:, :1]), atol=1e-12)
 
 
 # ---------------------------------------------------------------- forward kinematics
 
-@pytest.mark.parametrize("lib", [Q, QT], ids=["numpy", "torch"])
+@pytest.mark.parametrize("lib", [quat_np, quat_torch], ids=["numpy", "torch"])
 def test_fk_on_a_three_joint_chain(lib):
     # root at (1, 2, 3) turned 90 deg about Z; joint 1 one unit along the root's X, turned 90 deg
     # about its X; joint 2 one unit along joint 1's Y.
-    rz = Q.from_axis_angle(np.array([0.0, 0.0, 1.0]), np.pi / 2)
-    rx = Q.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.pi / 2)
+    rz = quat_np.from_axis_angle(np.array([0.0, 0.0, 1.0]), np.pi / 2)
+    rx = quat_np.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.pi / 2)
     lrot = np.stack([rz, rx, [1.0, 0.0, 0.0, 0.0]])[None]
     lpos = np.array([[[1.0, 2.0, 3.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
     parents = np.array([-1, 0, 1])
-    if lib is QT:
-        grot, gpos = (x.numpy() for x in QT.fk(T(lrot), T(lpos), parents))
+    if lib is quat_torch:
+        grot, gpos = (x.numpy() for x in quat_torch.fk(T(lrot), T(lpos), parents))
     else:
-        grot, gpos = Q.fk(lrot, lpos, parents)
+        grot, gpos = quat_np.fk(lrot, lpos, parents)
     # by hand: Rz90 (1,0,0) = (0,1,0); Rz90 Rx90 (0,1,0) = Rz90 (0,0,1) = (0,0,1)
     np.testing.assert_allclose(gpos[0], [[1, 2, 3], [1, 3, 3], [1, 3, 4]], atol=1e-12)
     expected = axis_matrix("Z", np.pi / 2) @ axis_matrix("X", np.pi / 2)
-    np.testing.assert_allclose(Q.to_matrix(grot[0, 2]), expected, atol=1e-12)
-    np.testing.assert_allclose(Q.to_matrix(grot[0, 0]), axis_matrix("Z", np.pi / 2), atol=1e-12)
+    np.testing.assert_allclose(quat_np.to_matrix(grot[0, 2]), expected, atol=1e-12)
+    np.testing.assert_allclose(quat_np.to_matrix(grot[0, 0]), axis_matrix("Z", np.pi / 2), atol=1e-12)
 
 
 def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():

@@ -2,15 +2,15 @@
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
-from backend import timebase as T
+from backend import quat_np
+from backend import timebase
 from backend.bvh import read_bvh
 from tests.conftest import TEST_CLIP
 
 
 def _walk():
     clip = read_bvh(TEST_CLIP)
-    return clip, Q.fix_hemisphere(clip.rotations), clip.positions
+    return clip, quat_np.fix_hemisphere(clip.rotations), clip.positions
 
 
 def _at_rate(fps: float, frames: int | None = None):
@@ -18,27 +18,27 @@ def _at_rate(fps: float, frames: int | None = None):
     from backend.skeleton import Clip
     clip, rot, pos = _walk()
     n = frames or int((clip.num_frames - 1) * fps / 30) + 1
-    r, p = T.sample(rot, pos, np.arange(n) * 30.0 / fps)
+    r, p = timebase.sample(rot, pos, np.arange(n) * 30.0 / fps)
     return Clip(clip.skeleton, r, p, 1.0 / fps, f"walk{fps:g}")
 
 
 def _deg(a, b) -> float:
-    return float(np.degrees(Q.angle_between(a, b)).mean())
+    return float(np.degrees(quat_np.angle_between(a, b)).mean())
 
 
 # -- the module alone --------------------------------------------------------------------------
 def test_identity_at_the_model_rate():
     keys = [3, 10, 25, 70]
-    assert T.model_keys(keys, 1 / 30) == [0, 7, 22, 67]
-    assert T.model_keys(keys, 0.0333333) == [0, 7, 22, 67]  # a BVH's rounded frame time is 30 fps
-    t = T.model_times(keys, T.model_keys(keys, 1 / 30), np.arange(3, 71))
+    assert timebase.model_keys(keys, 1 / 30) == [0, 7, 22, 67]
+    assert timebase.model_keys(keys, 0.0333333) == [0, 7, 22, 67]  # a BVH's rounded frame time is 30 fps
+    t = timebase.model_times(keys, timebase.model_keys(keys, 1 / 30), np.arange(3, 71))
     assert np.array_equal(t, np.arange(68.0))  # whole model frames: every read is a copy
     rng = np.random.default_rng(0)
-    rot, pos = Q.normalize(rng.normal(size=(68, 5, 4))), rng.normal(size=(68, 5, 3))
-    r, p = T.sample(rot, pos, t)
+    rot, pos = quat_np.normalize(rng.normal(size=(68, 5, 4))), rng.normal(size=(68, 5, 3))
+    r, p = timebase.sample(rot, pos, t)
     assert np.array_equal(r, rot) and np.array_equal(p, pos)
-    assert T.model_length(100, 1 / 30) == 100 and T.max_scene_gap(60, 1 / 30) == 60
-    assert np.array_equal(T.uniform_times(10, 10), np.arange(10.0))
+    assert timebase.model_length(100, 1 / 30) == 100 and timebase.max_scene_gap(60, 1 / 30) == 60
+    assert np.array_equal(timebase.uniform_times(10, 10), np.arange(10.0))
 
 
 @pytest.mark.parametrize("fps, keys, expect", [
@@ -48,9 +48,9 @@ def test_identity_at_the_model_rate():
     (30000 / 1001, [0, 30], [0, 30]),
 ])
 def test_keys_map_to_the_model_grid(fps, keys, expect):
-    mk = T.model_keys(keys, 1 / fps)
+    mk = timebase.model_keys(keys, 1 / fps)
     assert mk == expect and all(b > a for a, b in zip(mk, mk[1:]))
-    t = T.model_times(keys, mk, np.arange(keys[0], keys[-1] + 1))
+    t = timebase.model_times(keys, mk, np.arange(keys[0], keys[-1] + 1))
     assert np.array_equal(t[np.asarray(keys) - keys[0]], np.asarray(mk, float))  # exact at the keys
     assert np.all(np.diff(t) > 0)
 
@@ -58,53 +58,53 @@ def test_keys_map_to_the_model_grid(fps, keys, expect):
 def test_fps_base_counts():
     # 30 fps with fps_base 1.001 (29.97): a 30-frame gap is 30.03 model frames -> 30; a 60-frame one is not allowed
     ft = 1.001 / 30
-    assert not T.same_rate(ft) and T.max_scene_gap(60, ft) == 59
-    assert T.max_scene_gap(60, 1 / 24) == 48 and T.max_scene_gap(60, 1 / 60) == 120
-    assert T.max_scene_gap(60, 1 / 25) == 50 and T.max_scene_gap(60, 1 / 50) == 100
-    assert T.max_scene_gap(60, 0.0416667) == 48  # a BVH's rounded 24 fps
+    assert not timebase.same_rate(ft) and timebase.max_scene_gap(60, ft) == 59
+    assert timebase.max_scene_gap(60, 1 / 24) == 48 and timebase.max_scene_gap(60, 1 / 60) == 120
+    assert timebase.max_scene_gap(60, 1 / 25) == 50 and timebase.max_scene_gap(60, 1 / 50) == 100
+    assert timebase.max_scene_gap(60, 0.0416667) == 48  # a BVH's rounded 24 fps
 
 
 @pytest.mark.parametrize("ft", [1 / 24, 0.0416667, 0.041666, 1 / 25, 1.001 / 30, 1 / 50, 1.001 / 60, 1 / 60, 1 / 120])
 def test_the_scene_gap_limit_always_fits_the_model(ft):
-    limit = T.max_scene_gap(60, ft)
+    limit = timebase.max_scene_gap(60, ft)
     for start in range(0, 40):
         keys = [start, start + 1, start + limit, start + 2 * limit, start + 3 * limit - 1]
-        mk = T.model_keys(keys, ft, max_gap=60)
+        mk = timebase.model_keys(keys, ft, max_gap=60)
         assert max(np.diff(mk)) <= 60 and min(np.diff(mk)) >= 1, (ft, start, mk)
         assert abs(mk[-1] - (keys[-1] - start) * ft * 30) <= 1.5
 
 
 def test_gap_message_names_scene_frames_and_seconds():
-    msg = T.gap_message(0, 60, 60, 1 / 24)
+    msg = timebase.gap_message(0, 60, 60, 1 / 24)
     assert "is 60 frames (2.5 s)" in msg and "up to 48 frames (2 s at 24 fps" in msg
 
 
 def test_sample_slerps_between_frames():
     rot = np.array([[[1.0, 0, 0, 0]], [[np.cos(0.5), np.sin(0.5), 0, 0]]])
     pos = np.array([[[0.0, 0, 0]], [[2.0, 0, 0]]])
-    r, p = T.sample(rot, pos, [0.0, 0.25, 1.0])
+    r, p = timebase.sample(rot, pos, [0.0, 0.25, 1.0])
     assert np.allclose(r[1, 0], [np.cos(0.125), np.sin(0.125), 0, 0]) and np.allclose(p[1, 0], [0.5, 0, 0])
     assert np.array_equal(r[[0, 2]], rot) and np.array_equal(p[[0, 2]], pos)
     with pytest.raises(ValueError, match="outside"):
-        T.sample(rot, pos, [1.5])
+        timebase.sample(rot, pos, [1.5])
 
 
 def test_bounds_map_both_ways():
-    assert T.map_bounds([(0, 60), (60, 120)], 121, 97) == [(0, 48), (48, 96)]
+    assert timebase.map_bounds([(0, 60), (60, 120)], 121, 97) == [(0, 48), (48, 96)]
     with pytest.raises(ValueError, match="too few"):
-        T.map_bounds([(0, 2), (2, 4), (4, 6)], 7, 3)
+        timebase.map_bounds([(0, 2), (2, 4), (4, 6)], 7, 3)
 
 
 def test_bad_frame_time_is_refused():
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="positive number"):
-            T.same_rate(bad)
+            timebase.same_rate(bad)
 
 
 def test_checkpoint_frame_time():
-    assert T.model_frame_time({}) == 1 / 30 and T.model_frame_time({"frame_time": 1 / 60}) == 1 / 60
-    assert T.model_frame_time({"frame_time": "x"}) == 1 / 30
-    assert T.model_frame_time({"frame_time": 10 ** 400}) == 1 / 30  # (a JSON integer no float holds)
+    assert timebase.model_frame_time({}) == 1 / 30 and timebase.model_frame_time({"frame_time": 1 / 60}) == 1 / 60
+    assert timebase.model_frame_time({"frame_time": "x"}) == 1 / 30
+    assert timebase.model_frame_time({"frame_time": 10 ** 400}) == 1 / 30  # (a JSON integer no float holds)
 
 
 # -- the engine and the service with the shipped models --------------------------------------
@@ -124,7 +124,7 @@ def test_inbetween_at_24_fps_matches_30_fps_at_the_same_times(ib):
     o30, _ = ib.inbetween(clip, k30)
     o24, ctrl = ib.inbetween(c24, k24)
     span = np.arange(k24[-1] + 1)
-    ref, _ = T.sample(Q.fix_hemisphere(o30.rotations), o30.positions, span * 30 / 24)
+    ref, _ = timebase.sample(quat_np.fix_hemisphere(o30.rotations), o30.positions, span * 30 / 24)
     assert _deg(o24.rotations[span], ref) < 1e-5
     assert np.array_equal(o24.rotations[k24], c24.rotations[k24]) and np.array_equal(o24.positions[k24],
                                                                                        c24.positions[k24])
@@ -142,7 +142,7 @@ def test_inbetween_at_60_fps(ib):
     o60, ctrl = ib.inbetween(c60, k60)
     span = np.arange(k60[-1] + 1)
     o30, _ = ib.inbetween(clip, list(range(0, 241, 15)))
-    ref, _ = T.sample(Q.fix_hemisphere(o30.rotations), o30.positions, span / 2)
+    ref, _ = timebase.sample(quat_np.fix_hemisphere(o30.rotations), o30.positions, span / 2)
     assert _deg(o60.rotations[span], ref) < 1e-5 and ctrl.keys == list(range(0, 241, 15))
     # a key between model frames (481 -> 240.5) and keys on neighbouring frames: pushed on, kept exactly
     k = k60 + [481, 482]

@@ -38,7 +38,9 @@ def test_a_run_and_its_resumption_are_followed_through_their_events(data, tmp_pa
     out, path = tmp_path / "run", tmp_path / "events.jsonl"
     assert train_cli.main(["mesh", f"--data={data}", f"--out={out}", "--steps=30", f"--events={path}", *TINY]) == 0
     first = events(path)
-    kinds = [e["event"] for e in first]
+    phases = [e["name"] for e in first if e["event"] == "phase"]  # the work before the first step, named
+    assert phases[:2] == ["reading the data", "fitting the vertex basis"]
+    kinds = [e["event"] for e in first if e["event"] != "phase"]
     assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("validation") == 3
     assert all(isinstance(e["time"], float) for e in first)
     steps = [e for e in first if e["event"] == "step"]
@@ -71,7 +73,7 @@ def test_a_refused_run_sends_the_clis_message(data, tmp_path, capsys):
 def test_events_to_standard_output_and_nothing_without_them(data, tmp_path, capsys):
     assert train_cli.main(["mesh", f"--data={data}", f"--out={tmp_path / 'a'}", "--steps=2", "--events=-", *TINY]) == 0
     out = capsys.readouterr()
-    lines = [json.loads(line) for line in out.out.splitlines()]
+    lines = [e for e in map(json.loads, out.out.splitlines()) if e["event"] != "phase"]
     assert lines[0]["event"] == "start" and lines[-1]["event"] == "done"
     assert "done: " in out.err  # the human lines stay on stderr
     assert not progress.enabled()  # closed when the CLI returns

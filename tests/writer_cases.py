@@ -165,7 +165,7 @@ def run_scenario(obj, scenario: str, basis: np.ndarray, loc: np.ndarray):
 # -- what the stored model output and key values were made from (the fixture script) ----------------
 def spin(basis: np.ndarray) -> np.ndarray:
     """The motion with the SPIN bones turning about a fixed axis by their rate per frame."""
-    from blender_addon.core import rig_math as R
+    from blender_addon.core import rig_math
     out = basis.copy()
     t = np.arange(len(basis), dtype=np.float64)
     for j, bone in enumerate(BONES):
@@ -174,7 +174,7 @@ def spin(basis: np.ndarray) -> np.ndarray:
             axis = axis / np.linalg.norm(axis)
             q = np.concatenate([np.cos(0.5 * np.radians(SPIN[bone]) * t)[:, None],
                                 np.sin(0.5 * np.radians(SPIN[bone]) * t)[:, None] * axis], -1)
-            out[:, j] = R.qmul(basis[:, j], q)
+            out[:, j] = rig_math.qmul(basis[:, j], q)
     return out
 
 

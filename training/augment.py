@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from backend import quat_torch as QT
+from backend import quat_torch
 from backend.mirror import Mirror as _Mirror, fit, partner_names  # noqa: F401  (partner_names: the API)
 
 
@@ -23,9 +23,9 @@ class Mirror(_Mirror):
         sw = torch.as_tensor(self.partner)
         r = rot[..., sw, :]
         r = torch.stack([r[..., 0], r[..., 1], -r[..., 2], -r[..., 3]], -1)  # M R M for M = diag(-1, 1, 1)
-        r = QT.mul(QT.mul(ap_inv.expand_as(r), r), a.expand_as(r))
+        r = quat_torch.mul(quat_torch.mul(ap_inv.expand_as(r), r), a.expand_as(r))
         p = pos[..., sw, :] * torch.tensor([-1.0, 1.0, 1.0], dtype=pos.dtype, device=pos.device)
-        p = QT.rotate(ap_inv.expand(p.shape[:-1] + (4,)), p)
+        p = quat_torch.rotate(ap_inv.expand(p.shape[:-1] + (4,)), p)
         return r, p
 
 
@@ -51,7 +51,7 @@ def time_warp(rot: torch.Tensor, pos: torch.Tensor, frames: int):
     hi = (lo + 1).clamp(max=src - 1)
     w = (t - lo).to(rot.dtype)
     a, b = rot[:, lo], rot[:, hi]
-    r = QT.slerp(a, b, w[None, :, None].expand(a.shape[:-1]))
+    r = quat_torch.slerp(a, b, w[None, :, None].expand(a.shape[:-1]))
     p = pos[:, lo] * (1 - w)[None, :, None, None] + pos[:, hi] * w[None, :, None, None]
     return r, p
 

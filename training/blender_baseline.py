@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import unwrap_euler
 
 
@@ -37,7 +37,8 @@ def bezier_predictor(skeleton):
             fc.keyframe_points.add(len(keys))
         out_r, out_p = np.empty_like(rot), np.empty_like(pos)
         for w in range(rot.shape[0]):
-            euler = np.stack([unwrap_euler(Q.to_euler(rot[w, keys, j], orders[j])) for j in range(rot.shape[2])], 1)
+            euler = np.stack([unwrap_euler(quat_np.to_euler(rot[w, keys, j], orders[j]))
+                              for j in range(rot.shape[2])], 1)
             values = np.concatenate([pos[w, keys], euler], -1)  # [K, J, 6]
             dense = np.empty((len(frames), rot.shape[2], 6))
             for c, fc in enumerate(curves):
@@ -47,7 +48,7 @@ def bezier_predictor(skeleton):
                 fc.update()  # recompute the auto-clamped handles
                 dense[:, j, a] = [fc.evaluate(float(f)) for f in frames]
             out_p[w] = dense[..., :3]
-            out_r[w] = np.stack([Q.from_euler(dense[:, j, 3:], orders[j]) for j in range(rot.shape[2])], 1)
+            out_r[w] = np.stack([quat_np.from_euler(dense[:, j, 3:], orders[j]) for j in range(rot.shape[2])], 1)
             out_r[w, keys], out_p[w, keys] = rot[w, keys], pos[w, keys]
         return out_r, out_p
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend import quat_np as Q
+from backend import quat_np
 from backend.bvh import read_bvh, write_bvh
 from backend.engine import DEFAULT_INBETWEEN, Engine
 from backend.keyframes import every_k, interpolate, key_mask
@@ -35,9 +35,9 @@ def errors(rot, pos, clip, keys):
     """Mean local-rotation error (deg) and MPJPE (cm) on the frames that are not keys."""
     free = ~key_mask(clip.num_frames, keys)
     parents = clip.skeleton.parents
-    _, gp = Q.fk(rot, pos, parents)
-    _, gt = Q.fk(clip.rotations, clip.positions, parents)
-    ang = np.degrees(Q.angle_between(rot[free], clip.rotations[free])).mean()
+    _, gp = quat_np.fk(rot, pos, parents)
+    _, gt = quat_np.fk(clip.rotations, clip.positions, parents)
+    ang = np.degrees(quat_np.angle_between(rot[free], clip.rotations[free])).mean()
     return float(ang), float(np.linalg.norm(gp[free] - gt[free], axis=-1).mean())
 
 
@@ -53,10 +53,10 @@ def plot(path, clip, keys, slerp, model):
         ax = fig.add_subplot(3, 3, i + 1)
         j = skel.index(name)
         order = skel.euler_order(j)
-        gt = np.degrees(np.unwrap(Q.to_euler(clip.rotations[:, j], order), axis=0))
+        gt = np.degrees(np.unwrap(quat_np.to_euler(clip.rotations[:, j], order), axis=0))
         axis = int(np.argmax(gt.std(0)))  # the channel that moves most
         for label, (rot, _, col) in series.items():
-            e = np.degrees(np.unwrap(Q.to_euler(rot[:, j], order), axis=0))
+            e = np.degrees(np.unwrap(quat_np.to_euler(rot[:, j], order), axis=0))
             ax.plot(e[:, axis], color=col, lw=1.2 if label != "ground truth" else 2, label=label)
         ax.plot(keys, gt[keys, axis], "o", color="k", ms=3)
         ax.set_title(f"{name}: {order[axis]} rotation (deg)", fontsize=9)
@@ -66,12 +66,12 @@ def plot(path, clip, keys, slerp, model):
     # Joints whose position is animated (the Hips): a "bone" into them is no bone, and the
     # first of them is the body centre the strip follows.
     moving = [j for j in range(skel.num_joints) if np.ptp(clip.positions[:, j], axis=0).max() > 1e-3] or [0]
-    centre = Q.fk(clip.rotations, clip.positions, skel.parents)[1][:, moving[0]]
+    centre = quat_np.fk(clip.rotations, clip.positions, skel.parents)[1][:, moving[0]]
     travel = centre[frames[-1]] - centre[frames[0]]
     side = 0 if abs(travel[0]) >= abs(travel[2]) else 2  # view from the side of the walk
     for row, (label, (rot, pos, col)) in enumerate(series.items()):
         ax = fig.add_subplot(3, 1, 2 + (row > 0)) if row < 2 else fig.axes[-1]
-        _, gp = Q.fk(rot, pos, skel.parents)
+        _, gp = quat_np.fk(rot, pos, skel.parents)
         for k, f in enumerate(frames):
             x = gp[f, :, side] - centre[f, side] + k * 60.0  # Y is up in BVH
             y = gp[f, :, 1]

@@ -37,10 +37,10 @@ JOINTS = ("LowerLeg_L", "UpperArm_R")
 
 def joint_angle(rotations: np.ndarray, j: int) -> np.ndarray:
     """Degrees a joint is turned from its rest pose, per frame."""
-    from backend import quat_np as Q
+    from backend import quat_np
     ident = np.zeros_like(rotations[:, j])
     ident[:, 0] = 1.0
-    return np.degrees(Q.angle_between(rotations[:, j], ident))
+    return np.degrees(quat_np.angle_between(rotations[:, j], ident))
 
 
 def edited_points(engine, points: np.ndarray, segment: int) -> tuple[np.ndarray, str]:
@@ -133,14 +133,14 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
 def layered(clip, neutral, edited):
     """The add-on's layer in the model's convention: the clip moved by edited - neutral (rotations in each
     joint's frame, positions added)."""
-    from backend import quat_np as Q
-    rot = Q.normalize(Q.mul(clip.rotations, Q.mul(Q.inv(neutral.rotations), edited.rotations)))
+    from backend import quat_np
+    rot = quat_np.normalize(quat_np.mul(clip.rotations, quat_np.mul(quat_np.inv(neutral.rotations), edited.rotations)))
     return rot, clip.positions + edited.positions - neutral.positions
 
 
 def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1.5, size=(1400, 900),
                  dpi=DPI) -> Path:
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import read_bvh
     from backend.edits import amplify
     from backend.engine import DEFAULT_CHECKPOINT, Engine
@@ -172,10 +172,10 @@ def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1
            title=f"{joint}: the keys stay the user's until a slider moves")
     ax.legend(fontsize=8, ncol=2)
     ax.grid(alpha=0.3)
-    gpos = Q.fk(clip.rotations, clip.positions, parents)[1]
+    gpos = quat_np.fk(clip.rotations, clip.positions, parents)[1]
 
     def drift(r, p):
-        return np.linalg.norm(Q.fk(Q.normalize(r), p, parents)[1] - gpos, axis=-1).max(1)
+        return np.linalg.norm(quat_np.fk(quat_np.normalize(r), p, parents)[1] - gpos, axis=-1).max(1)
 
     ax = axes[1]
     ax.plot(frames, drift(neutral.rotations, neutral.positions), color="tab:orange", lw=1.3,

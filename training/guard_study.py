@@ -15,20 +15,20 @@ import sys
 import numpy as np
 import torch
 
-from backend import guard as G
-from backend import inbetween as IB
-from backend import quat_np as Q
+from backend import guard
+from backend import inbetween
+from backend import quat_np
 from backend.engine import Engine
 from backend.keyframes import every_k, interpolate, key_mask
 from backend.skeleton import Clip
 
-from . import metrics as M
+from . import metrics
 from .data import DEFAULT_DATA
 from .evaluate import columns, load_windows
 
 
 def _slerp(clip, keys):
-    rot, pos = IB.key_only(clip, keys)
+    rot, pos = inbetween.key_only(clip, keys)
     mask = torch.from_numpy(key_mask(clip.num_frames, keys))[None]
     r, p = interpolate(torch.from_numpy(rot)[None], torch.from_numpy(pos)[None], mask)
     return r[0].numpy(), p[0].numpy()
@@ -37,8 +37,8 @@ def _slerp(clip, keys):
 def _variants(engine, clip, keys, cap: int) -> dict:
     """{name: (rot, pos)} fills of one window under each guard, hiding keys up to doubled gaps ``cap``."""
     rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
-    hidden_sets = G.holdout_passes(keys, engine.ckpt.window - 1, limit=cap)
-    fills = IB.fill(engine, [(clip, keys)] + [(clip, p) for p in hidden_sets])
+    hidden_sets = guard.holdout_passes(keys, engine.ckpt.window - 1, limit=cap)
+    fills = inbetween.fill(engine, [(clip, keys)] + [(clip, p) for p in hidden_sets])
     mr, mp, br, bp = fills[0][:4]
     sr, sp = _slerp(clip, keys)
     hid = [sorted(set(keys) - set(p)) for p in hidden_sets]
@@ -49,9 +49,9 @@ def _variants(engine, clip, keys, cap: int) -> dict:
     model = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (0, 1))
     herm = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (2, 3))
     slerp = tuple(np.concatenate([_slerp(clip, p)[i][h] for p, h in zip(hidden_sets, hid)]) for i in (0, 1))
-    vec = {n: G.key_vectors(r, p, truth[0], rj, pj) for n, (r, p) in
+    vec = {n: guard.key_vectors(r, p, truth[0], rj, pj) for n, (r, p) in
            (("t", truth), ("m", model), ("h", herm), ("s", slerp))}
-    a = float(np.clip(G.fit_alpha(truth, model, herm, rj, pj), 0, 1))
+    a = float(np.clip(guard.fit_alpha(truth, model, herm, rj, pj), 0, 1))
     # alpha and a SLERP weight beta in [0, 1]^2: the best of a grid (a study, not the product)
     grid = np.linspace(0, 1, 21)
     miss = [(np.sum((vec["h"] + b * (vec["s"] - vec["h"]) + al * (vec["m"] - vec["h"]) - vec["t"]) ** 2), al, b)
@@ -60,11 +60,11 @@ def _variants(engine, clip, keys, cap: int) -> dict:
     def err(v):
         return float(np.sum((v - vec["t"]) ** 2))
     model_better = err(vec["m"]) <= 1.1 * min(err(vec["h"]), err(vec["s"]))
-    herm_out = G.blend((mr, mp), (br, bp), a2)
-    mixed = (Q.normalize(herm_out[0] + b2 * (np.where((sr * br).sum(-1, keepdims=True) < 0, -sr, sr) - br)),
+    herm_out = guard.blend((mr, mp), (br, bp), a2)
+    mixed = (quat_np.normalize(herm_out[0] + b2 * (np.where((sr * br).sum(-1, keepdims=True) < 0, -sr, sr) - br)),
              herm_out[1] + b2 * (sp - bp))
     best_curve = (br, bp) if err(vec["h"]) <= err(vec["s"]) else (sr, sp)
-    return {"alpha": G.blend((mr, mp), (br, bp), a), "alpha+slerp": mixed,
+    return {"alpha": guard.blend((mr, mp), (br, bp), a), "alpha+slerp": mixed,
             "switch": (mr, mp) if model_better else best_curve}
 
 
@@ -75,14 +75,15 @@ def study(engine, rot, pos, k: int) -> dict:
     scores: dict[str, list] = {}
     for w in range(len(rot)):
         clip = Clip(engine.skeleton, rot[w], pos[w])
-        tg = Q.fix_hemisphere(Q.fk(rot[w][nonkey], pos[w][nonkey], parents)[0], axis=0)
-        fills = {"model alone": IB.fill(engine, [(clip, keys)], with_base=False)[0][:2], "SLERP": _slerp(clip, keys)}
-        for cap, tag in ((engine.ckpt.window - 1, "hide to window"), (G.MAX_HIDDEN_GAP, "hide to cap")):
+        tg = quat_np.fix_hemisphere(quat_np.fk(rot[w][nonkey], pos[w][nonkey], parents)[0], axis=0)
+        fills = {"model alone": inbetween.fill(engine, [(clip, keys)], with_base=False)[0][:2],
+                 "SLERP": _slerp(clip, keys)}
+        for cap, tag in ((engine.ckpt.window - 1, "hide to window"), (guard.MAX_HIDDEN_GAP, "hide to cap")):
             for name, f in _variants(engine, clip, keys, cap).items():
                 fills[f"{name}, {tag}"] = f
         for name, (r, p) in fills.items():
-            g = Q.fk(Q.normalize(r[nonkey]), p[nonkey], parents)[0]
-            scores.setdefault(name, []).append(M.l2q(M.align_signs(g[None], tg[None]), tg[None]))
+            g = quat_np.fk(quat_np.normalize(r[nonkey]), p[nonkey], parents)[0]
+            scores.setdefault(name, []).append(metrics.l2q(metrics.align_signs(g[None], tg[None]), tg[None]))
     base = np.mean(scores["SLERP"])
     return {name: float(np.mean(v) / base) for name, v in scores.items()}
 

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from backend import checkpoint as ckpt_io
-from backend import quat_torch as QT
+from backend import quat_torch
 from backend.features import Normalizer, detect_layout, split_features, to_features
 from backend.model import ModelConfig, count_parameters
 from backend.registry import build_model
@@ -53,11 +53,11 @@ class Batcher:
         ang = torch.rand(b, generator=gen) * 2 * math.pi
         axis = torch.zeros(3)
         axis[self.layout.up_axis] = 1.0
-        q = QT.from_axis_angle(axis, ang)[:, None]  # [B,1,4]
+        q = quat_torch.from_axis_angle(axis, ang)[:, None]  # [B,1,4]
         j = self.layout.position_joints[0]
         rot = rot.clone()
-        rot[:, :, j] = QT.mul(q.expand_as(rot[:, :, j]), rot[:, :, j])
-        pos[:, :, j] = QT.rotate(q.expand(rot.shape[:2] + (4,)), pos[:, :, j])
+        rot[:, :, j] = quat_torch.mul(q.expand_as(rot[:, :, j]), rot[:, :, j])
+        pos[:, :, j] = quat_torch.rotate(q.expand(rot.shape[:2] + (4,)), pos[:, :, j])
         return rot, pos
 
     def __call__(self, idx, gen=None, frames=None):
@@ -87,8 +87,8 @@ def rotation_error_deg(model, batcher, windows, layout, bs=256):
         inputs, _, origin, _, rot = batcher(windows[i:i + bs])
         pred = batcher.normalizer.inverse(model(*inputs))
         _, r6 = split_features(pred, layout, origin)
-        q = QT.from_6d(r6)
-        errs.append(torch.rad2deg(QT.angle_between(q, rot[..., layout.rotation_joints, :])).mean(dim=(1, 2)))
+        q = quat_torch.from_6d(r6)
+        errs.append(torch.rad2deg(quat_torch.angle_between(q, rot[..., layout.rotation_joints, :])).mean(dim=(1, 2)))
     model.train()
     return float(torch.cat(errs).mean())
 

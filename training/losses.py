@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from backend import quat_torch as QT
+from backend import quat_torch
 from backend.features import FeatureLayout, split_features
 
 
@@ -19,7 +19,7 @@ def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tens
     eye = torch.eye(3, dtype=r6.dtype, device=r6.device)
     mats = [eye.expand(shape + (3, 3))] * j_count
     for i, j in enumerate(layout.rotation_joints):
-        mats[j] = QT.matrix_from_6d(r6[..., i, :])
+        mats[j] = quat_torch.matrix_from_6d(r6[..., i, :])
     lpos = [template[..., j, :].expand(shape + (3,)) for j in range(j_count)]
     for i, j in enumerate(layout.position_joints):
         lpos[j] = pos_joint[..., i, :]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend import quat_np as Q
+from backend import quat_np
 
 
 def _f64(*xs):
@@ -22,7 +22,7 @@ def rotation_errors_deg(pred_rot, true_rot) -> tuple[float, float]:
     Sign-invariant (q and -q are the same rotation).
     """
     pred_rot, true_rot = _f64(pred_rot, true_rot)
-    ang = np.rad2deg(Q.angle_between(pred_rot, true_rot))
+    ang = np.rad2deg(quat_np.angle_between(pred_rot, true_rot))
     return float(ang.mean()), float(np.square(ang).mean())
 
 
@@ -103,7 +103,7 @@ def lerp_slerp_inbetween(rot, pos, key_idx):
     a, b = keys[seg], keys[seg + 1]
     t = np.clip((frames - a) / (b - a), 0.0, 1.0)[:, None]  # [F, 1] broadcasts over joints
     out_pos = pos[..., a, :, :] + t[..., None] * (pos[..., b, :, :] - pos[..., a, :, :])
-    out_rot = Q.slerp(rot[..., a, :, :], rot[..., b, :, :], t)
+    out_rot = quat_np.slerp(rot[..., a, :, :], rot[..., b, :, :], t)
     # Exact keys: slerp renormalises and may flip the sign at t = 1.
     out_rot[..., keys, :, :], out_pos[..., keys, :, :] = rot[..., keys, :, :], pos[..., keys, :, :]
     return out_rot, out_pos

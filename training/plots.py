@@ -183,7 +183,7 @@ def recon_curves(engine, clip, joints: list[str] | None = None, count: int = 4) 
     the reconstruction's angles are the Euler solution nearest them frame by frame (as a BVH export
     with the source as reference writes them), so the curves are comparable.
     """
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.bvh import clip_to_channels
     skel = clip.skeleton
     rec = engine.reconstruct([clip])[0]
@@ -209,9 +209,9 @@ def recon_curves(engine, clip, joints: list[str] | None = None, count: int = 4) 
         if norot:
             raise PlotError(f"--joints: {', '.join(norot)} has no rotation channels")
     else:  # the joints that rotate most (spread of the rotation matrices: blind to Euler wrapping)
-        spread = {j: float(Q.to_matrix(clip.rotations[:, j]).reshape(-1, 9).std(0).sum()) for j in cols}
+        spread = {j: float(quat_np.to_matrix(clip.rotations[:, j]).reshape(-1, 9).std(0).sum()) for j in cols}
         picked = sorted(spread, key=lambda j: -spread[j])[:count]
-    err = np.degrees(Q.angle_between(rec.rotations, clip.rotations))  # [F, J]
+    err = np.degrees(quat_np.angle_between(rec.rotations, clip.rotations))  # [F, J]
     return {"frames": np.arange(clip.num_frames), "name": clip.name, "fps": clip.fps,
             "joints": [{"name": skel.names[j], "axes": [a for _, a in cols[j]],
                         "gt": gt_ch[:, [c for c, _ in cols[j]]], "rec": rec_ch[:, [c for c, _ in cols[j]]],

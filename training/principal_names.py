@@ -51,7 +51,7 @@ class Effect:
 class Move:
     """One way a direction moves the body: its size (cm of joint motion), a short name, what it does
     and what negative values do (for the description), and a short phrase when it is secondary."""
-    kind: str
+    family: str  # 'arm-offset', 'leg-sway', 'torso-offset', 'travel', ...
     score: float
     name: str
     does: str
@@ -243,11 +243,12 @@ def describe(ms: list[Move], e: Effect) -> str:
 def _secondary(ms: list[Move]) -> list[str]:
     """The direction's other effects (at least a fifth of the main one), as short phrases, largest first."""
     main = ms[0]
-    return [m.aside for m in ms[1:] if m.score >= 0.2 * main.score and m.kind.split("-")[0] != main.kind.split("-")[0]]
+    part = main.family.split("-")[0]
+    return [m.aside for m in ms[1:] if m.score >= 0.2 * main.score and m.family.split("-")[0] != part]
 
 
 def _when_word(ms: list[Move], e: Effect) -> str:
-    when = when_phrase(e.travel_when if ms[0].kind in ("travel", "drift") else e.when)
+    when = when_phrase(e.travel_when if ms[0].family in ("travel", "drift") else e.when)
     return {"early in the segment": "early", "in the segment's middle": "mid-segment",
             "late in the segment": "late"}.get(when, "")
 

@@ -4,6 +4,9 @@
 one JSON object a line, flushed as it happens; every event has ``"event"`` and ``"time"``
 (seconds since the epoch):
 
+* ``{"event": "phase", "name": "fitting the linear path", "done": k, "total": K}`` for the work before the
+  first step (reading the data, fitting the basis, the in-betweener's linear path; ``total`` 0 when
+  it has no count): at most once a second per phase, and its first and last
 * ``{"event": "start", "total": N}``, and ``{"event": "resume", "step": n}`` when a run goes on
 * ``{"event": "step", "step": n, "total": N, "loss": x, "lr": x, "windows_per_s": x, "eta_s": s}``
   at most once a second, and at the last step
@@ -49,6 +52,20 @@ def emit(event: str, **fields) -> None:
         return
     _sink.write(json.dumps({"event": event, "time": round(time.time(), 3), **fields}) + "\n")
     _sink.flush()
+
+
+_phases: dict = {}
+
+
+def phase(name: str, done: int = 0, total: int = 0) -> None:
+    """Work before the first step, with its own count (throttled like ``step``)."""
+    if _sink is None:
+        return
+    now = time.time()
+    if 0 < done < total and now - _phases.get(name, 0.0) < 1.0:
+        return
+    _phases[name] = now
+    emit("phase", name=name, done=done, total=total)
 
 
 def step(step: int, total: int, **fields) -> None:

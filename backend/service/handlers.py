@@ -1,4 +1,4 @@
-"""One handler per request kind, found in the ``HANDLERS`` table: ``handle(header, arrays)`` is the
+"""One handler per request op, found in the ``HANDLERS`` table: ``handle(header, arrays)`` is the
 whole service for the add-on's in-process mode, and what the backend process answers."""
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import quat_np as Q
-from .. import timebase as T
+from .. import quat_np
+from .. import timebase
 from .engines import check_gaps, check_reply_size, principal_amounts
 
 
@@ -73,13 +73,14 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
     skel = replace(engine.skeleton, offsets=np.asarray(offsets, dtype=np.float64))
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     model_rot, model_pos, n = rotations, positions, len(rotations)
-    resampled = not T.same_rate(frame_time, engine.frame_time)
+    resampled = not timebase.same_rate(frame_time, engine.frame_time)
     if resampled:  # another frame rate: encoded on the model's grid, the segments mapped back (backend.timebase)
-        model_rot, model_pos = T.resample_uniform(Q.fix_hemisphere(rotations), positions,
-                                                  T.model_length(n, frame_time, engine.frame_time))
+        model_rot, model_pos = timebase.resample_uniform(quat_np.fix_hemisphere(rotations), positions,
+                                                  timebase.model_length(n, frame_time, engine.frame_time))
     c = engine.encode(Clip(skel, model_rot, model_pos, engine.frame_time if resampled else frame_time, "blender"))
     model_segs = [[int(a), int(b)] for a, b in c.segments]
-    segs = [[int(a), int(b)] for a, b in T.map_bounds(c.segments, len(model_rot), n)] if resampled else model_segs
+    segs = ([[int(a), int(b)] for a, b in timebase.map_bounds(c.segments, len(model_rot), n)] if resampled
+            else model_segs)
     reply = {"segments": segs, "principal_names": engine.principal_names(),
              "principal_descriptions": engine.principal_descriptions(),
              "min_frames": engine.min_frames}
@@ -98,15 +99,16 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
 def fidelity(engine, segments, rotations, positions, dec_rot, dec_pos) -> list[list[float]]:
     """Per segment ``[rotation error deg, joint position error cm]`` between the clip and the segments'
     neutral decodes laid one after the other (as ``decode`` answers): the readout after Encode."""
-    from .. import quat_np as Q
+    from .. import quat_np
     parents, rj = engine.skeleton.parents, list(engine.layout.rotation_joints)
     at = np.cumsum([0] + [b - a + 1 for a, b in segments])
     out = []
     for s, (a, b) in enumerate(segments):
         r, p = dec_rot[at[s]:at[s + 1]], dec_pos[at[s]:at[s + 1]]
         t_r, t_p = rotations[a:b + 1], positions[a:b + 1]
-        deg = np.degrees(Q.angle_between(r[:, rj], t_r[:, rj])).mean()
-        cm = np.linalg.norm(Q.fk(Q.normalize(r), p, parents)[1] - Q.fk(t_r, t_p, parents)[1], axis=-1).mean()
+        deg = np.degrees(quat_np.angle_between(r[:, rj], t_r[:, rj])).mean()
+        got, want = quat_np.fk(quat_np.normalize(r), p, parents)[1], quat_np.fk(t_r, t_p, parents)[1]
+        cm = np.linalg.norm(got - want, axis=-1).mean()
         out.append([float(deg), float(cm)])
     return out
 
@@ -155,7 +157,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         if keys is None:
             r, p = poses[i]
             if len(r) != m:
-                r, p = T.resample_uniform(Q.fix_hemisphere(r), p, m)
+                r, p = timebase.resample_uniform(quat_np.fix_hemisphere(r), p, m)
         else:
             if (m - 1) % (n - 1):
                 raise ValueError(f"an in-betweened segment ({n} frames) stretches only by whole factors, not to {m}")
@@ -176,9 +178,9 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
                 engine.guard = guarded
             r, p = out.rotations, out.positions
             if model_segs is not None:
-                times = T.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub.keys],
+                times = timebase.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub.keys],
                                       np.arange(m))
-                r, p = T.sample(Q.fix_hemisphere(r), p, times)
+                r, p = timebase.sample(quat_np.fix_hemisphere(r), p, times)
         if len(r) != m:
             raise ValueError(f"segment {a}-{b} decoded to {len(r)} frames, not {m}")
         rots.append(r)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
+from . import safe_io
 from .errors import JobError
 
 
@@ -98,5 +99,5 @@ def json_writer(job: dict, engine, found: dict):
            "clips": found}
 
     def write(tmp: Path) -> None:
-        tmp.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+        safe_io.write_checked(tmp, (json.dumps(doc) + "\n").encode("utf-8"))
     return write

@@ -192,10 +192,11 @@ def _options(args) -> dict:
 
 def _bone_map(ap, path: Path) -> dict:
     """A bone map preset file's joint -> bone map (its contents go into the options' digest)."""
-    from ..core import bone_map
+    from ..humanoid import bone_map
+    from ..io import bone_map_file
     try:
-        return bone_map.from_json(Path(path).expanduser().read_text(encoding="utf-8")).bones
-    except (OSError, UnicodeDecodeError) as e:
+        return bone_map_file.read_file(Path(path).expanduser()).bones
+    except OSError as e:
         ap.error(f"--bone-map {path}: {getattr(e, 'strerror', None) or e}")
     except bone_map.BoneMapError as e:
         ap.error(f"--bone-map {path}: {e}")
@@ -212,6 +213,14 @@ def _validate(ap, args) -> None:
         ap.error(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), for example 1.5")
     if args.timeout < 0:
         ap.error("--timeout must be 0 (no limit) or more")
+    if args.out_dir is not None:
+        problem = inputs.folder_problem(args.out_dir)
+        if problem:
+            ap.error(f"--out-dir {args.out_dir}: {problem}")
+    if args.report is not None:
+        problem = inputs.folder_problem(args.report.expanduser().parent)
+        if problem or args.report.expanduser().is_dir():
+            ap.error(f"--report {args.report}: {problem or 'is a folder; give a file name, like report.json'}")
 
 
 def _output_name(command: str):

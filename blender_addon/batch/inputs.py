@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import bridge
 from .safe_io import BACKUP_SUFFIX, MARKER_SUFFIX, TEMP_TAG
 
 KINDS = {".blend": "blend", ".bvh": "bvh"}
@@ -36,6 +38,33 @@ def _is_ours(p: Path) -> bool:
     return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or any(n.endswith(s + BACKUP_SUFFIX) for s in KINDS)
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_regular(p: Path) -> str:
+    """"" for a regular file, else what it is: a pipe or a device would block the worker that opened it."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return ""
+    what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+    return f"is {what}, not a regular file: it was not opened (give the file itself)"
+
+
+def folder_problem(folder: Path) -> str:
+    """Why the batch cannot write into ``folder`` (created when missing), or "": checked before anything
+    is done, so a usage error leaves the disk as it was."""
+    problem = bridge.numpy_module("atomic").folder_problem(folder)
+    if not problem:
+        return ""
+    if problem.startswith("cannot write"):
+        return problem + "; choose a folder you can write to"
+    return problem + "; choose a folder (one that does not exist yet is created)"
+
+
 def _kind(p: Path) -> str:
     return KINDS.get(p.suffix.lower(), "")
 
@@ -52,6 +81,10 @@ def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list
             return
         if _is_ours(p) and not explicit:
             return
+        odd = not_regular(p)
+        if odd and (explicit or _kind(p)):
+            out.setdefault(p, odd)
+            return
         if not _kind(p):
             if explicit:
                 out.setdefault(p, "not a .blend or .bvh file")
@@ -67,11 +100,11 @@ def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for f in sorted(files):
                     add(Path(root) / f, False)
-        elif path.is_file():
+        elif path.is_file() or not_regular(path):
             add(path, True)
         elif glob.has_magic(pat):
             for hit in sorted(glob.glob(os.path.expanduser(pat), recursive=True)):
-                if Path(hit).is_file():
+                if Path(hit).is_file() or not_regular(Path(hit)):
                     add(Path(hit), False)
         else:
             out.setdefault(path.resolve(), "no such file")

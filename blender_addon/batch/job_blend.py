@@ -1,13 +1,9 @@
-"""The commands on a .blend file, in a worker (real bpy): open safely, work per armature, save a copy.
-
-Files are opened with ``use_scripts=False`` (and auto-execution off, see ``worker.secure``): the
-file's text blocks and Python drivers are neither run nor removed; the report says they exist.
-"""
+"""The commands on a .blend file, in a worker (real bpy): open safely, work per armature, save a copy
+(opening and saving: ``blend_file``)."""
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from pathlib import Path
 
 import bpy
 import numpy as np
@@ -17,63 +13,13 @@ from ..core import constraints, layer_math
 from ..core.errors import Refusal
 from ..inbetween import fill
 from ..io import bone_map as bone_map_io
+from ..io import nla
 from ..io import scene as scene_io
 from ..latent import core as latent
 from ..latent.armature import encode as latent_encode
 from ..latent import slider
+from .blend_file import blend_writer, open_blend
 from .errors import JobError
-
-_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "scenes", "shape_keys", "node_groups", "cameras",
-                   "lights", "worlds", "curves", "lattices", "textures", "particles", "grease_pencils")
-
-
-# -- opening and saving ------------------------------------------------------------------------
-def open_blend(path: str, entry: dict) -> None:
-    bpy.context.preferences.filepaths.use_scripts_auto_execute = False
-    try:
-        result = bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
-    except RuntimeError as e:
-        raise JobError(f"cannot open the .blend file: {str(e).strip().splitlines()[-1]}") from None
-    if result != {"FINISHED"} or Path(bpy.data.filepath).resolve() != Path(path).resolve():
-        raise JobError("cannot open the .blend file")
-    found = script_inventory()
-    entry["scripts"] = found
-    if found["text_blocks"] or found["python_drivers"]:
-        entry["warnings"].append(
-            f"the file holds {found['text_blocks']} text block(s) ({len(found['registered'])} registered to run "
-            f"on load) and {found['python_drivers']} Python driver(s); scripts are disabled: none was run "
-            "(they are kept unchanged in the output)")
-
-
-def script_inventory() -> dict:
-    """Code a .blend file carries: text blocks (registered ones would run on load when trusted) and
-    drivers whose expression needs Python (simple expressions are evaluated without Python)."""
-    drivers = 0
-    for name in _ID_COLLECTIONS:
-        for idb in getattr(bpy.data, name, ()):
-            ad = getattr(idb, "animation_data", None)
-            for fc in (ad.drivers if ad is not None else ()):
-                d = fc.driver
-                drivers += d.type == "SCRIPTED" and not d.is_simple_expression
-    return {"text_blocks": len(bpy.data.texts), "registered": [t.name for t in bpy.data.texts if t.use_module],
-            "python_drivers": drivers}
-
-
-def _compressed(path: str) -> bool:
-    with open(path, "rb") as f:
-        head = f.read(4)
-    return head[:2] == b"\x1f\x8b" or head == b"\x28\xb5\x2f\xfd"  # gzip (old) or zstd
-
-
-def blend_writer(source: str):
-    compress = _compressed(source)
-
-    def write(tmp: Path) -> None:
-        result = bpy.ops.wm.save_as_mainfile(filepath=str(tmp), copy=True, compress=compress,
-                                             relative_remap=True, check_existing=False)
-        if result != {"FINISHED"}:
-            raise JobError("Blender could not save the file")
-    return write
 
 
 # -- choosing armatures and keys ---------------------------------------------------------------
@@ -181,6 +127,8 @@ def _prepare(obj, info, entry: dict, need_keys: bool = True, given: dict | None 
     bones = match(obj, info, given)
     if isinstance(bones, str):
         return {"name": obj.name, "status": "skipped", "reason": bones}
+    if nla.only_in_nla(obj):
+        return {"name": obj.name, "status": "skipped", "reason": nla.only_in_nla(obj)}
     bag = scene_io.channelbag(obj)
     curves = scene_io.curves_by_bone(bag, bones) if bag is not None else {}
     if need_keys and key_range(curves) is None:
@@ -359,7 +307,7 @@ def edit(job: dict, state, entry: dict, progress):
 
 def info(job: dict, state, entry: dict, progress):
     opts = job["options"]
-    open_blend(job["source"], entry)
+    open_blend(job["source"], entry, writes=False)
     model = bridge.describe(state.backend)
     for obj in armatures(opts.get("objects") or [], entry):
         bones = match(obj, model, opts.get("bone_map"))

@@ -8,12 +8,13 @@ not keep them: its exporter writes Z-up offsets and the scene's frame rate.)
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from .. import bridge
-from . import backend_direct, bvh_map
+from . import backend_direct, bvh_map, safe_io
 from .errors import JobError
 
 
@@ -59,7 +60,7 @@ def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
 
 def _text_writer(text: str):
     def write(tmp: Path) -> None:
-        tmp.write_text(text, encoding="utf-8")
+        safe_io.write_checked(tmp, text.encode("utf-8"))
     return write
 
 
@@ -81,11 +82,12 @@ def inbetween(job: dict, state, entry: dict, progress):
     if outside:
         raise JobError(f"NaN or infinite values in frame(s) {outside[:5]}, outside the keys {k0}..{k1} (they would "
                        "be copied as they are; add keys that cover them)")
+    found = {}
     if _fits(clip, info) and not given:  # the model's own skeleton: its poses as they are
         rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
                                     clip.rotations[keys], clip.positions[keys], clip.frame_time)
     else:  # another skeleton: through a bone map (--bone-map, else detected)
-        rot, pos = bvh_map.inbetween(bridge, state.backend, clip, info, keys, given)
+        rot, pos, found = bvh_map.inbetween(bridge, state.backend, clip, info, keys, given)
     if rot.shape != (k1 - k0 + 1,) + clip.rotations.shape[1:] or not np.isfinite(rot).all():
         raise JobError("the backend returned an unusable result (wrong size or NaN)")
     out_rot, out_pos = clip.rotations.copy(), clip.positions.copy()
@@ -102,26 +104,42 @@ def inbetween(job: dict, state, entry: dict, progress):
     result = skeleton_mod.Clip(clip.skeleton, out_rot, out_pos, clip.frame_time, clip.name, meta)
     frames = int(k1 - k0 + 1 - len(keys))
     entry["objects"].append({"name": clip.name or Path(job["source"]).stem, "status": "ok", "keys": keys,
-                             "gaps": int((np.diff(keys) > 1).sum()), "frames_written": frames})
+                             "gaps": int((np.diff(keys) > 1).sum()), "frames_written": frames, **found})
     progress(frames)
     return _text_writer(bvh.format_bvh(result))
+
+
+def _on_model(job: dict, state, clip):
+    """(the clip as the autoencoder reads it, its conversion or None, the record's bone map): a file of
+    another skeleton (or one given ``--bone-map``) through the bone map, as ``inbetween`` reads it."""
+    info = bridge.describe(dataclasses.replace(state.backend, checkpoint=str(state.autoencoder)))
+    given = job["options"].get("bone_map")
+    if _fits(clip, info) and not given:
+        return clip, None, {}
+    skeleton_mod = bridge.backend_module("skeleton")
+    return bvh_map.on_model(clip, info, given, lambda n, p, o: skeleton_mod.Skeleton(
+        tuple(n), np.asarray(p, dtype=np.int64), np.asarray(o, dtype=np.float64)))
 
 
 def encode(job: dict, state, entry: dict, progress):
     clip = read(job["source"])
     engine = backend_direct.autoencoder(state)
-    controls = backend_direct.encode(engine, clip)
+    work, _, found = _on_model(job, state, clip)
+    controls = backend_direct.encode(engine, work)
     entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, clip.num_frames - 1],
-                             "segments": len(controls.segments)})
+                             "segments": len(controls.segments), **found})
     return backend_direct.json_writer(job, engine, {clip.name: backend_direct.controls_json(controls)})
 
 
 def edit(job: dict, state, entry: dict, progress):
     clip = read(job["source"])
     engine = backend_direct.autoencoder(state)
-    out = backend_direct.edit(engine, clip, job["options"])
+    work, rt, found = _on_model(job, state, clip)
+    out = backend_direct.edit(engine, work, job["options"])
+    if rt is not None:  # the edit on the file's own skeleton: the model's joints mapped back, the rest kept
+        out = bvh_map.back_on_file(out, clip, rt, bridge.numpy_module("timebase"))
     entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, out.num_frames - 1], "gaps": 0,
-                             "frames_written": out.num_frames})
+                             "frames_written": out.num_frames, **found})
     progress(out.num_frames)
     return _text_writer(bridge.backend_module("bvh").format_bvh(out))
 
@@ -133,8 +151,7 @@ def info(job: dict, state, entry: dict, progress):
            "joints": clip.skeleton.num_joints, "fits_model": True}
     try:
         if not _fits(clip, model) or job["options"].get("bone_map"):
-            rt = bvh_map.conversion(clip, model, job["options"].get("bone_map"))
-            rec["bone_map"] = {model.names[j]: rt.bone_of(j) for j in rt.mapped}
+            rec.update(bvh_map.record(bvh_map.conversion(clip, model, job["options"].get("bone_map")), model))
     except JobError as e:
         rec.update(fits_model=False, reason=str(e))
     entry["objects"].append(rec)

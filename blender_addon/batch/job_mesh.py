@@ -4,7 +4,7 @@ Each chosen mesh object goes through the operators' own code (``latent.mesh.inbe
 ``encode``: the evaluated mesh read over the frames, the model, a MeshCache modifier added last
 and the decode written as PC2).  The PC2 files go to ``splinetween/`` beside the *output* .blend
 (``<name>_<object>_<what>.pc2``, the add-on's own layout), and the modifier reads them through a
-path relative to that .blend.  Files are opened with scripts disabled (``job_blend.open_blend``);
+path relative to that .blend.  Files are opened with scripts disabled (``blend_file.open_blend``);
 the dependency graph is evaluated to read the meshes, where Python drivers do not run.
 """
 from __future__ import annotations
@@ -16,10 +16,12 @@ import bpy
 from ..core import layer_math, mesh_math
 from ..core.errors import Refusal
 from ..io import cache as mesh_cache
+from ..io import mesh_checkpoints
 from ..latent import core as latent
 from ..latent.mesh import adapter as mesh_latent
 from .errors import JobError
-from .job_blend import blend_writer, objects_of_type, open_blend
+from .blend_file import blend_writer, open_blend
+from .job_blend import objects_of_type
 
 CACHE_FOLDER = "splinetween"  # beside the output .blend, as the add-on's default (//splinetween)
 
@@ -66,11 +68,12 @@ def _run(job: dict, state, entry: dict, progress, what: str):
     ckpt = preferences.mesh_checkpoint_path(task, context)
     written: list[str] = []
     for obj in meshes(opts.get("objects") or [], entry):
-        try:
+        try:  # --checkpoint for every mesh, else each mesh's own (Train Mesh Model's), else the preference's
+            path = ckpt if opts.get("checkpoint") else mesh_checkpoints.for_object(obj, task, context)
             if what == "inbetween":
-                message = mesh_latent.inbetween(context, obj, state.backend, ckpt, frames)
+                message = mesh_latent.inbetween(context, obj, state.backend, path, frames)
             else:
-                message = mesh_latent.encode(context, obj, state.backend, ckpt, frames[0], frames[-1])
+                message = mesh_latent.encode(context, obj, state.backend, path, frames[0], frames[-1])
         except Refusal as e:
             rec = {"name": obj.name, "status": "skipped", "reason": str(e)}
             entry["objects"].append(rec)

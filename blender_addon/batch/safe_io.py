@@ -15,6 +15,7 @@ No bpy here: the coordinator uses it to decide what to skip, the workers to publ
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -25,7 +26,8 @@ from .. import bridge
 
 TEMP_TAG = ".splinetween-tmp-"
 MARKER_SUFFIX = ".done"
-BACKUP_SUFFIX = "1"  # scene.blend -> scene.blend1, walk.bvh -> walk.bvh1
+BACKUP_SUFFIX = "1"
+MAX_MARKER = 16 << 20  # a marker holds one file's report entry  # scene.blend -> scene.blend1, walk.bvh -> walk.bvh1
 
 
 def temp_path(dest: Path) -> Path:
@@ -54,9 +56,20 @@ def atomic_target(dest: Path):
                 leftover.unlink()
 
 
+def write_checked(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and read it back: a write the disk cut short without saying so (a full
+    disk, a quota) is an OSError here, before the file is published."""
+    path = Path(path)
+    path.write_bytes(data)
+    back = path.read_bytes()
+    if back != data:
+        raise OSError(errno.EIO, f"the file read back holds {len(back):,} of the {len(data):,} bytes written "
+                                 "(is the disk full?)", str(path))
+
+
 def write_bytes(dest: Path, data: bytes) -> None:
     with atomic_target(dest) as tmp:
-        tmp.write_bytes(data)
+        write_checked(tmp, data)
 
 
 def write_text(dest: Path, text: str) -> None:
@@ -72,10 +85,14 @@ def backup_path(path: Path) -> Path:
 
 
 def make_backup(path: Path) -> Path:
-    """Copy ``path`` to ``<path>1`` (replacing an older backup) before it is overwritten in place."""
+    """Copy ``path`` to ``<path>1`` (replacing an older backup) before it is overwritten in place; the copy's
+    size is checked against the original's before it takes the backup's name."""
     dest = backup_path(path)
     with atomic_target(dest) as tmp:
         shutil.copy2(path, tmp)
+        want, got = os.stat(path).st_size, os.stat(tmp).st_size
+        if got != want:
+            raise OSError(errno.EIO, f"the backup copy holds {got:,} of {want:,} bytes (is the disk full?)", str(dest))
     return dest
 
 
@@ -147,8 +164,8 @@ def write_marker(output: Path, input_stamp: dict | None, digest: str, result: di
 
 def read_marker(output: Path) -> dict | None:
     try:
-        doc = json.loads(marker_path(output).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = bridge.numpy_module("json_limits").read(marker_path(output), max_bytes=MAX_MARKER)
+    except (OSError, ValueError):  # (JsonLimitError is a ValueError): no usable marker, the file is redone
         return None
     return doc if isinstance(doc, dict) and doc.get("tool") == "splinetween-batch" else None
 

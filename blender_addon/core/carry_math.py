@@ -17,7 +17,7 @@ import numpy as np
 from . import latent_math as LM
 from . import layer_math as L
 
-EPS = LM._FRAME_EPS
+EPS = LM.FRAME_EPS
 
 
 def layer_keys(base_x: np.ndarray, lo: int, hi: int, shown: np.ndarray, values: np.ndarray,

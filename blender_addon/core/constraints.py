@@ -42,7 +42,8 @@ OVERRIDES: dict[str, frozenset] = {
 # they only clamp or scale: the written channels still show (every other type is in OVERRIDES or CHAINS)
 IGNORED = frozenset(("COPY_SCALE", "LIMIT_DISTANCE", "LIMIT_LOCATION", "LIMIT_ROTATION", "LIMIT_SCALE",
                      "MAINTAIN_VOLUME", "FLOOR"))
-CHAINS = {"IK": "IK", "SPLINE_IK": "Spline IK"}  # the whole chain's rotations follow the solver
+CHAINS = {"IK": "IK", "SPLINE_IK": "Spline IK"}
+DRIVER = "a driver"  # drivers count as constraints: the channel shows the driver's value, not the keys  # the whole chain's rotations follow the solver
 TITLES = {"COPY_ROTATION": "Copy Rotation", "COPY_LOCATION": "Copy Location", "COPY_TRANSFORMS": "Copy Transforms",
           "CHILD_OF": "Child Of", "ARMATURE": "Armature", "TRANSFORM": "Transformation", "ACTION": "Action",
           "DAMPED_TRACK": "Damped Track", "LOCKED_TRACK": "Locked Track", "TRACK_TO": "Track To",
@@ -86,10 +87,11 @@ def _chain(owner: str, count: int, parents: dict) -> list[str]:
     return out
 
 
-def driven_bones(constraints: dict, parents: dict, written: dict) -> dict[str, Driven]:
+def driven_bones(constraints: dict, parents: dict, written: dict, drivers: dict | None = None) -> dict[str, Driven]:
     """``constraints``: bone -> [Constraint] (pose bones with any); ``parents``: bone -> parent bone (or None);
-    ``written``: bone -> the channels the operation writes ({"rotation"}, {"rotation", "location"}).
-    -> bone -> Driven, for the written bones whose written channels an active constraint overrides."""
+    ``written``: bone -> the channels the operation writes ({"rotation"}, {"rotation", "location"});
+    ``drivers``: bone -> {channel: driven property} (working drivers, which replace the keys' value).
+    -> bone -> Driven, for the written bones whose written channels an active constraint or a driver overrides."""
     found: dict[str, Driven] = {}
 
     def mark(bone: str, channels, reason: str):
@@ -109,6 +111,9 @@ def driven_bones(constraints: dict, parents: dict, written: dict) -> dict[str, D
                     mark(bone, (ROTATION,), f"{CHAINS[c.type]} on {owner}" + (via if bone == owner else ""))
             elif c.type in OVERRIDES:
                 mark(owner, OVERRIDES[c.type], f"{TITLES.get(c.type, c.type.title())}{via}")
+    for bone, channels in (drivers or {}).items():
+        for channel, prop in channels.items():
+            mark(bone, (channel,), f"{DRIVER} on {prop}")
     return found
 
 
@@ -120,9 +125,14 @@ def report(left: dict[str, str], limit: int = 6) -> str:
     items = [left[b] for b in sorted(left)]
     more = f", and {len(items) - limit} more" if len(items) > limit else ""
     n = len(items)
-    return (f"{n} bone{'s' * (n != 1)} driven by constraints {'were' if n != 1 else 'was'} left as "
-            f"{'they were' if n != 1 else 'it was'}: {', '.join(items[:limit])}{more}; mute the constraint "
-            "(or set its influence to 0) or key its controller")
+    reasons = [r for b in left for r in left[b][len(b) + 2:-1].split("; ")]  # (``Driven.describe()``'s form)
+    drivers = sum(r.startswith(f"{DRIVER} on ") for r in reasons)
+    rigs = len(reasons) - drivers
+    by = "constraints and drivers" if drivers and rigs else "drivers" if drivers else "constraints"
+    fixes = (["mute the constraint (or set its influence to 0) or key its controller"] if rigs else []) + \
+        (["mute or remove the driver (Drivers editor) to key the channel"] if drivers else [])
+    return (f"{n} bone{'s' * (n != 1)} driven by {by} {'were' if n != 1 else 'was'} left as "
+            f"{'they were' if n != 1 else 'it was'}: {', '.join(items[:limit])}{more}; {'; '.join(fixes)}")
 
 
 def written_channels(bones: list[str], rotation_joints, position_joints, only=None) -> dict[str, set]:

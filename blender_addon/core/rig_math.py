@@ -1,7 +1,7 @@
 """Blender pose channels <-> the backend's BVH-convention local rotations and positions.
 
-Pure numpy (no bpy), so it is tested on its own; the quaternions are ``backend.quat_np``'s,
-reached through the bridge: ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
+Pure numpy (no bpy), so it is tested on its own; the quaternions are ``core.quat``'s (the
+arithmetic of ``backend.quat_np``): ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
 
 The derivation (checked numerically in tests/test_addon_rig_math.py and against Blender's BVH
 importer in tests/test_addon_scene_io.py):
@@ -35,31 +35,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import bridge
-from . import continuity
+from . import continuity, quat
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-# BVH (Y up) -> Blender (Z up): +90 degrees about X.
+# BVH (Y up) -> Blender (Z up): +90 degrees about X (backend.humanoid.axes holds the same constant for
+# files; test_addon_rig_math checks that they agree).
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 
 
-# -- quaternions: the backend's library (shipped inside the extension), same numbers --------
-Q = bridge.numpy_module("quat_np")
-qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
-
-
-def qconj(q: np.ndarray) -> np.ndarray:
-    return Q.inv(np.asarray(q, dtype=np.float64))
+# -- quaternions: core/quat.py (the backend's arithmetic, same numbers) under the add-on's names ------
+qmul, qrotate, q_to_matrix, qconj, q_from_matrix = quat.mul, quat.rotate, quat.to_matrix, quat.conj, quat.from_matrix
 
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
-    return Q.normalize(q, eps=1e-12)
-
-
-def q_from_matrix(m: np.ndarray) -> np.ndarray:
-    """Rotation matrices ``[..., 3, 3]`` (float32 noise allowed) -> unit quaternions, w >= 0."""
-    return Q.from_matrix(np.asarray(m, dtype=np.float64))
+    return quat.normalize(q, eps=1e-12)
 
 
 def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -91,7 +81,7 @@ def continuous(q: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
     """Shorter-arc spherical interpolation, ``t`` scalar or broadcasting against ``[...]``."""
-    return Q.slerp(a, b, t, eps=1e-8)
+    return quat.slerp(a, b, t, eps=1e-8)
 
 
 # -- Blender rotation modes -------------------------------------------------------------------
@@ -232,13 +222,3 @@ def bvh_to_blender(rig: RigFrames, rotations: np.ndarray, positions: np.ndarray)
     basis = qmul(qmul(r_inv, qmul(qmul(c, rotations), qconj(c))), rig.rest)
     disp = qrotate(c, positions) / rig.cm_per_unit - rig.offsets
     return basis, qrotate(qconj(rig.location_frame), disp)
-
-
-def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:
-    """Centimetres per Blender unit, to the nearest power of ten (1 for a BVH imported at scale 1,
-    100 for one imported in metres): the rig's proportions are kept, only its units change."""
-    a = float(np.linalg.norm(skeleton_offsets, axis=-1).sum())
-    b = float(np.linalg.norm(rig_offsets, axis=-1).sum())
-    if a <= 0 or b <= 0:
-        return 1.0
-    return float(10.0 ** np.round(np.log10(a / b)))

@@ -18,6 +18,7 @@ from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
 from ..io import latent as latent_io
+from ..io import nla
 from ..io import scene as scene_io
 from . import ik_targets
 from .writer import write
@@ -38,6 +39,8 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
     """Checks and reads, no writes: -> (info, bag, conversion, bones, plan); ``bones`` are the mapped
     bones in joint order (the grids' bone axis).  The gap limit is the model's (2 s) in frames of a
     scene at ``fps``."""
+    if obj is not None and nla.only_in_nla(obj):
+        raise Refusal(nla.only_in_nla(obj) + "; nothing was changed")
     bag = scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
     try:
         info = bridge.describe(settings)
@@ -59,7 +62,9 @@ def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float 
     if driven:  # keys under a constraint change nothing visible: left as they were, and named
         plan = gaps.without(plan, {b: d.describe() for b, d in driven.items()})
         if not plan.gaps:
-            raise Refusal(f"every bone to fill is driven by a constraint, nothing was changed: "
+            drivers = any(constraints.DRIVER in d for d in plan.left.values())
+            by = "a constraint or a driver" if drivers else "a constraint"
+            raise Refusal(f"every bone to fill is driven by {by}, nothing was changed: "
                           f"{constraints.report(plan.left)}")
     return info, bag, rt, bones, plan
 

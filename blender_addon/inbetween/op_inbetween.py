@@ -5,6 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
+from ..io import nla
 from ..latent.common import poll_animated_armature
 from . import fill
 
@@ -49,7 +50,8 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return poll_animated_armature(cls, context, "key a few poses first")
+        obj = context.active_object
+        return poll_animated_armature(cls, context, (obj is not None and nla.only_in_nla(obj)) or "key a few poses first")
 
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True

@@ -19,7 +19,7 @@ from ..core import rig_math
 from ..io import keys as keys_io
 from ..io import scene as scene_io
 
-_KINDS = {"rotation": 4, "location": 3}  # grid width per kind of channel
+_CHANNELS = {"rotation": 4, "location": 3}  # grid width per channel
 
 
 @dataclass
@@ -27,7 +27,7 @@ class _Bone:
     j: int  # joint index (the grids' bone axis)
     name: str
     mode: str  # rotation mode
-    channels: list  # [(prop, size, kind)]
+    channels: list  # [(prop, size, channel)]
 
 
 def write(obj, bag, bones: list[str], plan: gaps.Plan, basis: np.ndarray, loc: np.ndarray, options,
@@ -56,12 +56,12 @@ def _read(obj, curves, plan, out, dense: bool, locked, n_bones: int):
     """Every written curve's keys (``old``), and the channels' values now on grids (at each gap's
     first key; on every frame of the gaps when blending), before anything is written."""
     old = {}
-    now = {k: np.zeros((plan.num_frames, n_bones, w)) for k, w in _KINDS.items()}
+    now = {k: np.zeros((plan.num_frames, n_bones, w)) for k, w in _CHANNELS.items()}
     for bone in out:
         runs = plan.gaps[bone.name]
         frames = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in runs])) if dense else \
             np.array(sorted({a for a, _ in runs}))
-        for prop, size, kind in bone.channels:
+        for prop, size, channel in bone.channels:
             static = getattr(obj.pose.bones[bone.name], prop)
             path = scene_io.bone_path(bone.name, prop)
             for i in range(size):
@@ -71,27 +71,29 @@ def _read(obj, curves, plan, out, dense: bool, locked, n_bones: int):
                     old[path, i] = keys_io.read(fc) if fc is not None else keys_io.empty()
                     co = old[path, i]["co"]
                 has_keys = fc is not None and len(fc.keyframe_points)
-                now[kind][frames - plan.start, bone.j, i] = keys_io.values_at(fc, frames, co) if has_keys else static[i]
+                value = keys_io.values_at(fc, frames, co) if has_keys else static[i]
+                now[channel][frames - plan.start, bone.j, i] = value
     return old, now
 
 
 def _values(plan, out, basis, loc, now, blend: float, step: int, bezier: bool) -> dict:
-    """Channel values to key: {kind: (values, left handles, right handles) on grids, written [F, J]}."""
+    """Channel values to key: {channel: (values, left handles, right handles) on grids, written [F, J]}."""
     shape = basis.shape[:2]
     grids = {k: (np.zeros(shape + (w,)), np.zeros(shape + (w, 2)), np.zeros(shape + (w, 2)), np.zeros(shape, bool))
-             for k, w in _KINDS.items()}
-    runs = {}  # (gap length, mode, kind, size) -> [(j, a)]: converted together
+             for k, w in _CHANNELS.items()}
+    runs = {}  # (gap length, mode, channel, size) -> [(j, a)]: converted together
     for bone in out:
-        for _, size, kind in bone.channels:
+        for _, size, channel in bone.channels:
             for a, b in plan.gaps[bone.name]:
-                runs.setdefault((b - a, bone.mode if kind == "rotation" else "", kind, size), []).append((bone.j, a))
-    for (length, mode, kind, size), group in runs.items():
+                mode = bone.mode if channel == "rotation" else ""
+                runs.setdefault((b - a, mode, channel, size), []).append((bone.j, a))
+    for (length, mode, channel, size), group in runs.items():
         js = np.array([j for j, _ in group])
         first = np.array([a for _, a in group])
         rel = np.arange(length + 1)
         rows = first[None, :] - plan.start + rel[:, None]  # [L+1, P]: each run's frames on the grids
-        current = now[kind][rows, js, :size]
-        if kind == "location":
+        current = now[channel][rows, js, :size]
+        if channel == "location":
             v = loc[rows, js]
             if blend < 1.0:
                 v = current * (1 - blend) + v * blend
@@ -102,7 +104,7 @@ def _values(plan, out, basis, loc, now, blend: float, step: int, bezier: bool) -
             v = rig_math.quat_to_channels(q, mode, current[0])  # continuous from each run's first key
         at = gaps.sample_frames(0, length, step)  # the same frames inside every run of this length
         frames = first[None, :] + at[:, None]  # [m, P]
-        val, hl, hr, on = grids[kind]
+        val, hl, hr, on = grids[channel]
         cell = (frames - plan.start, js[None, :])
         val[cell + (slice(0, size),)] = v[at]
         on[cell] = True
@@ -120,8 +122,8 @@ def _write(obj, curves, plan, out, grids, old, bezier: bool, locked, progress):
         if progress is not None:
             progress(bone.j)
         wrote = False
-        for prop, size, kind in bone.channels:
-            val, hl, hr, on = grids[kind]
+        for prop, size, channel in bone.channels:
+            val, hl, hr, on = grids[channel]
             rows = np.flatnonzero(on[:, bone.j])
             frames = rows + plan.start
             path = scene_io.bone_path(bone.name, prop)

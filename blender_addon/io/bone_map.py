@@ -9,16 +9,22 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..core import bone_map as BM
-from ..core import rest_pose, retarget
+from .. import bridge
+from ..humanoid import bone_map
+from ..humanoid import rest_pose, retarget
 from ..core.errors import Refusal
 from . import scene as scene_io
+
+_RIG = bridge.numpy_module("humanoid.bvh_rig")
 
 
 class SplinetweenBoneMapEntry(bpy.types.PropertyGroup):
     joint: bpy.props.StringProperty(name="Joint", description="The model's joint")
     bone: bpy.props.StringProperty(name="Bone", description="The armature's bone that carries this joint "
                                    "(empty: the model fills it neutrally and nothing is written)")
+    why: bpy.props.StringProperty(name="Found by", description="How the bone was found: preset (its name in a "
+                                  "known tool's naming), name and position, structure (its place in the "
+                                  "hierarchy), side by geometry (no side in the names), given (set by hand)")
 
 
 class SplinetweenBoneMap(bpy.types.PropertyGroup):
@@ -52,6 +58,15 @@ def geometry(obj) -> dict:
     return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
 
 
+def posed(obj) -> dict:
+    """``{bone: head [1, 3]}`` at the current frame (armature space): where detection reads left and right
+    when neither the names nor the rest pose tell them."""
+    bones = obj.pose.bones
+    buf = np.empty(len(bones) * 3, dtype=np.float32)
+    bones.foreach_get("head", buf)
+    return {b.name: h[None].astype(np.float64) for b, h in zip(bones, buf.reshape(-1, 3))}
+
+
 def rig_bones(obj, mapped=None) -> dict:
     """``{bone: RigBone}``: what the conversion reads of the rest pose of every bone, or (``mapped``: bone
     names) of those bones and every bone above them (a Rigify rig has 700 bones; a map needs ~40)."""
@@ -71,35 +86,37 @@ def rig_bones(obj, mapped=None) -> dict:
 
 
 # -- stored map -----------------------------------------------------------------------------------
-def stored(obj) -> BM.BoneMap | None:
+def stored(obj) -> bone_map.BoneMap | None:
     """The map saved on the armature, or None when it has none."""
     st = getattr(obj.data, "splinetween_bone_map", None)
     if st is None or not len(st.entries):
         return None
-    return BM.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom")
+    return bone_map.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom",
+                      reasons={e.joint: e.why or "given" for e in st.entries if e.bone})
 
 
-def store(obj, bm: BM.BoneMap, joint_names) -> None:
+def store(obj, bm: bone_map.BoneMap, joint_names) -> None:
     """Save ``bm`` on the armature, one entry per model joint (in the model's order)."""
     st = obj.data.splinetween_bone_map
     st.entries.clear()
     for j in joint_names:
         e = st.entries.add()
         e.joint, e.bone = j, bm.bones.get(j) or ""
+        e.why = bm.reasons.get(j, "given") if e.bone else ""
     st.preset = bm.preset
 
 
 _found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig
 
 
-def _detected(obj, joint_names, joint_parents, geo) -> BM.BoneMap:
+def _detected(obj, joint_names, joint_parents, geo) -> bone_map.BoneMap:
     key = (tuple(joint_names), tuple(joint_parents), tuple((n, g[0], g[1], g[2]) for n, g in geo.items()))
     if key not in _found:
         if len(_found) > 32:
             _found.clear()
-        _found[key] = BM.detect(joint_names, joint_parents, geo)
+        _found[key] = bone_map.detect(joint_names, joint_parents, geo, posed(obj))
     bm = _found[key]
-    return BM.BoneMap(dict(bm.bones), bm.preset, bm.score, list(bm.notes))
+    return bone_map.BoneMap(dict(bm.bones), bm.preset, bm.score, dict(bm.reasons))
 
 
 _checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each joint: a map that passed is checked once
@@ -108,14 +125,14 @@ _checked: dict = {}  # (joints, map, the rig's hierarchy) -> the bone of each jo
 def _check(joint_names, joint_parents, bone_parents: dict, bones: dict) -> list:
     key = (tuple(joint_names), tuple(joint_parents), tuple(bones.items()), tuple(bone_parents.items()))
     if key not in _checked:
-        found = BM.check(joint_names, joint_parents, bone_parents, bones)  # (a refusal is raised, not kept)
+        found = bone_map.check(joint_names, joint_parents, bone_parents, bones)  # (a refusal is raised, not kept)
         if len(_checked) > 32:
             _checked.clear()
         _checked[key] = found
     return list(_checked[key])
 
 
-def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[BM.BoneMap, list]:
+def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple[bone_map.BoneMap, list]:
     """(the map, the bone of each joint or None): ``given`` (joint -> bone; joints it leaves out keep
     their detected bone), else the armature's stored map, else detection.  A map that cannot drive the
     model is a Refusal naming what is missing and how to map it."""
@@ -125,12 +142,13 @@ def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple
         bone_parents = {n: g[0] for n, g in geo.items()}
         bm = _detected(obj, joint_names, joint_parents, geo)
         if given:
-            bm = BM.BoneMap({**bm.bones, **given}, "Custom", bm.score)
+            bm = bone_map.BoneMap({**bm.bones, **given}, "Custom", bm.score,
+                            reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
     else:
         bone_parents = scene_io.bone_parents(obj)
     try:
         bones = _check(joint_names, joint_parents, bone_parents, bm.bones)
-    except BM.BoneMapError as e:
+    except bone_map.BoneMapError as e:
         how = "the armature's bone map" if not given and stored(obj) is not None else \
             ("the given bone map" if given else f"detected as {bm.preset}")
         raise Refusal(f"{obj.name} cannot drive the model ({how}): {e}") from None
@@ -149,13 +167,19 @@ _built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
     rig = rig_bones(obj, [b for b in joint_bones if b])
+    ends = [b for j, b in zip(info.names, joint_bones) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
+    turn = _RIG.up_turn(info.names, joint_bones, {b: rig[b].matrix[:3, 3] for b in ends},
+                        {b: np.array(obj.pose.bones[b].head, dtype=np.float64)[None] for b in ends})
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
-           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()))
+           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()),
+           None if turn is None else turn.tobytes())
     if key not in _built:
         try:
             rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         except rest_pose.RestPoseError as e:
             raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        if turn is not None:  # a capture lying in the scene (a Z-up file imported as Y up): stood up, as the batch
+            rt = rt.upright(turn)
         if len(_built) > 32:
             _built.clear()
         _built[key] = rt

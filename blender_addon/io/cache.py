@@ -69,22 +69,15 @@ def choose_path(obj, what: str, context=None) -> Path:
 
 
 def prepare_folder(path: Path) -> None:
-    """Create the cache file's folder and prove it writable, before anything else changes."""
-    folder = path.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CacheRefusal(f"cannot create the mesh cache folder {folder} ({e.strerror or e}): choose a writable "
-                           "folder in Preferences > Add-ons > Splinetween > Mesh Cache Folder (or save the .blend "
-                           "somewhere writable); nothing was changed") from None
-    probe = folder / f".splinetween-probe-{os.getpid()}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise CacheRefusal(f"the mesh cache folder {folder} is not writable ({e.strerror or e}): choose a writable "
-                           "folder in Preferences > Add-ons > Splinetween > Mesh Cache Folder (or save the .blend "
-                           "somewhere writable); nothing was changed") from None
+    """Prove the cache file's folder can be made and written, before anything else changes; it is made by
+    ``write`` (so a refusal after this check leaves no empty folder beside the .blend)."""
+    problem = bridge.numpy_module("atomic").folder_problem(path.parent)
+    if problem:
+        what = "the mesh cache folder {} is not writable" if problem.startswith("cannot write") else \
+            "cannot create the mesh cache folder {}"
+        raise CacheRefusal(f"{what.format(path.parent)} ({problem}): choose a writable folder in Preferences > "
+                           "Add-ons > Splinetween > Mesh Cache Folder (or save the .blend somewhere writable); "
+                           "nothing was changed")
 
 
 def _stat_key(path: str):

@@ -1,11 +1,12 @@
 """bpy -> ``core.constraints``: the pose bones' constraints of an armature, described as plain data."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import constraints as C
+from ..core import constraints
 from . import scene as scene_io
 
 
@@ -17,26 +18,47 @@ def _target(con) -> str:
     return f"{obj.name}.{sub}" if sub else obj.name
 
 
-def describe(obj) -> dict[str, list[C.Constraint]]:
+def describe(obj) -> dict[str, list[constraints.Constraint]]:
     """bone -> its constraints (only bones that have any)."""
     out = {}
     for pb in obj.pose.bones:
         if not len(pb.constraints):
             continue
-        out[pb.name] = [C.Constraint(type=con.type, name=con.name, enabled=not con.mute,
+        out[pb.name] = [constraints.Constraint(type=con.type, name=con.name, enabled=not con.mute,
                                      valid=bool(getattr(con, "is_valid", True)), influence=float(con.influence),
                                      chain_count=int(getattr(con, "chain_count", 0) or 0), target=_target(con))
                         for con in pb.constraints]
     return out
 
 
-def driven_bones(obj, written: dict) -> dict[str, C.Driven]:
-    """The bones among ``written`` (bone -> channels written) whose written channels a constraint overrides."""
-    described = describe(obj)
-    if not described:
+_DRIVEN_PROPS = {"rotation_quaternion": constraints.ROTATION, "rotation_euler": constraints.ROTATION,
+                 "rotation_axis_angle": constraints.ROTATION, "location": constraints.LOCATION}
+
+
+def drivers(obj) -> dict[str, dict[str, str]]:
+    """bone -> {channel: the driven property} for the object's working drivers on pose bones' rotation and
+    location (a driver replaces the F-curve's value: keys under it change nothing)."""
+    ad = obj.animation_data
+    out: dict[str, dict[str, str]] = {}
+    for fc in (ad.drivers if ad is not None else ()):
+        path = fc.data_path
+        if fc.mute or not fc.is_valid or not path.startswith('pose.bones["') or not fc.driver.is_valid:
+            continue
+        bone, _, prop = path[len('pose.bones["'):].rpartition('"].')
+        channel = _DRIVEN_PROPS.get(prop)
+        if channel and bone:
+            out.setdefault(re.sub(r"\\(.)", r"\1", bone), {})[channel] = prop  # (escape_identifier undone)
+    return out
+
+
+def driven_bones(obj, written: dict) -> dict[str, constraints.Driven]:
+    """The bones among ``written`` (bone -> channels written) whose written channels a constraint or a
+    driver overrides."""
+    described, driving = describe(obj), drivers(obj)
+    if not described and not driving:
         return {}
     parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
-    return C.driven_bones(described, parents, written)
+    return constraints.driven_bones(described, parents, written, driving)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from .. import humanoid
 from ..core import rig_math
 from ..core.errors import Refusal
 from . import keys as keys_io
@@ -109,7 +110,7 @@ def rig_frames(obj, bones: list[str], skeleton_offsets: np.ndarray) -> rig_math.
     pmats = np.array([np.array(data[b].parent.matrix_local) if data[b].parent else np.eye(4) for b in bones])
     local = np.array([data[b].use_local_location for b in bones])
     rig = rig_math.RigFrames.from_rest(mats, pmats, local)
-    rig.cm_per_unit = rig_math.cm_per_unit(rig.offsets, skeleton_offsets)
+    rig.cm_per_unit = humanoid.axes.cm_per_unit(rig.offsets, skeleton_offsets)
     return rig
 
 

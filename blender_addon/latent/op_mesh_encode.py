@@ -5,6 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
+from ..io import mesh_checkpoints
 from .mesh import adapter as mesh_latent
 from .op_encode import draw_range
 
@@ -64,8 +65,8 @@ class ANIM_OT_splinetween_mesh_encode(MeshRange, bpy.types.Operator):
         obj = context.active_object
         start, end = self.chosen_range(context)
         settings = preferences.settings(context)
-        ckpt = preferences.mesh_checkpoint_path("autoencoder", context)
-        return run_reported(self, lambda: mesh_latent.encode(context, obj, settings, ckpt, start, end))
+        return run_reported(self, lambda: mesh_latent.encode(
+            context, obj, settings, mesh_checkpoints.for_object(obj, "autoencoder", context), start, end))
 
 
 classes = (ANIM_OT_splinetween_mesh_encode,)

@@ -5,6 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
+from ..io import mesh_checkpoints
 from .mesh import adapter as mesh_latent
 from .op_encode import draw_range
 from .op_mesh_encode import MeshRange, poll_mesh
@@ -56,9 +57,9 @@ class ANIM_OT_splinetween_mesh_inbetween(MeshRange, bpy.types.Operator):
         obj = context.active_object
         start, end = self.chosen_range(context)
         settings = preferences.settings(context)
-        ckpt = preferences.mesh_checkpoint_path("inbetween", context)
 
         def run():
+            ckpt = mesh_checkpoints.for_object(obj, "inbetween", context)
             keys = mesh_latent.key_frames(self.key_mode, start, end, self.key_step, self.key_frames)
             return mesh_latent.inbetween(context, obj, settings, ckpt, keys)
         return run_reported(self, run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,12 +63,11 @@ def check_mesh(obj, context=None) -> None:
                             "the scene first")
 
 
-def check_range(frame_start: int, frame_end: int) -> None:
+def check_range(frame_start: int, frame_end: int, task: str = "autoencoder") -> "FrameSplit":
+    """The range's split between training and validation, or a refusal with the numbers."""
     if frame_end < frame_start:
         raise TrainJobError(f"The frame range {frame_start}-{frame_end} is empty: set End after Start")
-    if frame_end - frame_start + 1 < MIN_FRAMES:
-        raise TrainJobError(f"The frame range {frame_start}-{frame_end} has {frame_end - frame_start + 1} frames; "
-                            f"training needs at least {MIN_FRAMES} ({WINDOWS['inbetween']} or more is best)")
+    return split_frames(frame_end - frame_start + 1, task, f"The frame range {frame_start}-{frame_end}")
 
 
 def cache_header(path: Path) -> tuple[int, int]:
@@ -102,29 +102,65 @@ def scan_caches(folder, vertices: set[int] | None = None) -> tuple[list[Path], i
     if not good:
         raise TrainJobError(f"No cache in {folder} fits: {bad[0]}; a mesh model is trained per asset "
                             "(same vertex count and order as the object)")
+    if len(good) == 1:
+        raise TrainJobError(f"{folder} holds one cache that fits ({good[0].name}); training validates on other "
+                            "frames than it trains on: add a cache for validation (a name ending in 8, like "
+                            f"{good[0].stem}_8{good[0].suffix}, or a val/ subfolder), or train on a frame range")
     if longest < MIN_FRAMES:
         raise TrainJobError(f"The caches in {folder} have at most {longest} frames; training needs at least "
                             f"{MIN_FRAMES}")
     return good, longest
 
 
-def job_folder(blend_path: str, object_name: str) -> tuple[Path, bool]:
-    """``<blend dir>/splinetween/train_<object>`` (and False), or a temp folder for an unsaved file (True)."""
-    safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
+def safe_name(name: str, empty: str = "mesh") -> str:
+    return re.sub(r"[^\w.-]+", "_", name).strip("._") or empty
+
+
+def job_folder(blend_path: str, object_name: str, task: str) -> tuple[Path, bool]:
+    """``<blend dir>/splinetween/train_<blend>_<object>_<task>`` (and False), or a temp folder for an unsaved
+    file (True): one folder per file, object and task, so no two of them share a run."""
+    blend = safe_name(Path(blend_path).stem, "untitled") if blend_path else "untitled"
+    name = f"train_{blend}_{safe_name(object_name)}_{task}"
     if blend_path:
-        return Path(blend_path).resolve().parent / "splinetween" / f"train_{safe}", False
-    return Path(tempfile.gettempdir()) / "splinetween" / f"train_{safe}", True
+        return Path(blend_path).resolve().parent / "splinetween" / name, False
+    return Path(tempfile.gettempdir()) / "splinetween" / name, True
 
 
-def make_writable(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise TrainJobError(f"Cannot write the job folder {folder} ({e.strerror or e}): save the .blend in a "
-                            "writable folder, or remove what blocks that path") from None
+def folder_problem(folder: Path) -> None:
+    """Refuse a job folder that cannot be made or written (creating nothing: a refusal leaves the disk as it was)."""
+    problem = bridge.numpy_module("atomic").folder_problem(folder)
+    if problem:
+        raise TrainJobError(f"Cannot write the job folder {folder} ({problem}): save the .blend in a writable "
+                            "folder, or remove what blocks that path")
+
+
+MIN_VAL = MIN_FRAMES  # frames kept aside to validate on (never trained on)
+
+
+@dataclass(frozen=True)
+class FrameSplit:
+    """A frame range cut in two: the first ``train`` frames to train on, the last ``val`` to validate on."""
+    train: int
+    val: int
+    window: int  # frames per training window: the task's, or shorter for a short range
+    note: str = ""  # a warning with the numbers ("" when the range is long enough)
+
+
+def split_frames(n: int, task: str, what: str) -> FrameSplit:
+    """How ``n`` frames (``what``: "The frame range 1-70") are shared between training and validation: the last
+    ``max(min(window, n // 2), n // 10, 8)`` validate; a range too short for 8 + 8 is refused with the numbers."""
+    w = WINDOWS[task]
+    val = max(min(w, n // 2), n // 10, MIN_VAL)
+    train = n - val
+    if train < MIN_FRAMES:
+        raise TrainJobError(f"{what} has {n} frames; training needs at least {MIN_FRAMES + MIN_VAL}: {MIN_FRAMES} "
+                            f"to train on and {MIN_VAL} more to validate on (a model is never validated on its "
+                            f"training frames); choose a longer range ({2 * w} or more is best)")
+    window = min(w, train, val)
+    note = "" if window == w else (
+        f"a short range: {train} frames to train on, the last {val} to validate on, windows of {window} frames "
+        f"(the model's are {w}); {2 * w} or more frames make a better model")
+    return FrameSplit(train, val, window, note)
 
 
 def parse_options(text: str) -> list[str]:

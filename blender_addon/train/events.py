@@ -19,10 +19,23 @@ class TrainProgress:
     error: str = ""  # the CLI's refusal (its ``error:`` line)
     last_line: str = ""  # the log's last line that is not the progress bar (a traceback's on a crash)
     warnings: list[str] = field(default_factory=list)
+    phase: str = ""  # the work before the first step ("fitting the linear path"), "" once the steps start
+    phase_done: int = 0
+    phase_total: int = 0  # 0: the phase has no count
 
     @property
     def factor(self) -> float:
-        return min(1.0, self.step / self.total) if self.total else 0.0
+        done, total = (self.step, self.total) if self.total else (self.phase_done, self.phase_total)
+        return max(0.0, min(1.0, done / total)) if total > 0 else 0.0
+
+    def text(self) -> str:
+        """The progress bar's words: the step and ETA, else the phase (and its count), else "Starting..."."""
+        if self.total:
+            return f"Step {self.step}/{self.total}" + (f"  ETA {self.eta}" if self.eta else "")
+        if self.phase:
+            count = f" {self.phase_done}/{self.phase_total}" if self.phase_total else ""
+            return f"{self.phase[:1].upper()}{self.phase[1:]}{count}..."
+        return "Starting..."
 
 
 def clock(seconds: float) -> str:
@@ -52,25 +65,27 @@ class EventReader:
         return self.progress
 
     def _event(self, e: dict) -> None:
-        p, kind = self.progress, e.get("event")
-        if kind == "start":
-            p.total = int(e["total"])
-        elif kind == "step":
+        p, event = self.progress, e.get("event")
+        if event == "start":
+            p.total, p.phase = int(e["total"]), ""
+        elif event == "phase":
+            p.phase, p.phase_done, p.phase_total = str(e["name"])[:80], int(e["done"]), int(e["total"])
+        elif event == "step":
             p.step, p.total = max(p.step, int(e["step"])), int(e["total"])
             p.loss, p.eta = float(e["loss"]), clock(float(e["eta_s"]))
-        elif kind == "resume":
+        elif event == "resume":
             p.resumed_from = int(e["step"])
             p.step = max(p.step, p.resumed_from)
-        elif kind == "validation":
+        elif event == "validation":
             p.val_step = int(e["step"])
             p.step, p.val_error = max(p.step, p.val_step), float(e["value"])
-        elif kind == "done":
+        elif event == "done":
             p.done_path = str(e["checkpoint"])
             p.step = max(p.step, p.total)
             p.val_error = float(e["value"])
-        elif kind == "error":
+        elif event == "error":
             p.error = str(e["message"])
-        elif kind == "warning":
+        elif event == "warning":
             p.warnings.append(str(e["message"]))
 
 

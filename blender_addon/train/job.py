@@ -1,17 +1,21 @@
 """Training a mesh model from Blender, as a background job (no torch here, and no bpy at import).
 
 1. *Export*: the mesh object's evaluated vertex positions over a frame range, read in bulk per
-   frame, become one PC2 cache in the job folder (``//splinetween/train_<object>/`` next to the
-   .blend, or the temp folder for an unsaved file); or a folder of PC2/MDD caches is used as it is.
-2. *Start*: ``<interpreter> -m training.train mesh --data=... --out=<job>/run ...`` runs in its own
+   frame, become two PC2 caches in the run's ``data/``: the first frames to train on, the last to
+   validate on (``<object>_0.pc2`` and ``<object>_8.pc2``: training never validates on its own
+   frames); or a folder of PC2/MDD caches is used as it is.
+2. *Start*: ``<interpreter> -m training.train mesh --data=... --out=<run> ...`` runs in its own
    process group with PYTHONPATH = the folder holding ``backend/`` and ``training/``; its stdout
-   and stderr go to ``<job>/train.log``.
+   and stderr go to ``<run>/train.log``.  The job folder is one per .blend, object and task
+   (``//splinetween/train_<blend>_<object>_<task>/``, or the temp folder for an unsaved file), and
+   the run folder one per data and settings (``run-<digest>``), so no two runs share a folder.
 3. *Poll* (from a ``bpy.app.timers`` callback, never blocking): read what the CLI's JSON-lines
    events (``--events=<job>/events.jsonl``, see ``training/progress.py``) gained since the last poll:
    steps, loss, ETA, validation, done, error; the log only for a crash's last line.
 4. *Cancel*: SIGTERM to the process group (SIGKILL after a grace period), then reap it.  The
-   CLI saves ``run/last`` atomically, so starting again with the same data and settings resumes
-   from there; other data or settings move the old run aside (``run-<time>``) instead of mixing.
+   CLI saves ``<run>/last`` atomically, so starting again with the same data and settings resumes
+   from there; other data or settings train in a run folder of their own.  Nothing is moved or
+   renamed, so an object's checkpoint property keeps loading the weights it was given.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import codecs
 import hashlib
 import json
 import os
-import re
+import shutil
 import signal
 import subprocess
 import time
@@ -29,22 +33,19 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge
-from .data import WINDOWS, TrainJobError, make_writable
+from .data import WINDOWS, FrameSplit, TrainJobError, folder_problem, safe_name, split_frames
 from .events import EventReader, TrainProgress, last_line
 
 # Settings that may change between a cancelled run and its resumption; any other difference
 # (data, model shape, task, learning rate ...) starts a fresh run.
 RESUMABLE_CHANGES = {"steps", "threads", "val_every", "ckpt_every", "val_windows", "device"}
-CHECKPOINT_PROP = "splinetween_mesh_checkpoint"
 
 RUNNING, DONE, FAILED, CANCELLED = "RUNNING", "DONE", "FAILED", "CANCELLED"
 
 
-def _digest_file(path: Path) -> str:
-    h = hashlib.sha1()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+def _digest_frames(frames: np.ndarray, split: FrameSplit) -> str:
+    h = hashlib.sha1(f"{frames.shape}\0{split.train}\0{split.val}\n".encode())
+    h.update(np.ascontiguousarray(frames, dtype="<f4").data)
     return h.hexdigest()
 
 
@@ -88,8 +89,9 @@ def _safetensors_state(path: Path) -> dict | None:
             size = int.from_bytes(f.read(8), "little")
             if not 0 < size < 1 << 26:
                 return None
-            header = json.loads(f.read(size).decode("utf-8"))
-        return json.loads(header["__metadata__"]["state"])
+            limits = bridge.numpy_module("json_limits")
+            header = limits.loads(f.read(size))
+        return limits.loads(header["__metadata__"]["state"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -110,14 +112,14 @@ atexit.register(_stop_all)
 class TrainJob:
     """One ``python -m training.train mesh`` process and what the add-on knows about it."""
 
-    def __init__(self, folder: Path, data: Path, args: list[str], interpreter: str, root: Path,
-                 object_name: str = "", blend_file: str = "", temp_folder: bool = False, note: str = ""):
-        self.folder, self.data, self.args = folder, data, args
-        self.interpreter, self.root = interpreter, root
+    def __init__(self, folder: Path, run: Path, data: Path, args: list[str], interpreter: str, root: Path,
+                 object_name: str = "", blend_file: str = "", temp_folder: bool = False, note: str = "",
+                 task: str = "autoencoder"):
+        self.folder, self.run, self.data, self.args = folder, run, data, args
+        self.interpreter, self.root, self.task = interpreter, root, task
         self.object_name, self.blend_file, self.temp_folder = object_name, blend_file, temp_folder
-        self.run = folder / "run"
-        self.log_path = folder / "train.log"
-        self.events_path = folder / "events.jsonl"
+        self.log_path = run / "train.log"
+        self.events_path = run / "events.jsonl"
         self.reader = EventReader()
         self._decode = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a read may split a character
         self._decode_log = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -145,20 +147,20 @@ class TrainJob:
     def trained_task(self) -> str:
         """The task the checkpoint was trained for (its JSON's info), "" when unreadable."""
         try:
-            return str(json.loads(self.checkpoint.read_text(encoding="utf-8"))["info"]["task"])
+            return str(bridge.numpy_module("json_limits").read(self.checkpoint)["info"]["task"])
         except (OSError, ValueError, KeyError, TypeError):
             return ""
 
     # -- starting --
 
     @classmethod
-    def start(cls, folder: Path, *, frames: np.ndarray | None = None, cache_folder=None, cache_files=(),
-              longest: int = 0, steps: int = 2000, task: str = "autoencoder", components: int = 64,
-              options: list[str] = (), interpreter: str, root: Path, object_name: str = "",
+    def start(cls, folder: Path, *, frames: np.ndarray | None = None, split: FrameSplit | None = None,
+              cache_folder=None, cache_files=(), longest: int = 0, steps: int = 2000, task: str = "autoencoder",
+              components: int = 64, options: list[str] = (), interpreter: str, root: Path, object_name: str = "",
               blend_file: str = "", temp_folder: bool = False, threads: int | None = None) -> "TrainJob":
-        """Write the data (``frames`` as ``<folder>/<object>.pc2``, or use ``cache_folder``) and start.
-
-        Everything that can be refused is checked before the first byte is written."""
+        """Write the data (``frames``, cut by ``split`` into a training and a validation cache, or use
+        ``cache_folder``) and start.  Everything that can be refused is checked before the first byte is
+        written, and what a failure after that had made is removed again."""
         if not (root / "training" / "train.py").is_file():
             raise TrainJobError(f"{root} has no training package: reinstall the extension (build.py bundles "
                                 "training/ next to backend/)")
@@ -169,62 +171,71 @@ class TrainJob:
             raise TrainJobError(f"task {task!r}: use autoencoder or inbetween")
         if steps < 1 or components < 1:
             raise TrainJobError("Steps and Components must be at least 1")
-        n_frames = len(frames) if frames is not None else longest
+        if frames is not None:
+            split = split or split_frames(len(frames), task, "The frames")
+            window, digest = split.window, _digest_frames(frames, split)
+        else:
+            window, digest = min(WINDOWS[task], longest), _digest_caches(list(cache_files))
         args = [f"--steps={int(steps)}", f"--task={task}", f"--components={int(components)}"]
-        if n_frames < WINDOWS[task]:  # a short clip: windows as long as the clip
-            args += [f"--window={n_frames}", f"--min_window={min((WINDOWS[task] + 1) // 2, n_frames)}"]
+        if window < WINDOWS[task]:  # a short clip: windows as long as it allows
+            args += [f"--window={window}", f"--min_window={min((WINDOWS[task] + 1) // 2, window)}"]
         if threads is None:  # leave a core to Blender's interface
             threads = max(1, (os.cpu_count() or 2) - 1)
         args.append(f"--threads={threads}")
         args += list(options)
-        make_writable(folder)
-        if frames is not None:
-            pc2 = bridge.numpy_module("pc2")
-            safe = re.sub(r"[^\w.-]+", "_", object_name).strip("._") or "mesh"
-            try:
-                data = pc2.write_pc2(folder / f"{safe}.pc2", frames)
-            except (ValueError, OSError) as e:  # CacheError names the file and the problem
-                raise TrainJobError(f"Cannot write the training data: {e}") from None
-            digest = _digest_file(data)
-        else:
-            data = Path(cache_folder).expanduser().resolve()
-            digest = _digest_caches(list(cache_files))
-        note = cls._prepare_run(folder / "run", digest, args)
-        job = cls(folder, data, args, interpreter, root, object_name, blend_file, temp_folder, note)
-        job._launch()
+        folder_problem(folder)
+        run, job_doc = cls._run_folder(folder, digest, args)
+        made = [p for p in (*reversed(run.parents), run) if not p.exists()]  # removed again on a failure
+        try:
+            note = cls._prepare_run(run, job_doc)
+            if frames is not None:
+                data = run / "data"
+                cls._write_frames(data, safe_name(object_name), frames, split)
+                note = "; ".join(n for n in (note, split.note) if n)
+            else:
+                data = Path(cache_folder).expanduser().resolve()
+            job = cls(folder, run, data, args, interpreter, root, object_name, blend_file, temp_folder, note, task)
+            job._launch()
+        except BaseException:
+            for p in reversed(made):
+                shutil.rmtree(p, ignore_errors=True)
+            raise
         return job
 
     @staticmethod
-    def _prepare_run(run: Path, digest: str, args: list[str]) -> str:
-        """Keep ``run`` when it was trained on this data with these settings (the CLI resumes it);
-        else move it aside, so nothing is lost and nothing is mixed."""
+    def _write_frames(data: Path, name: str, frames: np.ndarray, split: FrameSplit) -> None:
+        """The first ``split.train`` frames as ``<name>_0.pc2`` (train), the last ``split.val`` as ``<name>_8.pc2``
+        (validation: the training CLI's split rule, a number ending in 8)."""
+        pc2 = bridge.numpy_module("pc2")
+        try:
+            data.mkdir(exist_ok=True)
+            pc2.write_pc2(data / f"{name}_0.pc2", frames[:split.train])
+            pc2.write_pc2(data / f"{name}_8.pc2", frames[len(frames) - split.val:])
+        except (ValueError, OSError) as e:  # CacheError names the file and the problem
+            raise TrainJobError(f"Cannot write the training data: {e}") from None
+
+    @staticmethod
+    def _run_folder(folder: Path, digest: str, args: list[str]) -> tuple[Path, dict]:
+        """The run folder of this data and these settings: ``run-<digest>`` (the same one again resumes)."""
         opts = _options_dict(args)
-        same = {k: v for k, v in opts.items() if k not in RESUMABLE_CHANGES}
-        job_doc = {"data_digest": digest, "settings": same}
-        note = ""
-        if run.exists():
-            try:
-                old = json.loads((run / "job.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                old = None
-            if old != job_doc:
-                aside = run.with_name(f"run-{time.strftime('%Y%m%d-%H%M%S')}")
-                n = 1
-                while aside.exists():
-                    aside = run.with_name(f"run-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
-                    n += 1
-                try:
-                    run.rename(aside)
-                except OSError as e:
-                    raise TrainJobError(f"Cannot move the earlier run {run} aside ({e.strerror}); move or delete "
-                                        "it by hand") from None
-                note = f"the earlier run (other data or settings) was kept as {aside.name}"
+        job_doc = {"data_digest": digest, "settings": {k: v for k, v in opts.items() if k not in RESUMABLE_CHANGES}}
+        key = hashlib.sha1(json.dumps(job_doc, sort_keys=True).encode()).hexdigest()[:10]
+        return folder / f"run-{key}", job_doc
+
+    @staticmethod
+    def _prepare_run(run: Path, job_doc: dict) -> str:
+        """Make the run folder and record what it trains on; a note when an earlier run is resumed."""
+        try:
+            old = bridge.numpy_module("json_limits").read(run / "job.json")
+        except (OSError, ValueError):
+            old = None
         try:
             run.mkdir(parents=True, exist_ok=True)
             (run / "job.json").write_text(json.dumps(job_doc, indent=1), encoding="utf-8")
         except OSError as e:
             raise TrainJobError(f"Cannot write {run} ({e.strerror}); choose a writable place") from None
-        return note
+        step = saved_step(run) if old == job_doc else None
+        return f"resuming the earlier run {run.name} (same data and settings) from step {step}" if step else ""
 
     def command(self) -> list[str]:
         return [self.interpreter, "-m", "training.train", "mesh", f"--data={self.data}", f"--out={self.run}",
@@ -235,8 +246,8 @@ class TrainJob:
         env["PYTHONPATH"] = str(self.root)
         env["PYTHONUNBUFFERED"] = "1"
         kw = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
-        self.events_path.write_bytes(b"")  # this run's events only (the CLI appends)
-        with open(self.log_path, "wb") as log:
+        self.events_path.write_bytes(b"")  # this process's events only (the CLI appends)
+        with open(self.log_path, "ab") as log:  # a resumed run's log keeps what its earlier starts wrote
             log.write((" ".join(self.command()) + "\n").encode())
             log.flush()
             self._offset = log.tell()

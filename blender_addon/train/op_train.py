@@ -16,8 +16,9 @@ import bpy
 
 from .. import bridge, preferences
 from ..core.errors import run_reported
+from ..io import mesh_checkpoints
 from .data import check_mesh, check_range, export_sequence, job_folder, parse_options, scan_caches
-from .job import CHECKPOINT_PROP, RUNNING, TrainJob
+from .job import RUNNING, TrainJob
 
 INTERVAL = 0.5  # seconds between polls of the training process
 _job: TrainJob | None = None
@@ -75,13 +76,14 @@ def _finish(job: TrainJob, report: bool = True) -> None:
             text += f" (another file is open now, or {job.object_name} is gone: set its checkpoint by hand)"
             level = "WARNING"
         else:
+            task = job.trained_task() or job.task
             try:
-                obj[CHECKPOINT_PROP] = _checkpoint_path(job.checkpoint, job.temp_folder)
-                text += f"; set as {obj.name}['{CHECKPOINT_PROP}']"
+                mesh_checkpoints.remember(obj, task, _checkpoint_path(job.checkpoint, job.temp_folder))
+                text += (f"; {obj.name}'s {mesh_checkpoints.TITLES[task]} from now on "
+                         f"({obj.name}['{mesh_checkpoints.PROPS[task]}'])")
             except (TypeError, AttributeError, RuntimeError) as e:  # linked (library) data is read-only
                 text += f" ({obj.name} cannot hold it: {e})"
                 level = "WARNING"
-            text += _use_in_preferences(job)
             if job.temp_folder:
                 text += " - in a temp folder: save the .blend before training to keep it next to the file"
                 level = "WARNING"
@@ -91,17 +93,6 @@ def _finish(job: TrainJob, report: bool = True) -> None:
     if report:
         _report(level, text)
     _redraw()
-
-
-def _use_in_preferences(job: TrainJob) -> str:
-    """Make the new checkpoint the one Encode Mesh / Inbetween Mesh use (Preferences > Mesh Autoencoder or
-    Mesh Inbetween, by the task it was trained for); what was set, for the report."""
-    prefs = preferences.addon_prefs()
-    name = "mesh_inbetween" if job.trained_task() == "inbetween" else "mesh_autoencoder"
-    if prefs is None or not hasattr(prefs, name):
-        return ""
-    setattr(prefs, name, str(job.checkpoint))
-    return f" and Preferences > {prefs.bl_rna.properties[name].name}"
 
 
 def tick() -> float | None:
@@ -217,7 +208,7 @@ class OBJECT_OT_splinetween_train_mesh(bpy.types.Operator):
         layout.prop(self, "steps")
         layout.prop(self, "components")
         layout.prop(self, "options")
-        folder, temp = job_folder(bpy.data.filepath, context.active_object.name)
+        folder, temp = job_folder(bpy.data.filepath, context.active_object.name, self.task)
         layout.label(text=("Unsaved file: the model goes to a temp folder" if temp
                            else f"Saves to //splinetween/{folder.name}"), icon="INFO")
 
@@ -230,7 +221,7 @@ class OBJECT_OT_splinetween_train_mesh(bpy.types.Operator):
         obj = context.active_object
         check_mesh(obj, context)
         options = parse_options(self.options)
-        folder, temp = job_folder(bpy.data.filepath, obj.name)
+        folder, temp = job_folder(bpy.data.filepath, obj.name, self.task)
         settings = preferences.settings(context)
         common = dict(steps=self.steps, task=self.task, components=self.components, options=options,
                       interpreter=settings.interpreter or bridge.default_interpreter(),
@@ -239,10 +230,11 @@ class OBJECT_OT_splinetween_train_mesh(bpy.types.Operator):
         t0 = time.perf_counter()
         if self.source == "FRAMES":
             self._scene_range_unless_set(context)
-            check_range(self.frame_start, self.frame_end)
+            split = check_range(self.frame_start, self.frame_end, self.task)
             frames = export_sequence(context, obj, self.frame_start, self.frame_end)
-            what = f"frames {self.frame_start}-{self.frame_end} ({frames.shape[1]} vertices)"
-            _job = TrainJob.start(folder, frames=frames, **common)
+            what = (f"frames {self.frame_start}-{self.frame_end - split.val} ({frames.shape[1]} vertices), validated "
+                    f"on frames {self.frame_end - split.val + 1}-{self.frame_end}")
+            _job = TrainJob.start(folder, frames=frames, split=split, **common)
         else:
             evaluated = len(obj.evaluated_get(context.evaluated_depsgraph_get()).data.vertices)
             files, longest = scan_caches(bpy.path.abspath(self.cache_folder), {len(obj.data.vertices), evaluated})
@@ -301,8 +293,7 @@ def draw_train_section(layout: bpy.types.UILayout, context: bpy.types.Context) -
     job = _job
     if running():
         p = job.progress
-        text = f"Step {p.step}/{p.total}" + (f"  ETA {p.eta}" if p.eta else "") if p.total else "Starting..."
-        layout.progress(factor=p.factor, type="BAR", text=text)
+        layout.progress(factor=p.factor, type="BAR", text=p.text())
         col = layout.column(align=True)
         if p.loss is not None:
             col.label(text=f"Loss {p.loss:.4g}")
@@ -316,9 +307,11 @@ def draw_train_section(layout: bpy.types.UILayout, context: bpy.types.Context) -
     layout.operator_context = "INVOKE_DEFAULT"
     layout.operator(OBJECT_OT_splinetween_train_mesh.bl_idname, icon="MOD_MESHDEFORM")
     obj = context.active_object
-    ckpt = obj.get(CHECKPOINT_PROP) if obj is not None else None
-    if isinstance(ckpt, str) and ckpt:
-        layout.label(text="Model: " + "/".join(Path(bpy.path.abspath(ckpt)).parts[-3:]), icon="CHECKMARK")
+    for task, title in mesh_checkpoints.TITLES.items():
+        ckpt = mesh_checkpoints.own(obj, task)
+        if ckpt:
+            layout.label(text=f"{title.capitalize()}: " + "/".join(Path(bpy.path.abspath(ckpt)).parts[-3:]),
+                         icon="CHECKMARK")
     level, text = _last_message
     if text:
         icon = {"ERROR": "ERROR", "WARNING": "ERROR"}.get(level, "INFO")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..core import bone_map as BM
+from ..humanoid import bone_map
 from .op_bone_map import (ANIM_OT_splinetween_bone_map_clear, ANIM_OT_splinetween_bone_map_detect,
                           ANIM_OT_splinetween_bone_map_export, ANIM_OT_splinetween_bone_map_import)
 from .panel import poll_armature, sidebar_panels
@@ -31,9 +31,11 @@ class BoneMapPanel:
         col = layout.column(align=True)
         for e in st.entries:
             row = col.row(align=True)
-            required = e.joint not in BM.OPTIONAL
+            required = e.joint not in bone_map.OPTIONAL
             row.alert = (required and not e.bone) or (bool(e.bone) and e.bone not in arm.bones)
             row.prop_search(e, "bone", arm, "bones", text=e.joint + ("" if required else " (optional)"))
+            if e.bone and e.why:  # how it was found: a wrong guess is seen (and fixed) here
+                row.label(text=e.why)
 
 
 classes = sidebar_panels(BoneMapPanel, "bone_map")

@@ -7,9 +7,10 @@ import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, preferences
-from ..core import bone_map as BM
+from ..humanoid import bone_map
 from ..core.errors import Refusal, run_reported
 from ..io import bone_map as bone_map_io
+from ..io import bone_map_file
 
 
 def _poll(cls, context) -> bool:
@@ -31,7 +32,7 @@ def _joints(context) -> tuple[list[str], list[int]]:
     return list(info.names), list(info.parents)
 
 
-def summary(bm: BM.BoneMap, names) -> str:
+def summary(bm: bone_map.BoneMap, names) -> str:
     left = [j for j in names if not bm.bones.get(j)]
     n = len(names) - len(left)
     return f"{n} of {len(names)} joints mapped" + (f"; not mapped: {', '.join(left)}" if left else "")
@@ -39,7 +40,7 @@ def summary(bm: BM.BoneMap, names) -> str:
 
 class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
     """Detect which bone carries each of the model's joints (presets: Mixamo, Rigify, Unreal, Auto-Rig Pro, BVH, the
-    data set's names; else by name and position) and save the map on the armature"""
+    data set's names; else by name and position, else by the skeleton's structure) and save the map on the armature"""
 
     bl_idname = "anim.splinetween_bone_map_detect"
     bl_label = "Detect Bone Map"
@@ -50,10 +51,9 @@ class ANIM_OT_splinetween_bone_map_detect(bpy.types.Operator):
         def work() -> str:
             obj = context.active_object
             names, parents = _joints(context)
-            bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+            bm = bone_map.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             bone_map_io.store(obj, bm, names)
-            found = f"; by name and position: {', '.join(bm.notes)}" if bm.notes else ""
-            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}{found}"
+            return f"Bone map of {obj.name}: {bm.preset}, {summary(bm, names)}; {'; '.join(bm.found())}"
         return run_reported(self, work)
 
 
@@ -90,7 +90,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             bm = bone_map_io.stored(obj)
             if bm is None:
                 names, parents = _joints(context)
-                bm = BM.detect(names, parents, bone_map_io.geometry(obj))
+                bm = bone_map.detect(names, parents, bone_map_io.geometry(obj), bone_map_io.posed(obj))
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
@@ -115,14 +115,12 @@ class ANIM_OT_splinetween_bone_map_import(bpy.types.Operator, ImportHelper):
         def work() -> str:
             obj = context.active_object
             path = Path(bpy.path.abspath(self.filepath))
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise Refusal(f"cannot read {path}: {getattr(e, 'strerror', None) or e}; nothing was changed") from None
             names, _ = _joints(context)
             try:
-                bm = BM.from_json(text, names)
-            except BM.BoneMapError as e:
+                bm = bone_map_file.read_file(path, names)
+            except OSError as e:
+                raise Refusal(f"cannot read {path}: {e.strerror or e}; nothing was changed") from None
+            except bone_map.BoneMapError as e:
                 raise Refusal(f"{path.name}: {e}; nothing was changed") from None
             absent = sorted({b for b in bm.bones.values() if b and b not in obj.data.bones})
             if absent:

@@ -55,7 +55,7 @@ class GenConfig:
     frames: int = 72
     seed: int = 0
     resolution: int = ASSET_RESOLUTION
-    quality: int = 3  # cloth solver steps per frame: 5 (Blender's default) is 2x slower, no steadier here
+    quality: int = 3  # cloth solver steps per frame: 5 (Blender's default) is slower and no steadier here
     collision_quality: int = 2
     jobs: int = 1
 
@@ -239,7 +239,7 @@ def setup_scenario(obj, s: Scenario, frames: int, quality: int = 3, collision_qu
         obj.vertex_groups.new(name="pin").add(pins, 1.0, "REPLACE")
         cs.vertex_group_mass = "pin"
     cloth.collision_settings.collision_quality = collision_quality
-    cloth.collision_settings.use_self_collision = False  # 3-4x slower and rarely reached here
+    cloth.collision_settings.use_self_collision = False  # far slower and rarely reached here
     cloth.point_cache.frame_start, cloth.point_cache.frame_end = 1, frames
     if s.kind == "drape":
         _add_obstacles(s)

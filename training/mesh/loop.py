@@ -103,7 +103,9 @@ def fit_key_regression(model, batcher, sampler, std, scale, windows: int = 8192,
     xtx = torch.zeros(f, f, dtype=torch.float64)
     xty = torch.zeros(f, reg.linear.out_features, dtype=torch.float64)
     rng = np.random.default_rng(seed + 11)
-    for _ in range(max(1, windows // batch)):
+    batches = max(1, windows // batch)
+    for i in range(batches):
+        progress.phase("fitting the linear path", i, batches)
         idx = sampler.sample(batch)
         (keys_n, base_n, mask), target_n, _ = batcher(idx, regular_key_masks(rng, *idx.shape))
         x = reg.features(keys_n, base_n, mask)
@@ -115,7 +117,8 @@ def fit_key_regression(model, batcher, sampler, std, scale, windows: int = 8192,
         xtx += (xw.T @ x).double()  # one batch in float32 (fast), the sum in float64
         xty += (xw.T @ y).double()
     scores, solutions = {}, {}
-    for ridge in ridges:
+    for i, ridge in enumerate(ridges):
+        progress.phase("choosing the linear path's strength", i, len(ridges))
         sol = torch.linalg.solve(xtx + ridge * xtx.diagonal().mean() * torch.eye(f, dtype=torch.float64), xty)
         solutions[ridge] = sol.T.float()
         reg.linear.weight.copy_(solutions[ridge])
@@ -192,6 +195,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     if init is not None and not init.is_mesh:
         raise ValueError(f"{cfg.init}: --init needs a mesh checkpoint; this one is for armatures")
     want_v = init.asset["vertices"] if init is not None else None  # the data must fit the model's asset
+    progress.phase("reading the data")
     train_ms = load_mesh_split(cfg.data, "train", cfg.object, want_v)
     val_ms = load_mesh_split(cfg.data, "val", cfg.object, train_ms.num_vertices)
     for split, ms in (("train", train_ms), ("val", val_ms)):
@@ -207,6 +211,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
             raise ValueError(f"{cfg.basis}: --basis needs a mesh checkpoint; this one is for armatures")
         basis = basis_from(shared.extra)
     else:
+        progress.phase("fitting the vertex basis")
         basis = stored_basis(fit_basis(train_ms.frames, cfg.components, seed=cfg.seed))
     if basis.num_vertices != train_ms.num_vertices:
         raise ValueError(f"{cfg.init or cfg.basis}: its basis is for {basis.num_vertices} vertices, the data has "
@@ -254,11 +259,13 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     if state is None and init is None and getattr(model, "key_regression", None) is not None:
         t_fit = time.time()
         halves = [(val_windows[:half], val_masks[:half]), (val_windows[half:], val_masks[half:])]
+        progress.phase("validating the base path")
         before = [val_error_pct(model, val_batcher, val_ms, basis, w, m) for w, m in halves]
         sampler_fit = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed + 1)
         info_base["key_regression"] = fit_key_regression(
             model, batcher, sampler_fit, std, scale, cfg.fit_windows, ridges=(1e-5, 1e-4, 1e-3), seed=cfg.seed,
             score=lambda: val_error_pct(model, val_batcher, val_ms, basis, val_windows, val_masks))
+        progress.phase("validating the linear path")
         after = [val_error_pct(model, val_batcher, val_ms, basis, w, m) for w, m in halves]
         print(f"linear path fitted in {time.time() - t_fit:.0f} s: val mean vertex error with keys every 5 "
               f"{before[0]:.3f} -> {after[0]:.3f} %, every 10 {before[1]:.3f} -> {after[1]:.3f} % (base -> fitted)",

@@ -1,5 +1,5 @@
 """The latent layer on a rig that is not the data set's skeleton (bones in between, another rest pose,
-unmapped optional joints), through the bone map's conversion (``core.retarget``), as Inbetween does.
+unmapped optional joints), through the bone map's conversion (``humanoid.retarget``), as Inbetween does.
 
 A native rig (one bone per joint, the data set's rest posture) keeps the cached 4x4 maps of
 ``slider_math``.  Any other rig takes this straightforward path: the original is read in the model's
@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import bridge
 from ...core import layer_math as L
-from ...core import retarget
+from ...humanoid import retarget
 from ...core import slider_math as SM
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io

@@ -19,14 +19,14 @@ the same rest posture) every ``D`` is the identity and this is ``rig_math.blende
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import rest_pose
-from . import rig_math as R
+from . import axes
 
-qconj = R.qconj
+qconj = axes.qconj
 
 
 def qmul(a, b):
@@ -51,8 +51,8 @@ def qrotate(q, v):
     w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * _cross(xyz, v)
     return v + w * t + _cross(xyz, t)
-_C = R.BVH_TO_BLENDER
-_C_INV = R.qconj(_C)
+_C = axes.BVH_TO_BLENDER
+_C_INV = axes.qconj(_C)
 _ID = np.array([1.0, 0.0, 0.0, 0.0])
 
 
@@ -83,6 +83,13 @@ class Retarget:
     position_joints: tuple
     native: bool  # the data set's own skeleton (one bone per joint, direct parents, same rest posture)
     reference: str = "the data set's rest pose"  # the posture the rest-pose differences are measured against
+    world: np.ndarray | None = None  # [4] the turn that stands the capture up (a Z-up file), None: none
+
+    def upright(self, world: np.ndarray) -> Retarget:
+        """The same conversion with the whole motion turned by ``world`` on the way in (and back on the way
+        out): the model's Y up for a capture whose world is another axis up."""
+        return replace(self, world=np.asarray(world, dtype=np.float64), native=False,
+                       rest_diff=np.tile(_ID, (len(self.joint_bone), 1)) if self.rest_diff is None else self.rest_diff)
 
     @property
     def mapped(self) -> list[int]:
@@ -293,6 +300,7 @@ class _Plan:
         depth = max((len(rt.between[j]) for j in js), default=0)
         between = np.array([list(rt.between[j]) + [j_count] * (depth - len(rt.between[j])) for j in js], dtype=int)
         d = rt.rest_diff
+        top = _ID if rt.world is None else qconj(rt.world)  # D_a of the top joints: the world's turn
         above = rt.above[js]
 
         def per(x):
@@ -304,7 +312,7 @@ class _Plan:
                    per(np.concatenate([rt._off(np.arange(b_count)).reshape(-1, 3), np.zeros((1, 3))])),
                    per(np.concatenate([rt.loc_frame.reshape(-1, 4), _ID[None]])),
                    None if d is None else per(d[js]),
-                   None if d is None else per(np.where((above >= 0)[:, None], d[np.maximum(above, 0)], _ID)))
+                   None if d is None else per(np.where((above >= 0)[:, None], d[np.maximum(above, 0)], top)))
 
     def full(self, name: str, f: int, make) -> np.ndarray:
         """``make()`` (``[k, 1, n]``, per joint) spread over ``f`` frames and kept: numpy's arithmetic runs
@@ -350,7 +358,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
     index = {b: i for i, b in enumerate(needed)}
     bone_parent = np.array([index[rig[b].parent] if rig[b].parent is not None else -1 for b in needed], dtype=int)
     mats = np.array([np.asarray(rig[b].matrix, dtype=np.float64) for b in needed]).reshape(-1, 4, 4)
-    rest = R.q_from_matrix(mats[:, :3, :3]) if needed else np.zeros((0, 4))
+    rest = axes.q_from_matrix(mats[:, :3, :3]) if needed else np.zeros((0, 4))
     par_rest = np.array([rest[q] if q >= 0 else _ID for q in bone_parent]).reshape(-1, 4)
     local = np.array([rig[b].local_location for b in needed], dtype=bool)
     loc_frame = np.where(local[:, None], rest, par_rest)
@@ -396,7 +404,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
             for j in range(j_count))
     rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
         if direct else None
-    scale = R.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
+    scale = axes.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
     if identity:
         neutral = np.tile(_ID, (j_count, 1))
     rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,

@@ -18,6 +18,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from . import structure
+from .names import MACHINERY, SYNONYMS, normalise, strip_namespace
+
 FORMAT = "splinetween-bone-map"
 VERSION = 1
 
@@ -75,28 +80,21 @@ _PART = re.compile(r"^(.*?)(?:_([LR]))?$")
 # Side spellings: "{s}" -> token, "{S}" -> word.  Tried in this order; the rig keeps one convention.
 _SIDE_TOKENS = {"L": ("L", "l", "Left", "left"), "R": ("R", "r", "Right", "right")}
 _SIDE_WORDS = {"L": ("Left", "L_", "l_", "left"), "R": ("Right", "R_", "r_", "right")}
-_NAMESPACE = re.compile(r"^[^:]*:")  # "mixamorig:Hips", "Character1:Hips"
-
-# Fallback: side-less, lower-case words per joint part, best first.
-SYNONYMS = {
-    "Root": ["root", "jointroot"], "Hips": ["hips", "pelvis", "hip"], "Spine": ["spine", "spine1", "spine01", "abdomen",
-                                                                         "lowerback"],
-    "Chest": ["chest", "spine2", "spine3", "spine02", "spine03", "upperchest", "thorax"], "Neck": ["neck", "neck1", "neck01"],
-    "Head": ["head"], "Shoulder": ["shoulder", "clavicle", "collar", "collarbone"],
-    "UpperArm": ["upperarm", "arm", "uparm", "humerus", "shldr"], "LowerArm": ["lowerarm", "forearm", "loarm", "elbow"],
-    "Hand": ["hand", "wrist"], "UpperLeg": ["upperleg", "upleg", "thigh"], "LowerLeg": ["lowerleg", "leg", "shin", "calf",
-                                                                                         "knee"],
-    "Foot": ["foot", "ankle"], "Toes": ["toes", "toe", "toebase", "ball", "toes01"],
-}
 
 
 @dataclass
 class BoneMap:
-    """Model joint -> bone (None: unmapped), the preset it came from and how much of it was found."""
+    """Model joint -> bone (None: unmapped), the preset it came from and how much of it was found;
+    ``reasons``: joint -> how its bone was found (``preset``, ``name and position``, ``structure``,
+    ``structure, side by geometry``, ``given``)."""
     bones: dict[str, str | None]
     preset: str = "Custom"
     score: float = 0.0  # mapped joints / joints
-    notes: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def found(self) -> list[str]:
+        """``joint <- bone (reason)`` for every mapped joint: what a report and the panel show."""
+        return [f"{j} <- {b} ({self.reasons.get(j, 'given')})" for j, b in self.bones.items() if b]
 
     def mapped(self) -> dict[str, str]:
         return {j: b for j, b in self.bones.items() if b}
@@ -127,10 +125,6 @@ def _sided(pattern: str, side: str | None) -> list[str]:
     for w in _SIDE_WORDS[side] if "{S}" in pattern else ():
         out.append(pattern.replace("{S}", w))
     return out or [pattern]
-
-
-def strip_namespace(name: str) -> str:
-    return _NAMESPACE.sub("", name)
 
 
 def ancestors(bone: str, parents: dict) -> list[str]:
@@ -178,24 +172,6 @@ def _preset_map(preset: dict, joint_names, joint_parents, parents: dict) -> dict
     return out
 
 
-def _normalise(name: str) -> tuple[str, str | None]:
-    """Bone name -> (lower-case letters and digits without side, side from the name or None)."""
-    n = strip_namespace(name)
-    side = None
-    for pat, s in ((r"(?:[._\-\s]|^)([LlRr])$", None), (r"^([LlRr])[._\-]", None), (r"(Left|Right)", None),
-                   (r"(left|right)", None), (r"[._\-]([LlRr])[._\-]", None)):
-        m = re.search(pat, n)
-        if m:
-            side = "L" if m.group(1)[0] in "Ll" else "R"
-            n = n[:m.start(1)] + n[m.end(1):]
-            break
-    return re.sub(r"[^a-z0-9]", "", n.lower()), side
-
-
-# Rig machinery a fallback never takes for a joint (constraint-driven helpers, widgets, IK targets and poles).
-_MACHINERY = re.compile(r"^(MCH|ORG|VIS|WGT|DEF)[-_]|^tweak|(^|[._\-])(ik|IK|pole|target)([._\-]|$)")
-
-
 def _below(j: int, joint_parents, found: dict, names) -> list[str]:
     """The bones of the joints already mapped under joint ``j`` (they must stay under its bone)."""
     out = []
@@ -213,7 +189,7 @@ def _fallback(joint_names, joint_parents, bones: dict, found: dict) -> dict[str,
     the ancestry rule (the nearest mapped parent joint's bone must be an ancestor, the bones of mapped
     joints below must be descendants)."""
     parents = {b: v[0] for b, v in bones.items()}
-    norm = {b: _normalise(b) for b in bones if not _MACHINERY.search(strip_namespace(b))}
+    norm = {b: normalise(b) for b in bones if not MACHINERY.search(strip_namespace(b))}
     out = dict(found)
     for j, joint in enumerate(joint_names):
         if out.get(joint):
@@ -245,10 +221,43 @@ def _side_by_x(head) -> str | None:
     return None if abs(x) < 1e-4 else ("L" if x > 0 else "R")
 
 
-def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
+def _past_zero_length(joint_names, joint_parents, bones: dict, found: dict) -> dict[str, str | None]:
+    """A joint on a bone of no length (its head on the head of the bone above: CMU's ``Neck`` on ``Spine1``,
+    its ``LeftShoulder``) gives the model a bone of no direction: take the next bone down the chain that
+    has one, or leave an optional joint unmapped (its bone's motion then counts in the chain below)."""
+    out = dict(found)
+    parents = {b: v[0] for b, v in bones.items()}
+    children: dict = {}
+    for b, p in parents.items():
+        children.setdefault(p, []).append(b)
+    size = max((float(np.linalg.norm(np.subtract(v[1], bones[v[0]][1]))) for v in bones.values()
+                if v[0] in bones), default=1.0)
+    for j, joint in enumerate(joint_names):
+        b, above = out.get(joint), _mapped_parent(j, joint_parents, out, joint_names)
+        if not b or not above or _dist(bones[b][1], bones[above][1]) > 1e-6 * size:
+            continue
+        below = _below(j, joint_parents, out, joint_names)
+        nxt = b
+        while nxt is not None and _dist(bones[nxt][1], bones[above][1]) <= 1e-6 * size:
+            kids = [k for k in children.get(nxt, ()) if k not in out.values()
+                    and all(x == k or k in ancestors(x, parents) for x in below)]
+            nxt = kids[0] if len(kids) == 1 else None
+        if nxt is not None:
+            out[joint] = nxt
+        elif joint in OPTIONAL:
+            out[joint] = None
+    return out
+
+
+def _dist(a, b) -> float:
+    return float(np.linalg.norm(np.subtract(a, b)))
+
+
+def detect(joint_names, joint_parents, bones: dict, posed: dict | None = None) -> BoneMap:
     """The best preset for the rig (most joints found), completed by the fallback.
 
-    ``bones``: ``{name: (parent name or None, head xyz, tail xyz)}`` in armature space."""
+    ``bones``: ``{name: (parent name or None, head xyz, tail xyz)}`` in armature space; ``posed``: ``{name:
+    heads [F, 3]}`` on frames of the motion, where the structure reads left and right when names do not."""
     parents = {b: v[0] for b, v in bones.items()}
     best_name, best = "Custom", {j: None for j in joint_names}
     best_n = 0
@@ -262,15 +271,28 @@ def detect(joint_names, joint_parents, bones: dict) -> BoneMap:
     if best_name == "Mixamo" and found["BVH / CMU"] == best_n and not any(
             strip_namespace(b) != b for b in best.values() if b):  # Mixamo's names without its namespace
         best_name = "BVH / CMU"
-    full = _fallback(joint_names, joint_parents, bones, best)
-    notes = [f"{j} -> {full[j]} (by name and position)" for j in joint_names if full[j] and not best.get(j)]
+    full = _past_zero_length(joint_names, joint_parents, bones, _fallback(joint_names, joint_parents, bones, best))
+    reasons = {j: "preset" if best.get(j) == b else "name and position" for j, b in full.items() if b}
     if best_n == 0:
         best_name = "Custom"
+    if not _usable(joint_names, joint_parents, parents, full):  # names misled or said too little: the structure
+        st = structure.find(joint_names, bones, posed)
+        if st is not None:
+            full = _past_zero_length(joint_names, joint_parents, bones, {j: st[0].get(j) for j in joint_names})
+            reasons = {j: st[1].get(j, "structure") for j, b in full.items() if b}
+            best_name = "Structure"
     spaces = sorted({b.split(":")[0] for b in full.values() if b and ":" in b})
     if spaces:
         best_name += f" ({', '.join(s + ':' for s in spaces)})"
     score = sum(1 for v in full.values() if v) / max(len(joint_names), 1)
-    return BoneMap(full, best_name, score, notes)
+    return BoneMap(full, best_name, score, reasons)
+
+
+def _usable(joint_names, joint_parents, parents: dict, bones: dict) -> bool:
+    """Every required joint on its own bone, each under its parent joint's."""
+    missing, absent, misplaced = problems(joint_names, joint_parents, parents, bones)
+    used = [b for b in bones.values() if b]
+    return not (missing or absent or misplaced) and len(used) == len(set(used))
 
 
 def problems(joint_names, joint_parents, bone_parents: dict, bones: dict) -> tuple[list[str], list[str], list[str]]:
@@ -317,23 +339,62 @@ def check(joint_names, joint_parents, bone_parents: dict, bones: dict, hint: str
     return [bones.get(j) or None for j in joint_names]
 
 
-def from_json(text: str, joint_names=None) -> BoneMap:
-    """A preset file's map; a BoneMapError names what is wrong with a bad file."""
+MAX_FILE = 1 << 20  # a bone map file of every joint is a few kB
+MAX_NAME = 63  # Blender's longest bone name (bytes); a preset's name gets the same
+
+
+def from_json(text: str | bytes, joint_names=None) -> BoneMap:
+    """A preset's map from its text (a file is read by ``io.bone_map.read_file``, with its limits);
+    a BoneMapError names what is wrong."""
+    if len(text) > MAX_FILE:
+        raise BoneMapError(f"not a bone map file ({len(text):,} bytes; one is a few kB)")
     try:
         data = json.loads(text)
-    except ValueError as e:
-        raise BoneMapError(f"not a bone map file (not JSON: {e})") from None
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep
+        raise BoneMapError(f"not a bone map file (not JSON: {str(e)[:200] or type(e).__name__})") from None
+    return from_doc(data, joint_names)
+
+
+def from_doc(data, joint_names=None) -> BoneMap:
+    """A preset file's parsed JSON -> its map; a BoneMapError names what is wrong with a bad file."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BoneMapError(f'not a bone map file (no "format": "{FORMAT}"; export one from the Bone Map panel)')
-    if data.get("version") != VERSION:
-        raise BoneMapError(f"bone map version {data.get('version')!r} is not supported (this add-on reads {VERSION})")
+    version = data.get("version")
+    if version != VERSION:
+        raise BoneMapError(_version_problem(version))
+    preset = data.get("preset", "Custom")
+    if not isinstance(preset, str) or len(preset.encode("utf-8")) > MAX_NAME:
+        raise BoneMapError(f'the bone map\'s "preset" must be a name of at most {MAX_NAME} bytes (it is '
+                           f'{_size(preset)}); shorten it or remove it')
     bones = data.get("bones")
     if not isinstance(bones, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str))
                                               for k, v in bones.items()):
         raise BoneMapError('the bone map\'s "bones" must be an object of joint name -> bone name or null')
+    long = [v for v in list(bones) + list(bones.values()) if v and len(v.encode("utf-8")) > MAX_NAME]
+    if long:
+        raise BoneMapError(f"the bone map holds a name of {_size(long[0])}; joint and bone names have at most "
+                           f"{MAX_NAME} bytes in Blender (shorten it)")
     if joint_names is not None:
         unknown = sorted(set(bones) - set(joint_names))
         if unknown:
             raise BoneMapError(f"the bone map names joints the model does not have: {', '.join(unknown[:6])} "
                                f"(the model's joints: {', '.join(joint_names)})")
-    return BoneMap({k: (v or None) for k, v in bones.items()}, str(data.get("preset", "Custom")))
+    return BoneMap({k: (v or None) for k, v in bones.items()}, preset)
+
+
+def _size(value) -> str:
+    return f"{len(value.encode('utf-8')):,} bytes" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def _version_problem(version) -> str:
+    """What is wrong with a bone map's "version", and the fix."""
+    if version is None:
+        return f'the bone map has no "version" (this add-on reads version {VERSION}: add "version": {VERSION})'
+    if isinstance(version, str) and version.strip().isdecimal() and len(version.strip()) < 10:
+        return (f'the bone map\'s "version" is the text "{version[:20]}", not the number {int(version)}: write '
+                f'"version": {int(version)} without quotes')
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        return (f"bone map version {version} was written by a newer Splinetween; this add-on reads version "
+                f"{VERSION} (update the add-on, or export the map again from this one's Bone Map panel)")
+    return (f"bone map version {str(version)[:40]!r} is not one this add-on reads (it reads version {VERSION}; "
+            "export the map again from the Bone Map panel)")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rig_math as R
+from . import axes
 
 MAX_DEGREES = 60.0  # a mapped bone this far from the nearest reference (after its A/T-pose swing) is refused
 SNAP_DEGREES = 0.5  # against the data set's rest, a joint this close is taken as resting exactly so
@@ -47,6 +47,11 @@ UP, LEFT = np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])
 T_POSE = {"Spine": UP, "Chest": UP, "Neck": UP, "Shoulder_L": LEFT, "UpperArm_L": LEFT, "LowerArm_L": LEFT,
           "Shoulder_R": -LEFT, "UpperArm_R": -LEFT, "LowerArm_R": -LEFT,
           "UpperLeg_L": -UP, "LowerLeg_L": -UP, "UpperLeg_R": -UP, "LowerLeg_R": -UP}
+
+# Feet stand flat on the ground in any standing rest pose; where a capture marks the ankle and the toe
+# joint higher or lower (CMU's foot bone points 13 degrees down, the data set's standing one 32) the difference is the
+# markers', not a pose: a foot takes only its heading from the rig.
+FLAT = ("Foot_L", "Foot_R")
 
 
 class RestPoseError(ValueError):
@@ -76,7 +81,7 @@ def kabsch(src, dst) -> np.ndarray:
     u, _, vt = np.linalg.svd(h)
     sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
     m = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
-    return R.q_from_matrix(m)
+    return axes.q_from_matrix(m)
 
 
 def angle_deg(q) -> float:
@@ -87,8 +92,8 @@ def _fk(local, parents, offsets):
     g = np.zeros_like(local)
     x = np.zeros((len(parents), 3))
     for j, p in enumerate(parents):
-        g[j] = local[j] if p < 0 else R.qmul(g[p], local[j])
-        x[j] = offsets[j] if p < 0 else x[p] + R.qrotate(g[p], offsets[j])
+        g[j] = local[j] if p < 0 else axes.qmul(g[p], local[j])
+        x[j] = offsets[j] if p < 0 else x[p] + axes.qrotate(g[p], offsets[j])
     return g, x
 
 
@@ -120,16 +125,16 @@ def _standing_reference(names, parents, offsets) -> np.ndarray | None:
     left = x[idx["UpperLeg_L"]] - x[idx["UpperLeg_R"]]
     left = _unit(left - np.dot(left, up) * up)
     body = np.stack([left, up, np.cross(left, up)], 1)  # columns: the body's left, up, forward
-    turn = R.q_from_matrix(body.T)  # body axes -> X, Y, Z
+    turn = axes.q_from_matrix(body.T)  # body axes -> X, Y, Z
     hips = idx["Hips"]
-    local[hips] = R.qmul(turn, g[hips])  # (joint_Root, above it, is the identity)
+    local[hips] = axes.qmul(turn, g[hips])  # (joint_Root, above it, is the identity)
     for j, n in enumerate(names):  # straighten, parents first: each global swung onto its direction
         if n not in T_POSE:
             continue
         g, _ = _fk(local, parents, offsets)
         c = _first_child(j, parents)
-        swung = R.qmul(swing(R.qrotate(g[j], offsets[c]), T_POSE[n]), g[j])
-        local[j] = swung if parents[j] < 0 else R.qmul(R.qconj(g[parents[j]]), swung)
+        swung = axes.qmul(swing(axes.qrotate(g[j], offsets[c]), T_POSE[n]), g[j])
+        local[j] = swung if parents[j] < 0 else axes.qmul(axes.qconj(g[parents[j]]), swung)
     return _fk(local, parents, offsets)[0]
 
 
@@ -145,11 +150,12 @@ def _targets(j, parents, mapped):
     return out
 
 
-def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, position_joints=()) -> tuple[
+def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, position_joints=(), flat=()) -> tuple[
         np.ndarray, np.ndarray, np.ndarray]:
     """(D ``[J, 4]``, neutral local rotations ``[J, 4]``, deviation from the reference in degrees ``[J]``)
     against the reference globals ``ref``; ``heads [J, 3]``: the rig's rest heads of the mapped joints'
-    bones in BVH axes (any unit).  Position joints are no direction (their offset is not a bone)."""
+    bones in BVH axes (any unit).  Position joints are no direction (their offset is not a bone); the
+    joints ``flat`` (the feet) take only their heading from the rig."""
     parents = np.asarray(parents)
     x = _fk_positions(ref, parents, offsets)
     j_count = len(parents)
@@ -160,29 +166,42 @@ def difference(ref: np.ndarray, parents, offsets, heads: np.ndarray, mapped, pos
     body = None  # the rig's turn against the reference: from the first joint with two directions (the hips)
     for j in range(j_count):
         if len(targets[j]) >= 2:
-            d[j] = R.qmul(kabsch([x[k] - x[j] for k in targets[j]], [heads[k] - heads[j] for k in targets[j]]), ref[j])
+            ts = targets[j]
+            if _parallel([heads[k] - heads[j] for k in ts]):  # (Arena's neck and collars start at one point)
+                ts = ts + [g for k in ts for g in targets[k]]
+            d[j] = axes.qmul(kabsch([x[k] - x[j] for k in ts], [heads[k] - heads[j] for k in ts]), ref[j])
             if body is None:
-                body = R.qmul(d[j], R.qconj(ref[j]))
+                body = axes.qmul(d[j], axes.qconj(ref[j]))
     body = _ID if body is None else body
     for j in range(j_count):
         if not mapped[j]:
             continue
-        turned = R.qmul(body, ref[j])  # the reference, facing as the rig
+        turned = axes.qmul(body, ref[j])  # the reference, facing as the rig
         ts = targets[j]
         a = _mapped_above(j, parents, mapped)
         if len(ts) == 1:
-            d[j] = R.qmul(swing(R.qrotate(body, x[ts[0]] - x[j]), heads[ts[0]] - heads[j]), turned)
+            have, want = axes.qrotate(body, x[ts[0]] - x[j]), heads[ts[0]] - heads[j]
+            if j in flat:  # the heading only: both feet stand flat, whatever the markers' heights
+                up = axes.qrotate(body, UP)
+                have, want = have - np.dot(have, up) * up, want - np.dot(want, up) * up
+            d[j] = axes.qmul(swing(have, want), turned)
         elif not ts:
-            d[j] = R.qmul(d[a], R.qmul(R.qconj(ref[a]), ref[j])) if a >= 0 else turned
-        dev[j] = angle_deg(R.qmul(R.qconj(turned), d[j]))
-    neutral = np.array([ref[j] if p < 0 else R.qmul(R.qconj(ref[p]), ref[j]) for j, p in enumerate(parents)])
+            d[j] = axes.qmul(d[a], axes.qmul(axes.qconj(ref[a]), ref[j])) if a >= 0 else turned
+        dev[j] = angle_deg(axes.qmul(axes.qconj(turned), d[j]))
+    neutral = np.array([ref[j] if p < 0 else axes.qmul(axes.qconj(ref[p]), ref[j]) for j, p in enumerate(parents)])
     return d, neutral, dev
+
+
+def _parallel(directions, degrees: float = 10.0) -> bool:
+    """All ``directions`` within ``degrees`` of the first: no turn about them can be read from them."""
+    u = [_unit(v) for v in directions]
+    return all(float(np.dot(u[0], v)) > np.cos(np.radians(degrees)) for v in u[1:])
 
 
 def _fk_positions(glob, parents, offsets):
     x = np.zeros((len(parents), 3))
     for j, p in enumerate(parents):
-        x[j] = offsets[j] if p < 0 else x[p] + R.qrotate(glob[p], offsets[j])
+        x[j] = offsets[j] if p < 0 else x[p] + axes.qrotate(glob[p], offsets[j])
     return x
 
 
@@ -203,7 +222,8 @@ def choose(names, parents, offsets, heads, mapped, position_joints=()) -> tuple[
         refs["a standing T-pose"] = standing
     best = None
     for name, ref in refs.items():
-        d, neutral, dev = difference(ref, parents, offsets, heads, mapped, position_joints)
+        d, neutral, dev = difference(ref, parents, offsets, heads, mapped, position_joints,
+                                     {j for j, n in enumerate(names) if n in FLAT})
         if best is None or dev.max() < best[3].max():
             best = (name, d, neutral, dev)
     return best
