@@ -52,6 +52,7 @@ def owned_cache(obj, st, mod, context=None) -> Path:
     own = new_path(context, obj, "encoded" if st.kind == "AUTOENCODER" else "inbetween")
     if path.exists():
         try:
+            own.parent.mkdir(parents=True, exist_ok=True)  # (``new_path`` only proves it can be made)
             shutil.copyfile(path, own)
         except OSError as e:
             raise Refusal(f"cannot copy the mesh cache {path} to {own} for this .blend ({e.strerror or e}); "
