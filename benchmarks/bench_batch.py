@@ -122,7 +122,7 @@ def profile(shots: Path, out: Path) -> None:
     import bpy
     startup = {"import Blender (bpy)": time.perf_counter() - t}
     from blender_addon.batch import job_mesh, jobs, safe_io, worker
-    mesh = importlib.import_module("blender_addon.latent.mesh")
+    mesh = importlib.import_module("blender_addon.latent.mesh.adapter")
     worker.secure(bpy)
     t = time.perf_counter()
     state = jobs.State({"command": "mesh-inbetween", "mode": "IN_PROCESS", "checkpoint": "", "device": "cpu",

@@ -109,7 +109,10 @@ def measure(args) -> dict:
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
     from blender_addon.io import latent as latent_io
-    from blender_addon.latent import armature
+    try:
+        from blender_addon.latent.armature import adapter as armature
+    except ImportError:  # a tree before the latent wings (--compare-tree)
+        from blender_addon.latent import armature
 
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     from blender_addon import bridge
     from blender_addon.io import cache as mesh_cache
     from blender_addon.io import mesh as mesh_io
-    from blender_addon.latent import mesh as mesh_latent
+    from blender_addon.latent.mesh import adapter as mesh_latent
     ckpt = Path(args.autoencoder) if args.autoencoder else H.MESH_AUTOENCODER
     if not ckpt.exists():
         raise SystemExit(f"bench_mesh: no mesh autoencoder at {ckpt} (pass --autoencoder)")
@@ -114,8 +114,8 @@ def main(argv=None) -> int:
     rows["Encode Mesh operator, end to end"] = med(ops)
 
     timers = Timers()
-    from blender_addon.latent import mesh_layer
-    timers.wrap(mesh_layer, "decode", "model")
+    from blender_addon.latent import decode as latent_decode
+    timers.wrap(latent_decode, "decoded", "model")
     timers.wrap(mesh_cache, "write", "PC2 write")
     st = obj.splinetween_latent
     bpy.context.scene.frame_set(30)

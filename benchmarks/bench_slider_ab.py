@@ -37,7 +37,7 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
     from bench_latent import clip_300
     import blender_addon
     from blender_addon.latent import core as latent
-    from blender_addon.latent import kinds
+    from blender_addon.latent import slider
     assert Path(blender_addon.__file__).resolve().is_relative_to(tree.resolve()), blender_addon.__file__
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
@@ -51,7 +51,7 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
         with latent.suspended():
             for seg in segs:
                 seg.amplify = value
-        kinds.sync_quietly(obj)
+        slider.sync_quietly(obj)
     for i in range(30):  # (the first decodes warm the model up)
         change(1.5 + 0.001 * i)
     with open(turn, "a") as f:

@@ -88,11 +88,14 @@ def floor_ms(obj, repeats: int) -> float:
 
 
 SLIDER_STAGES = [("blender_addon.bridge", "request", "decode request (model, in-process)"),
+                 ("blender_addon.latent.armature.layer", "layer_frames", "layer maths (decode request included)"),
                  ("blender_addon.latent.armature_layer", "layer_frames", "layer maths (decode request included)"),
+                 ("blender_addon.latent.armature.layer", "_joined", "  edited decode joined at the seams"),
                  ("blender_addon.latent.armature_layer", "_joined", "  edited decode joined at the seams"),
                  ("blender_addon.core.slider_math", "channels_near", "  rotations -> channel values"),
                  ("blender_addon.core.layer_math", "channels_near", "  rotations -> channel values"),
-                 ("blender_addon.latent.armature", "write", "write the frames"),
+                 ("blender_addon.latent.armature.adapter", "write", "write the frames"),
+                 ("blender_addon.latent.armature", "write", "write the frames"),  # (trees before the wings)
                  ("blender_addon.io.latent", "overwrite_values", "  of which foreach_get/set of co")]
 
 
@@ -124,7 +127,10 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
     from blender_addon.latent import core as latent
-    from blender_addon.latent import kinds
+    try:
+        from blender_addon.latent import slider
+    except ImportError:  # a tree before the latent wings (--tree): the same functions in ``kinds``
+        from blender_addon.latent import kinds as slider
     from addon_helpers import copy_armature
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"
@@ -142,7 +148,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
         with latent.suspended():
             for seg in segs:
                 seg.amplify = value
-        kinds.sync_quietly(obj)
+        slider.sync_quietly(obj)
     timers = Stopwatch()
     timers.wrap(bridge, "request", "model")
     if profile:
@@ -219,6 +225,7 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
               ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
+              ("blender_addon.latent.armature.encode", "install_inbetween", "latent controls installed (editable)"),
               ("blender_addon.latent.encode", "install_inbetween", "latent controls installed (editable)")]
     timers.wrap_present(stages)
     samples = []

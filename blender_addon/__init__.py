@@ -2,7 +2,7 @@
 encode motion into latent control points and edit it with sliders; the same for mesh sequences.
 
 Registration only; the work is in the feature packages (docs/architecture.md): ``inbetween``,
-``latent``, ``mesh``, ``train``, ``batch``, on top of ``io`` (bpy <-> numpy) and ``core``
+``latent`` (armatures and mesh sequences), ``train``, ``batch``, on top of ``io`` (bpy <-> numpy) and ``core``
 (numpy), with ``ui`` for panels, menus and keymaps, and ``bridge`` (the backend, imported lazily).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ def _classes():
     from .inbetween import op_inbetween
     from .io import bone_map
     from .latent import op_bake, op_encode, op_redecode, op_remove, op_resample, op_reset, props
-    from .mesh import op_encode as op_mesh_encode, op_inbetween as op_mesh_inbetween
+    from .latent import op_mesh_encode, op_mesh_inbetween
     from .ui import bone_map_panel, latent_panel, mesh_panel, op_bone_map, op_check_backend, panel, settings
     return (preferences.classes + bone_map.classes + settings.classes + props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes

@@ -26,7 +26,7 @@ FILES = [f"tests/test_{name}.py" for name in (
     "build",
     "addon_operator", "addon_refusals", "addon_scene_io", "addon_ui", "addon_writer", "addon_keys",
     "addon_fps", "addon_constraints",
-    "latent_encode", "latent_inbetween", "latent_lifecycle", "latent_refusals", "latent_ui",
+    "latent_encode", "latent_inbetween", "latent_lifecycle", "latent_refusals", "latent_ui", "latent_hand_edits",
     "addon_mesh_cloth", "addon_mesh_inbetween", "addon_mesh_io", "addon_mesh_latent", "addon_mesh_reader",
     "addon_mesh_refusals", "addon_mesh_ui",
     "batch", "batch_commands", "batch_resume", "batch_security", "batch_mesh", "batch_fps",

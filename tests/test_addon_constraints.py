@@ -121,7 +121,7 @@ def test_only_constrained_bones_selected_is_refused(rig):
 
 def test_encode_names_them_and_its_sliders_never_write_them(rig, walk):
     from latent_helpers import AUTOENCODER
-    from blender_addon.latent import encode
+    from blender_addon.latent.armature import encode
     arm, targets = rig
     thin_keys(arm, range(1, 92))  # Encode reads every frame; keep the walk's keys on 1..91
     constrain(arm, targets)

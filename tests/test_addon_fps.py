@@ -232,7 +232,7 @@ def test_encode_counts_the_models_frames(scenes, tmp_path):
     """At 60 fps the autoencoder's minimum (its frames at 30 fps) is twice as many scene frames."""
     from latent_helpers import AUTOENCODER, info
     from blender_addon.core.errors import Refusal
-    from blender_addon.latent import encode
+    from blender_addon.latent.armature import encode
     least = 2 * (int(info()["config"]["min_window"]) - 1) + 1
     src = import_bvh(_write_at(tmp_path, 60))
     try:

@@ -200,6 +200,46 @@ def test_save_next_to_the_blend_and_reload(source, tmp_path):
         prefs().mesh_cache_folder = folder
 
 
+def test_a_cache_belongs_to_its_blend_and_save_as_elsewhere_gives_the_copy_its_own(source, tmp_path):
+    """Issue 29: Save As to another folder; the copy's sliders, Bake and Remove never write or delete
+    the first file's cache, and the first file's cache is left byte for byte."""
+    folder = prefs().mesh_cache_folder
+    prefs().mesh_cache_folder = ""  # the default: //splinetween/ next to the .blend
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    try:
+        assert bpy.ops.wm.save_as_mainfile(filepath=str(first / "scene.blend")) == {"FINISHED"}
+        obj = cached_grid(source["pc2"], "Owned")
+        st = encode(obj, 1, 61)
+        st.segments[0].amplify = 1.5
+        assert bpy.ops.wm.save_mainfile() == {"FINISHED"}
+        old = first / "splinetween" / "scene_Owned_encoded.pc2"
+        kept = old.read_bytes()
+        shown = evaluated_range(obj, 1, 61)
+        assert bpy.ops.wm.save_as_mainfile(filepath=str(second / "copy.blend")) == {"FINISHED"}
+        obj = bpy.data.objects["Owned"]
+        obj.splinetween_latent.segments[0].amplify = 2.0
+        own = second / "splinetween" / "copy_Owned_encoded.pc2"
+        assert old.read_bytes() == kept and own.exists()
+        assert obj.modifiers["Splinetween"].filepath == "//splinetween/copy_Owned_encoded.pc2"
+        assert not np.array_equal(evaluated_range(obj, 1, 61), shown)
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+        assert not own.exists() and old.read_bytes() == kept  # Remove deletes this file's cache only
+        assert bpy.ops.wm.open_mainfile(filepath=str(first / "scene.blend")) == {"FINISHED"}
+        obj = bpy.data.objects["Owned"]
+        assert np.array_equal(evaluated_range(obj, 1, 61), shown)  # the first file as it was saved
+        assert bpy.ops.wm.save_as_mainfile(filepath=str(second / "baked.blend")) == {"FINISHED"}
+        obj = bpy.data.objects["Owned"]
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}  # the baked modifier reads its own copy
+        baked = second / "splinetween" / "baked_Owned_encoded.pc2"
+        assert baked.read_bytes() == kept and obj.modifiers[-1].filepath.endswith("baked_Owned_encoded.pc2")
+        bpy.data.objects.remove(obj)
+    finally:
+        prefs().mesh_cache_folder = folder
+
+
 @pytest.mark.torch
 def test_both_backend_modes_write_the_same_cache(source):
     from backend.pc2 import read_pc2

@@ -50,7 +50,8 @@ def test_edit(blends, engine, tmp_path):
     from backend.edits import edit_points
     from blender_addon import preferences
     from blender_addon.latent import core as latent
-    from blender_addon.latent import encode, kinds
+    from blender_addon.latent import slider
+    from blender_addon.latent.armature import encode
     src, out = tmp_path / "in", tmp_path / "out"
     (blend,) = H.copy_inputs(blends, ["run"], src)
     bvh = Path(shutil.copy2(blends["turn"]["clip"], src / "turn.bvh"))
@@ -72,7 +73,7 @@ def test_edit(blends, engine, tmp_path):
     with latent.suspended():
         for seg in ours.splinetween_latent.segments:
             seg.amplify, seg.timing = 1.5, 0.25
-    kinds.sync(ours)
+    slider.sync(ours)
     want = snapshot(ours)
     assert got.keys() == want.keys()
     for k in want:

@@ -15,15 +15,9 @@ PACKAGES = ("blender_addon", "backend", "training")
 LATENT = "blender_addon.latent"
 
 # Private names used across modules today, each named (a new one fails the test; so does one of these
-# once it is gone: then delete its line).  All four modules are io/keys' and the layer's two
-# vocabularies for F-curves, which issue 31 part 3 makes one (io/keys with public names).
+# once it is gone: then delete its line).
 KNOWN_PRIVATE = {
-    ("blender_addon.core.layer_math", "blender_addon.core.latent_math._FRAME_EPS"),
     ("blender_addon.core.slider_math", "blender_addon.core.rig_math._AXIS"),
-    ("blender_addon.io.latent", "blender_addon.io.scene._VEC2"),
-    ("blender_addon.io.latent", "blender_addon.io.scene._ENUMS"),
-    ("blender_addon.io.latent", "blender_addon.io.scene._FLOATS"),
-    ("blender_addon.io.latent", "blender_addon.io.scene._BOOLS"),
 }
 
 
@@ -86,8 +80,6 @@ def test_no_import_cycle_outside_latent(graphs):
     assert not bad, "modules that import each other in a circle:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=True, reason="blender_addon/latent/ still imports in a circle (core -> props -> kinds -> "
-                   "armature/mesh -> core, and armature <-> armature_resample); issue 31 part 2 rebuilds it in wings")
 def test_no_import_cycle_in_latent(graphs):
     graph = graphs["blender_addon"]
     bad = [describe(graph, c) for c in cycles(graph) if any(m.startswith(LATENT) for m in c)]

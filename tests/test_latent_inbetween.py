@@ -132,3 +132,25 @@ def test_inbetween_over_latent_controls_asks_first_in_the_ui(walk, thinned):
     assert Op.invoke(me, context, None) == {"RUNNING_MODAL"} and not ran
     assert me.replace_latent and asked[0]["confirm_text"] == "Bake and Inbetween"
     assert f"Frames 1-{walk['n']} have latent controls" in asked[0]["message"]
+
+
+def test_a_shared_action_is_refused_by_inbetween_editable_as_by_encode(walk, thinned):
+    """Issue 32 item 6: two armatures on one action; Inbetween (Editable) refuses with Encode's message
+    and changes nothing; untick Editable and it fills (plain keys, no latent controls)."""
+    other = bpy.data.objects[walk["name"]].copy()
+    bpy.context.collection.objects.link(other)
+    other.animation_data.action = thinned.animation_data.action
+    bpy.context.view_layer.objects.active = thinned
+    try:
+        before = snapshot(thinned)
+        with pytest.raises(RuntimeError, match=f"shares its action with {other.name}.*Inbetween \\(Editable\\)"):
+            OP()
+        after = snapshot(thinned)
+        assert after.keys() == before.keys() and not thinned.splinetween_latent.active
+        for k in before:
+            assert_same_keys(before[k], after[k])
+        with pytest.raises(RuntimeError, match=f"shares its action with {other.name}.*Encode"):
+            bpy.ops.anim.splinetween_encode()
+        assert OP(editable=False) == {"FINISHED"} and not thinned.splinetween_latent.active
+    finally:
+        bpy.data.objects.remove(other)

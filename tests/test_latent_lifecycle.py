@@ -277,13 +277,13 @@ def test_the_plan_keeps_a_signature_only_while_its_inputs_are_the_same(enc):
         return [LM.signature(raw[s], seg.amplify, seg.timing, tuple(x + 0.0 for x in seg.principal[:m]),
                              bounds[s][1] - bounds[s][0] + 1) for s, seg in enumerate(st.segments)]
     raw = latent.read_raw(enc, st)
-    bounds, first = latent.plan(st, raw)
+    bounds, first, _ = latent.plan(st, raw)
     assert first == fresh(raw, bounds)
     raw2 = raw.copy()
     raw2[0, 1, 3] += 0.25
     st.segments[1].amplify = 1.5
-    bounds, second = latent.plan(st, raw2)
+    bounds, second, _ = latent.plan(st, raw2)
     assert second == fresh(raw2, bounds)
     assert second[0] != first[0] and second[1] != first[1] and second[2:] == first[2:]
-    bounds, third = latent.plan(st, raw)  # (back: the first segment's signature as before)
+    bounds, third, _ = latent.plan(st, raw)  # (back: the first segment's signature as before)
     assert third[0] == first[0] and third == fresh(raw, bounds)

@@ -11,7 +11,9 @@ from latent_helpers import source  # noqa: F401  (module fixture: the example ar
 from latent_helpers import temporary, changed_frames, curves, encoded_copy
 
 bpy = bpy()
-from blender_addon.latent import armature, armature_layer, kinds  # noqa: E402
+from blender_addon.latent import slider  # noqa: E402
+from blender_addon.latent import state  # noqa: E402
+from blender_addon.latent.armature import adapter  # noqa: E402
 from blender_addon.latent import core as latent  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -25,8 +27,7 @@ def same(a, b):
 
 def cold(obj) -> None:
     """Forget every cache of the range, as a fresh Blender session would start."""
-    armature.forget(obj.splinetween_latent.token)
-    latent._neutral.clear()
+    state.forget(obj.splinetween_latent.token)
 
 
 def test_slider_after_undo_writes_what_a_fresh_session_writes(source):
@@ -64,11 +65,11 @@ def test_two_segments_in_one_redecode_equal_two_slider_changes(source):
         st = at_once.splinetween_latent
         with latent.suspended():  # both change before one re-decode (keyed sliders at a frame change)
             st.segments[0].amplify, st.segments[1].amplify = 1.6, 0.7
-        assert kinds.sync(at_once)
+        assert slider.sync(at_once)
         a, b = snapshot(one_by_one), snapshot(at_once)
         same(a, b)
         # and the cached layer path agrees with the maths from scratch
-        armature_layer.forget(st.token)
+        state.forget(st.token)
         st.segments[1].amplify = 0.75
         st.segments[1].amplify = 0.7
         same(a, snapshot(at_once))
@@ -79,11 +80,11 @@ def test_a_rotation_mode_change_is_seen_by_the_next_slider_change(source):
         st = obj.splinetween_latent
         st.segments[1].amplify = 1.4
         bone = next(b for b in st["bones"] if obj.pose.bones[b].rotation_mode != "QUATERNION")
-        before = armature.channels_of(obj, st)
+        before = adapter.channels_of(obj, st)
         obj.pose.bones[bone].rotation_mode = "QUATERNION"
-        now = armature.channels_of(obj, st)
+        now = adapter.channels_of(obj, st)
         assert now != before and any(c[0] == bone and c[1] == "rotation_quaternion" for c in now)
         obj.pose.bones[bone].rotation_mode = before[[c[0] for c in before].index(bone)][3]
-        assert armature.channels_of(obj, st) == before
+        assert adapter.channels_of(obj, st) == before
         st.segments[1].amplify = 1.5
         assert st.status == ""

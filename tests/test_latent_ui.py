@@ -158,3 +158,25 @@ def test_the_panel_warns_when_the_model_knows_the_motion_poorly(tmp_path):
     assert "Segments 1, 2, 3, 4, 5, 6 ...: the model knows this motion poorly: edits may look unnatural" in text
     assert text.count("the model knows this motion poorly") == n + 1  # the box, and each segment's fit
     disable_addon()
+
+
+def test_the_panel_says_when_the_layer_is_on_top_of_an_edited_animation_and_when_the_take_changed():
+    """Issue 29: a key changed by hand since Encode is named in the panel; another action assigned
+    greys the sliders out with both takes named."""
+    src = setup_scene()
+    obj = encoded_copy(src.name)
+    assert "edited animation" not in texts(draw(obj))
+    from addon_helpers import channelbag
+    fc = channelbag(obj).fcurves.find('pose.bones["Hips"].location', index=1)
+    kp = fc.keyframe_points[60]
+    kp.co_ui = (kp.co.x, kp.co.y + 0.5)
+    fc.update()
+    obj.splinetween_latent.segments[0].amplify = 2.0
+    assert "on top of your edited animation" in texts(draw(obj))
+    first = obj.animation_data.action
+    obj.animation_data.action = first.copy()
+    obj.animation_data.action.name = "Take 2"
+    log = draw(obj)
+    assert "now plays 'Take 2'" in texts(log) and f"on '{first.name}'" in texts(log)
+    assert ("set", "enabled", False) in log
+    disable_addon()

@@ -40,7 +40,7 @@ def _read(fc):
 
 @pytest.mark.parametrize("layout", ["alike", "unlike", "shifted", "missing curve", "frame without key"])
 def test_only_the_keys_on_the_frames_change(layout):
-    from blender_addon.io import latent as latent_io
+    from blender_addon.io import keys as keys_io
     every = list(range(1, 41))
     keyed = {"alike": [every] * 6, "unlike": [every] * 3 + [every[::2]] * 3,
              "shifted": [every] * 3 + [[f + 3 for f in every]] * 3,  # as many keys, other rows
@@ -51,7 +51,7 @@ def test_only_the_keys_on_the_frames_change(layout):
     before = [_read(fc) if fc is not None else None for fc in fcs]
     frames = np.arange(10, 15)
     values = np.arange(len(frames) * len(fcs), dtype=float).reshape(len(frames), len(fcs)) + 100.0
-    skipped = latent_io.overwrite_values(fcs, frames, values)
+    skipped = keys_io.overwrite_values(fcs, frames, values)
     expected_skipped = {"alike": [], "unlike": [3, 4, 5], "shifted": [], "missing curve": [4],
                         "frame without key": [5]}[layout]
     assert skipped == expected_skipped
@@ -70,5 +70,5 @@ def test_only_the_keys_on_the_frames_change(layout):
 
 
 def test_no_curve_at_all_is_named_not_an_error():
-    from blender_addon.io import latent as latent_io
-    assert latent_io.overwrite_values([None, None], np.arange(3), np.zeros((3, 2))) == [0, 1]
+    from blender_addon.io import keys as keys_io
+    assert keys_io.overwrite_values([None, None], np.arange(3), np.zeros((3, 2))) == [0, 1]

@@ -207,7 +207,8 @@ def test_a_root_bone_keyed_after_encode_turns_the_edit_with_it(walk):
     """Bones above the mapped ones keep their own animation: turning the unmapped root bone (Mixamo's
     "Ground") after Encode turns the character, and the next slider change turns the edit's displacement
     of the hips with it (the same curves as with every cache cold)."""
-    from blender_addon.latent import armature, armature_retarget
+    from blender_addon.latent import state
+    from blender_addon.latent.armature import adapter
     rig = twist_copy(walk)
     bpy.context.view_layer.objects.active = rig
     try:
@@ -223,8 +224,8 @@ def test_a_root_bone_keyed_after_encode_turns_the_edit_with_it(walk):
         st.segments[1].amplify = 1.6
         st.segments[1].amplify = 1.5
         warm = snapshot(rig)
-        armature_retarget.forget(st.token)  # the original's view made afresh from the curves
-        armature.sync(rig, force=True)
+        state.forget(st.token)  # the original's view made afresh from the curves
+        adapter.sync(rig, force=True)
         cold = snapshot(rig)
         hips = [k for k in warm if k[0] == 'pose.bones["mixamorig:Hips"].location']
         assert len(hips) == 3

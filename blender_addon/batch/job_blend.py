@@ -16,8 +16,8 @@ from ..io import bone_map as bone_map_io
 from ..io import nla
 from ..io import scene as scene_io
 from ..latent import core as latent
-from ..latent import encode as latent_encode
-from ..latent import kinds
+from ..latent.armature import encode as latent_encode
+from ..latent import slider
 from .blend_file import blend_writer, open_blend
 from .errors import JobError
 
@@ -285,15 +285,15 @@ def _edit(obj, state, opts: dict) -> tuple[str, int]:
             seg.amplify = float(opts.get("amplify", 1.0))
             seg.timing = float(opts.get("timing", 0.0))
             seg.principal = tuple(pcs + [0.0] * (len(seg.principal) - len(pcs)))
-    kinds.sync(obj)
+    slider.sync(obj)
     done = [f"amplify {opts.get('amplify', 1.0):g}, timing {opts.get('timing', 0.0):g}"
             + (f", principal {pcs}" if any(pcs) else "")]
     n = int(opts.get("supersample", 1))
     if n > 1:
-        done.append(kinds.resample(obj, state.backend, (st.frames - 1) * n + 1))
+        done.append(slider.resample(obj, state.backend, (st.frames - 1) * n + 1))
     frames = st.frames
     if opts.get("bake"):
-        done.append(kinds.bake(obj))
+        done.append(slider.bake(obj))
     return "; ".join(done), frames
 
 

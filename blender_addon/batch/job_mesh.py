@@ -18,7 +18,7 @@ from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..io import mesh_checkpoints
 from ..latent import core as latent
-from ..latent import mesh as mesh_latent
+from ..latent.mesh import adapter as mesh_latent
 from .errors import JobError
 from .blend_file import blend_writer, open_blend
 from .job_blend import objects_of_type

@@ -19,7 +19,7 @@ import numpy as np
 
 POINTS = 4  # cubic Bezier control points per segment
 RAW_PREFIX = "splinetween_s"
-_FRAME_EPS = 1e-3
+FRAME_EPS = 1e-3
 
 
 def raw_name(segment: int, point: int) -> str:
@@ -233,21 +233,21 @@ def merge_restore(cur: dict | None, orig: dict | None, lo: float, cur_hi: float,
     parts = []
     if orig is not None:
         x = orig["co"][:, 0]
-        parts.append(_rows(orig, (x >= lo - _FRAME_EPS) & (x <= orig_hi + _FRAME_EPS)))
+        parts.append(_rows(orig, (x >= lo - FRAME_EPS) & (x <= orig_hi + FRAME_EPS)))
     if cur is not None and len(cur["co"]):
         x = cur["co"][:, 0]
-        before, after = x < lo - _FRAME_EPS, x > cur_hi + _FRAME_EPS
+        before, after = x < lo - FRAME_EPS, x > cur_hi + FRAME_EPS
         kept = [_rows(cur, before)]
         if after.any():
             kept.append(_shift(_rows(cur, after), orig_hi - cur_hi) if cur_hi != orig_hi else _rows(cur, after))
         outside = {a: np.concatenate([k[a] for k in kept]) for a in cur}
         if orig is not None and len(outside["co"]):
             ox = orig["co"][:, 0]
-            o_out = np.flatnonzero((ox < lo - _FRAME_EPS) | (ox > orig_hi + _FRAME_EPS))
+            o_out = np.flatnonzero((ox < lo - FRAME_EPS) | (ox > orig_hi + FRAME_EPS))
             at = {int(round(float(ox[i]) * 1000)): i for i in o_out}
             for r, (f, v) in enumerate(outside["co"]):
                 i = at.get(int(round(float(f) * 1000)))
-                if i is not None and orig["co"][i, 1] == v and abs(ox[i] - f) < _FRAME_EPS:
+                if i is not None and orig["co"][i, 1] == v and abs(ox[i] - f) < FRAME_EPS:
                     for a in outside:
                         outside[a][r] = orig[a][i]
         parts.append(outside)

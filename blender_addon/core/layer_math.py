@@ -135,10 +135,10 @@ def extend(base_x: np.ndarray, run: tuple[int, int], lo: int, hi: int) -> tuple[
     inside a run changes the curve between it and the nearest kept keys, so those frames are keyed
     too, with the original's own values.  Every whole frame then shows what it should."""
     a, b = run
-    x = base_x[(base_x >= lo - LM._FRAME_EPS) & (base_x <= hi + LM._FRAME_EPS)]
-    before, after = x[x < a - LM._FRAME_EPS], x[x > b + LM._FRAME_EPS]
-    a2 = int(np.floor(before.max() + LM._FRAME_EPS)) + 1 if len(before) else lo
-    b2 = int(np.ceil(after.min() - LM._FRAME_EPS)) - 1 if len(after) else hi
+    x = base_x[(base_x >= lo - LM.FRAME_EPS) & (base_x <= hi + LM.FRAME_EPS)]
+    before, after = x[x < a - LM.FRAME_EPS], x[x > b + LM.FRAME_EPS]
+    a2 = int(np.floor(before.max() + LM.FRAME_EPS)) + 1 if len(before) else lo
+    b2 = int(np.ceil(after.min() - LM.FRAME_EPS)) - 1 if len(after) else hi
     return min(a, max(lo, a2)), max(b, min(hi, b2))
 
 
@@ -178,7 +178,7 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
     original's keys there and keep their ``INHERITED`` attributes (a frame without one: unselected,
     AUTO_CLAMPED).  None: there is nothing to key (no original curve and nothing written or kept).
     ``attrs``: only these attributes (the others are not computed)."""
-    eps = LM._FRAME_EPS
+    eps = LM.FRAME_EPS
     if attrs is not None:
         pick = (lambda d: d if d is None else {a: d[a] for a in attrs if a in d})
         current, base = pick(current), pick(base)

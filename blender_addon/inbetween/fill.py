@@ -83,6 +83,11 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     locked = {(fc.data_path, fc.array_index) for fc in bag.fcurves if fc.lock}  # never written, named below
     editable = options.editable and hasattr(obj, "splinetween_latent") and _fills_everything(options, plan, bones) \
         and not locked
+    if editable:  # latent controls on an action another object plays would move that object too
+        from ..latent.armature import take
+        shared = take.shared_refusal(obj, "Inbetween (Editable)")
+        if shared:
+            raise Refusal(f"{shared}; or untick Editable; nothing was changed")
     try:
         if editable:
             header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
@@ -106,18 +111,18 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
     note = ""
     st = getattr(obj, "splinetween_latent", None)  # (None when the add-on's properties are not registered)
     if st is not None and st.active:  # its range may be overwritten now: keep its keys, drop its controls
-        from ..latent import armature
+        from ..latent.armature import adapter
         if not options.replace_latent:
-            raise Refusal(armature.replace_refusal(obj))
+            raise Refusal(adapter.replace_refusal(obj))
         note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
-        armature.bake(obj)
+        adapter.bake(obj)
     if editable:
         channels = latent_io.driven_channels(obj, bones, rot_j, pos_j)
         snap = latent_io.snapshot(bag, [(scene_io.bone_path(b, p), i) for b, p, n, _ in channels for i in range(n)])
     written, skipped = write(obj, bag, bones, plan, out_basis, out_loc, options, rot_j, pos_j, locked,
                              lambda j: step(3 + j, total))
     if editable:
-        from ..latent import encode
+        from ..latent.armature import encode
         encode.install_inbetween(obj, info.path, plan.start, keys, bones, info, rt, rot, pos, reply, latent_out, snap)
         note += "; editable in Latent Controls"
     if plan.left:

@@ -143,6 +143,11 @@ def _blend_path(path: Path) -> str:
     return str(path)
 
 
+def point(mod, path: Path) -> None:
+    """Make the modifier read ``path`` (relative to the .blend where it can be)."""
+    mod.filepath = _blend_path(path)
+
+
 def find(obj, uid: int):
     """The add-on's MeshCache modifier of ``obj`` (by its persistent id), or None."""
     for mod in obj.modifiers:

@@ -34,3 +34,12 @@ def new_fcurve(bag, data_path: str, index: int = 0, group_name: str = ""):
     if group_name:
         fc.group = bag.groups.get(group_name) or bag.groups.new(group_name)
     return fc
+
+
+def slot_channelbag(action, slot_identifier: str):
+    """The channelbag of ``action``'s slot named ``slot_identifier`` (its first slot when empty), or None."""
+    slot = next((s for s in action.slots if s.identifier == slot_identifier), None) if slot_identifier else \
+        (action.slots[0] if len(action.slots) else None)
+    if slot is None:
+        return None
+    return anim_utils.action_get_channelbag_for_slot(action, slot)

@@ -7,6 +7,9 @@ as rows of the same dict (:func:`new_rows`), merged with the kept keys in numpy 
 and written with :func:`write`; Blender's own ``update()`` then recomputes the automatic
 handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
 are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
+
+This is the one module that touches ``keyframe_points`` for Inbetween and the latent layer alike (the
+layer's slider writes, whole-curve sets and re-timing are at the end), so it is longer than 300 lines.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ BLENDER_DEFAULTS = {"back": 1.70158, "amplitude": 0.8, "period": 4.1}  # a key i
 ADDED = {"handle_left_type": "AUTO_CLAMPED", "handle_right_type": "AUTO_CLAMPED", "interpolation": "BEZIER",
          "type": "KEYFRAME", "easing": "AUTO", "back": 0.0, "amplitude": 0.0, "period": 0.0,
          "select_control_point": True, "select_left_handle": True, "select_right_handle": True}
+FRAME_EPS = 1e-3  # frames closer than this are the same frame
 FEW = 24  # frames below which values_at calls evaluate rather than reading the keys
 
 
@@ -37,12 +41,17 @@ def enum_value(prop: str, name: str) -> int:
     return bpy.types.Keyframe.bl_rna.properties[prop].enum_items[name].value
 
 
+def curve_map(bag) -> dict:
+    """``(data_path, index) -> F-curve`` of a channelbag, in one pass (looked up once per operation)."""
+    return {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
+
+
 class Curves:
     """The F-curves of a channelbag by ``(data_path, array_index)``: one pass over the bag."""
 
     def __init__(self, bag):
         self.bag = bag
-        self.by_channel = {(fc.data_path, fc.array_index): fc for fc in bag.fcurves}
+        self.by_channel = curve_map(bag)
 
     def get(self, path: str, index: int):
         return self.by_channel.get((path, index))
@@ -76,6 +85,18 @@ def read(fc, attrs=tuple(ATTRS)) -> dict[str, np.ndarray]:
         kp.foreach_get(a, buf)
         out[a] = buf.reshape(n, 2) if width == 2 else buf
     return out
+
+
+def read_co(fcs) -> tuple[tuple, np.ndarray]:
+    """(key counts, every curve's ``co`` one curve after the other) of ``fcs`` (None: no curve, count -1)."""
+    counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
+    buf = np.empty(2 * sum(max(n, 0) for n in counts), np.float32)
+    at = 0
+    for fc, n in zip(fcs, counts):
+        if n > 0:
+            fc.keyframe_points.foreach_get("co", buf[at:at + 2 * n])
+            at += 2 * n
+    return counts, buf
 
 
 def empty() -> dict[str, np.ndarray]:
@@ -228,3 +249,137 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
         out[~on] = [fc.evaluate(f) for f in frames[~on].tolist()]
     return out
 
+
+# -- the latent layer's writes (io/latent and latent/ call these: the one module that touches keys) --
+MOTION = ("co", "handle_left", "handle_right", "interpolation", "type")  # what a layer key changes
+
+
+def read_motion(fc) -> dict:
+    """The attributes of a curve's keys that the latent layer changes (``MOTION``)."""
+    return read(fc, MOTION)
+
+
+def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.ndarray | None = None) -> list[int]:
+    """The slider's fast path: on each curve of ``fcs`` (None: no curve) the keys already on every one of
+    ``frames`` (scene frames, sorted) get the new values ``values[:, c]``, one ``foreach_get`` and one
+    ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once
+    (``co``: every curve's ``co`` just read, one curve after the other: not read again, and updated in place).
+    -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
+    belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
+    run of them starts on the frame after an original key)."""
+    kps = [fc.keyframe_points if fc is not None else () for fc in fcs]
+    counts = [len(kp) for kp in kps]
+    at = [0]
+    for n in counts:
+        at.append(at[-1] + 2 * n)
+    read = co is None or len(co) != at[-1]  # ``co``: every curve's keys read just before, one after the other
+    if read:
+        co = np.empty(at[-1], dtype=np.float32)
+    if counts and counts[0] and counts.count(counts[0]) == len(counts):  # the common case: one grid
+        grid = co.reshape(len(kps), -1)
+        for kp, row in zip(kps, grid):
+            if read:
+                kp.foreach_get("co", row)
+        x = grid[:, 0::2]
+        # ... and the first curve's keys on the frames sit at the same rows of every curve (the common
+        # case, every curve keyed alike): one search for all, checked where it is used
+        rows = np.minimum(np.searchsorted(x[0], frames - FRAME_EPS), counts[0] - 1)
+        if not len(frames) or (np.abs(x[:, rows] - frames) < FRAME_EPS).all():
+            grid[:, 2 * rows + 1] = values.T
+            for kp, row in zip(kps, grid):
+                kp.foreach_set("co", row)
+            return []
+    elif read:
+        for c, kp in enumerate(kps):
+            if counts[c]:
+                kp.foreach_get("co", co[at[c]:at[c + 1]])
+    sizes = np.array(counts, dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    x = co[0::2]
+    rows = np.zeros((len(fcs), len(frames)), dtype=np.int64)
+    ok = sizes > 0
+    if not ok.any():
+        return list(range(len(fcs)))
+    for c in np.flatnonzero(ok):
+        rows[c] = start[c] + np.minimum(np.searchsorted(x[start[c]:start[c + 1]], frames - FRAME_EPS), sizes[c] - 1)
+    ok &= (np.abs(x[rows] - frames[None]) < FRAME_EPS).all(1) if len(frames) else ok
+    co[2 * rows[ok] + 1] = values.T[ok]
+    for c in np.flatnonzero(ok).tolist():
+        kps[c].foreach_set("co", co[at[c]:at[c + 1]])
+    return np.flatnonzero(~ok).tolist()
+
+
+def set_every_frame(fcs: list, blocks: dict, lo: int, hi: int, frames: np.ndarray, values: np.ndarray,
+                    enums: dict) -> list[int]:
+    """A layout change on curves whose original is keyed on every frame of the range and that still have
+    exactly those keys: inside the range the original's ``MOTION`` attributes, the layer's (``values[:, c]``
+    on scene ``frames``: LINEAR, Generated, flat handles) where it reaches, for every curve in one numpy
+    pass; then per curve one ``foreach_set`` per attribute that changed.  Keys outside the range and the
+    attributes a layer key keeps are not touched.  -> the curves this cannot do (the caller sets them whole)."""
+    n = hi - lo + 1
+    sizes = np.array([len(fc.keyframe_points) if fc is not None else 0 for fc in fcs], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    buf = {a: np.empty((int(start[-1]), 2) if a in VEC2 else int(start[-1]),
+                       np.float32 if a in VEC2 else np.int32) for a in MOTION}
+    ok = blocks["ok"] & (sizes >= n)
+    for c in np.flatnonzero(ok):
+        fcs[c].keyframe_points.foreach_get("co", buf["co"][start[c]:start[c + 1]].ravel())
+    at = np.zeros(len(fcs), dtype=np.int64)
+    want = np.arange(lo, hi + 1, dtype=np.float32)
+    for c in np.flatnonzero(ok):  # where each curve's keys of the range begin, and that they are all there
+        x = buf["co"][start[c]:start[c + 1], 0]
+        i0 = int(np.searchsorted(x, lo - FRAME_EPS))
+        ok[c] = i0 + n <= len(x) and np.array_equal(x[i0:i0 + n], want)
+        at[c] = start[c] + i0
+    cs = np.flatnonzero(ok)
+    for c in cs:
+        for a in MOTION[1:]:
+            fcs[c].keyframe_points.foreach_get(a, buf[a][start[c]:start[c + 1]].ravel())
+    rows = at[cs, None] + np.arange(n)[None]  # [C', F]: each curve's keys of the range in the buffers
+    rel = np.asarray(frames, np.int64) - lo
+    target = {a: blocks[a][cs].copy() for a in MOTION}
+    target["co"][:, rel, 1] = values.T[cs]
+    for a in ("handle_left", "handle_right"):
+        target[a][:, rel] = target["co"][:, rel]
+    target["interpolation"][:, rel] = enums["interpolation"]
+    target["type"][:, rel] = enums["type"]
+    changed = {a: (buf[a][rows] != target[a]).reshape(len(cs), -1).any(1) for a in MOTION}
+    for a in MOTION:
+        buf[a][rows] = target[a]
+    for k, c in enumerate(cs):
+        for a in MOTION:
+            if changed[a][k]:
+                fcs[c].keyframe_points.foreach_set(a, buf[a][start[c]:start[c + 1]].ravel())
+    return np.flatnonzero(~ok).tolist()
+
+
+def retime_curve(fc, lo: float, old_hi: float, new_hi: float, keep_inside: bool, protected=()) -> None:
+    """Stretch ``[lo, old_hi]`` to ``[lo, new_hi]`` on one curve: keys inside are re-timed in
+    proportion (all of them with ``keep_inside``, else only those on ``protected`` frames; the
+    rest are dropped), keys after move by the change in length, keys before stay."""
+    keys = read(fc)
+    if not len(keys["co"]):
+        return
+    x = keys["co"][:, 0].astype(np.float64)
+    inside = (x >= lo - FRAME_EPS) & (x <= old_hi + FRAME_EPS)
+    after = x > old_hi + FRAME_EPS
+    keep = ~inside | (keep_inside & inside)
+    if not keep_inside and len(protected):
+        keep |= inside & np.isin(np.round(x), np.asarray(protected)) & (np.abs(x - np.round(x)) < FRAME_EPS)
+    r = (new_hi - lo) / (old_hi - lo)
+    out = {a: v[keep].copy() for a, v in keys.items()}
+    xi = x[keep]
+    ins, aft = inside[keep], after[keep]
+    for a in ("co", "handle_left", "handle_right"):
+        col = out[a][:, 0].astype(np.float64)
+        moved = np.where(ins, lo + (xi - lo) * r + (col - xi) * r, col)
+        out[a][:, 0] = np.where(aft, col + (new_hi - old_hi), moved).astype(np.float32)
+    write(fc, out, exact_handles=True)
+
+
+def set_changed(fc, current: dict, keys: dict) -> None:
+    """Keys on the same frames as ``current`` (the attributes read): only the attributes that differ are set."""
+    kp = fc.keyframe_points
+    for a, v in current.items():  # (only the attributes read: the others stay as they are)
+        if not np.array_equal(v, keys[a]):
+            kp.foreach_set(a, np.ascontiguousarray(keys[a]).ravel())

@@ -14,7 +14,6 @@ from ..core.errors import Refusal
 from . import keys as keys_io
 from .compat import assigned_channelbag, new_fcurve
 
-_VEC2, _ENUMS, _FLOATS, _BOOLS = keys_io.VEC2, keys_io.ENUMS, keys_io.FLOATS, keys_io.BOOLS  # (io.latent reads them)
 enum_value = keys_io.enum_value
 
 

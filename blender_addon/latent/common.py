@@ -1,7 +1,7 @@
 """The polls the operators share: an animated armature, an object with latent controls."""
 from __future__ import annotations
 
-from .kinds import ADAPTERS
+from .slider import ADAPTERS
 
 
 def poll_animated_armature(cls, context, no_action_hint: str) -> bool:

@@ -1,7 +1,7 @@
 """The latent state of an object, whatever its kind: bookkeeping, raw points, segment plans.
 
 Each segment's ``signature`` fingerprints its inputs (raw control points, amplify, timing,
-principal offsets, output length); an adapter (``armature``, ``mesh``, chosen in ``kinds``)
+principal offsets, output length); an adapter (``armature.adapter``, ``mesh.adapter``, chosen in ``slider``)
 re-decodes the segments whose signature differs from what the scene shows.  Nothing here
 knows how a kind writes its frames.
 """
@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge, preferences
-from . import props
 from ..core import latent_math as LM
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
+from . import state
 
+MAX_PRINCIPAL = 16  # principal-direction sliders per segment (a checkpoint stores 8 by default)
 # what the raw properties' tooltips call a kind's decoded frames
 NOUN = {"ARMATURE": "motion", "MESH": "mesh sequence"}
 _busy = [0]
@@ -169,18 +170,16 @@ def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
     segs = st.segments
     n = len(segs)
     amp, tim = np.empty(n, np.float32), np.empty(n, np.float32)
-    pr = np.empty((n, props.MAX_PRINCIPAL), np.float32)
+    pr = np.empty((n, MAX_PRINCIPAL), np.float32)
     segs.foreach_get("amplify", amp)
     segs.foreach_get("timing", tim)
     segs.foreach_get("principal", pr.ravel())
     return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist())))
 
 
-_last_plan: dict = {}  # token -> (raw, edits, bounds, signatures) of the range's last plan
-
-
 def plan(st, raw: np.ndarray, frames: int | None = None):
-    """(output bounds, signatures) of every segment for ``frames`` output frames (default: now).  A
+    """(output bounds, signatures, edits) of every segment for ``frames`` output frames (default: now);
+    ``edits``: (amplify, timing, principal offsets) as read once for this change (``segment_edits``).  A
     segment whose inputs equal those of the range's last plan keeps its signature (a slider change edits
     one or two of a dozen segments; each signature hashes kilobytes)."""
     frames = st.frames if frames is None else frames
@@ -188,17 +187,16 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     bounds = LM.output_bounds(src, st.source_frames, frames)
     m = len(names(st))
     edits = segment_edits(st, m)
-    last = _last_plan.get(st.token)
+    memory = state.of(st)
+    last = memory.last_plan  # (raw, edits, bounds, signatures) of the range's last plan
     same = [False] * len(edits)
     raw = np.ascontiguousarray(raw, dtype=np.float64)  # (as the signature hashes it)
     if last is not None and last[0].shape == raw.shape and last[2] == bounds:
         same = (last[0].view(np.int64) == raw.view(np.int64)).all(axis=(1, 2)).tolist()  # (bit for bit)
     sigs = [last[3][s] if same[s] and last[1][s] == e else LM.signature(raw[s], *e, bounds[s][1] - bounds[s][0] + 1)
             for s, e in enumerate(edits)]
-    if len(_last_plan) > 64:
-        _last_plan.clear()
-    _last_plan[st.token] = (raw.copy(), edits, bounds, sigs)
-    return bounds, list(sigs)
+    memory.last_plan = (raw.copy(), edits, bounds, sigs)
+    return bounds, list(sigs), edits
 
 
 def encoded_points(st) -> np.ndarray:
@@ -209,19 +207,15 @@ def encoded_points(st) -> np.ndarray:
     return array(st, "encoded_points", (len(st.segments), LM.POINTS, st.latent_size))
 
 
-_neutral: dict = {}  # (token, bounds, principal count) -> neutral signatures (a range's encoded points never change)
-
-
 def neutral_signatures(st, bounds) -> list[str]:
     """What each segment's signature is when its inputs are the encoded ones (the layer adds nothing);
     cached per range and layout (a slider change asks for them every time)."""
-    key = (st.token, tuple(bounds), len(names(st)))
-    if key not in _neutral:
-        if len(_neutral) > 64:
-            _neutral.clear()
-        pts, zeros = encoded_points(st), (0.0,) * key[2]
-        _neutral[key] = [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
-    return list(_neutral[key])
+    key = (tuple(bounds), len(names(st)))
+    table = state.of(st).table("neutral signatures", 8)  # (a range's encoded points never change)
+    if key not in table:
+        pts, zeros = encoded_points(st), (0.0,) * key[1]
+        table[key] = [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+    return list(table[key])
 
 
 def neutral_edits(st) -> list[tuple[float, float, list]]:
@@ -277,9 +271,10 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
 
 def clear(obj) -> None:
     """Drop every trace of the latent range (raw properties, their keys and drivers, bookkeeping);
-    the adapter forgets its decoded parts first.  The property group itself stays, emptied and
+    what the add-on keeps in memory for it goes too (``state.forget``).  The property group itself stays, emptied and
     inactive: scripts and add-ons hold Python references to it, and freeing it under them
     (``property_unset``) crashed Blender on their next read."""
+    state.forget(obj.splinetween_latent.token)
     with suspended():
         for key in [k for k in obj.keys() if k.startswith(LM.RAW_PREFIX)]:
             del obj[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..core.errors import run_reported
-from . import kinds
+from . import slider
 from .common import poll_latent
 
 
@@ -20,7 +20,7 @@ class ANIM_OT_splinetween_bake(bpy.types.Operator):
         return poll_latent(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        return run_reported(self, lambda: kinds.bake(context.active_object))
+        return run_reported(self, lambda: slider.bake(context.active_object))
 
 
 classes = (ANIM_OT_splinetween_bake,)

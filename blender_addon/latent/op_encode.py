@@ -5,7 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
-from . import encode
+from .armature import encode
 from .common import poll_animated_armature
 
 RANGES = [

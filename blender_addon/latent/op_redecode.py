@@ -5,7 +5,7 @@ import bpy
 
 from ..core.errors import Refusal
 from . import core as latent
-from . import kinds
+from . import slider
 from .common import poll_latent
 
 
@@ -26,7 +26,7 @@ class ANIM_OT_splinetween_redecode(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
         try:
-            changed = kinds.sync(obj, context, force=self.force)
+            changed = slider.sync(obj, context, force=self.force)
         except Refusal as e:
             with latent.suspended():
                 obj.splinetween_latent.status = str(e)

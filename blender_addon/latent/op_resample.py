@@ -5,7 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
-from . import kinds
+from . import slider
 from .common import poll_latent
 
 MODES = [
@@ -44,7 +44,7 @@ class ANIM_OT_splinetween_resample(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object
         n = target_frames(obj.splinetween_latent.source_frames, self.mode, self.factor, self.frames)
-        return run_reported(self, lambda: kinds.resample(obj, preferences.settings(context), n))
+        return run_reported(self, lambda: slider.resample(obj, preferences.settings(context), n))
 
 
 classes = (ANIM_OT_splinetween_resample,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..core.errors import run_reported
-from . import kinds
+from . import slider
 from .common import poll_latent
 
 
@@ -24,7 +24,7 @@ class ANIM_OT_splinetween_latent_reset(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         segment = None if self.segment < 0 else self.segment
-        return run_reported(self, lambda: kinds.reset(context.active_object, segment))
+        return run_reported(self, lambda: slider.reset(context.active_object, segment))
 
 
 classes = (ANIM_OT_splinetween_latent_reset,)

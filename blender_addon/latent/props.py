@@ -6,7 +6,7 @@ This group holds the rest: checkpoint, frame range, segments and their sliders, 
 properties inside the group) origins, template, key poses and the snapshot of the original keys.
 
 The F-curves (a mesh: its PC2 cache file) always follow the raw points and sliders: each segment's ``signature`` names what
-its frames show, and ``kinds.sync`` re-decodes the segments whose inputs no longer match.  It
+its frames show, and ``slider.sync`` re-decodes the segments whose inputs no longer match.  It
 runs from the sliders' update callbacks, and from handlers for what fires no callback: raw
 properties typed in the UI (depsgraph update), keyed or driven ones (frame change), undo/redo.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import bpy
 from bpy.app.handlers import persistent
 
-MAX_PRINCIPAL = 16  # principal-direction sliders per segment (a checkpoint stores 8 by default)
+from .core import MAX_PRINCIPAL
 KINDS = [
     ("AUTOENCODER", "Encoded", "Encoded from existing motion with the motion autoencoder"),
     ("INBETWEEN", "In-betweened", "Made by Inbetween; its keys are never changed"),
@@ -23,8 +23,8 @@ KINDS = [
 
 
 def _slider_changed(self, context) -> None:
-    from . import kinds
-    kinds.on_slider(self.id_data, context)
+    from . import slider
+    slider.on_slider(self.id_data, context)
 
 
 class SplinetweenLatentSegment(bpy.types.PropertyGroup):
@@ -63,12 +63,21 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
     cm_per_unit: bpy.props.FloatProperty(default=1.0, options={"HIDDEN"})
     snapshot_all: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     status: bpy.props.StringProperty(name="Status", description="Why the last change was not applied")
-    # mesh sequences: the decode lives in a PC2 file read by a MeshCache modifier (see mesh_latent)
+    # mesh sequences: the decode lives in a PC2 file read by a MeshCache modifier (see mesh.adapter)
     cache_uid: bpy.props.IntProperty(options={"HIDDEN"}, description="persistent_uid of the MeshCache modifier")
     cache_fingerprint: bpy.props.StringProperty(options={"HIDDEN"}, description="What the cache file shows")
+    cache_blend: bpy.props.StringProperty(options={"HIDDEN"}, subtype="FILE_PATH",
+                                          description="The .blend the cache file belongs to (Save As elsewhere: a new one)")
     made_animation_data: bpy.props.BoolProperty(default=False, options={"HIDDEN"})
     num_vertices: bpy.props.IntProperty(name="Vertices", description="Vertices of the encoded mesh")
     segments: bpy.props.CollectionProperty(type=SplinetweenLatentSegment)
+    # the take the range is made on (``take``) and what the layer last wrote (``carry``)
+    action: bpy.props.PointerProperty(type=bpy.types.Action, name="Take",
+                                      description="The action the latent controls were made on")
+    action_slot: bpy.props.StringProperty(options={"HIDDEN"}, description="Its slot's identifier")
+    shown_id: bpy.props.StringProperty(options={"HIDDEN"}, description="Names the layer's last write")
+    base_edited: bpy.props.BoolProperty(default=False, options={"HIDDEN"},
+                                        description="Keys changed since Encode were carried into the original")
 
     @property
     def frame_end(self) -> int:
@@ -76,10 +85,10 @@ class SplinetweenLatent(bpy.types.PropertyGroup):
 
 
 def _sync_objects(objects) -> None:
-    from . import kinds
+    from . import slider
     for obj in objects:
-        if obj.type in kinds.ADAPTERS and obj.splinetween_latent.active:
-            kinds.sync_quietly(obj)
+        if obj.type in slider.ADAPTERS and obj.splinetween_latent.active:
+            slider.sync_quietly(obj)
 
 
 @persistent

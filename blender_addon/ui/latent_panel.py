@@ -14,6 +14,7 @@ import bpy
 from ..core import latent_math as LM
 from ..core import layer_math as L
 from ..latent import core as latent
+from ..latent.armature import take
 from .panel import poll_armature, sidebar_panels
 
 
@@ -58,6 +59,10 @@ def draw_unavailable(layout: bpy.types.UILayout, obj, st) -> None:
     row.operator("anim.splinetween_remove", icon="X")
 
 
+EDITED = ("The layer is on top of your edited animation: the keys you changed since Encode are yours, as you "
+          "left them at neutral sliders, with an edited segment's change added on top")
+
+
 def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     """An active latent range: its state, Encode's next step (Bake / Remove), the model's fit, Reset All,
     Resample and the segments' sliders (armatures and meshes alike)."""
@@ -65,9 +70,12 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
     draw_unavailable(layout, obj, st)
     path, why = latent.checkpoint_for(st, context)
+    off = take.changed(obj) or take.shared_refusal(obj, "the sliders") if obj.type == "ARMATURE" else None
     fit = latent.fidelity(st)
     poor = L.fidelity_problem(fit, mesh=obj.type == "MESH") if fit is not None else None
-    for problem, icon in ((why, "ERROR"), (st.status, "ERROR"), (poor, "INFO")):
+    edited = EDITED if st.base_edited else None
+    for problem, icon in ((why, "ERROR"), (off, "ERROR"), (st.status if st.status != off else None, "ERROR"),
+                          (edited, "INFO"), (poor, "INFO")):
         if problem:
             box = layout.box()
             box.alert = icon == "ERROR"
@@ -81,7 +89,7 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
         op = row.operator("anim.splinetween_resample", text=f"{factor:g}x")
         op.mode, op.factor = "FACTOR", factor
     body = layout.column()
-    body.enabled = path is not None
+    body.enabled = path is not None and not off
     draw_segments(body, obj, st)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bpy
 
 from ..io import cache as mesh_cache
-from ..mesh.op_inbetween import draw_key_options
+from ..latent.op_mesh_inbetween import draw_key_options
 from .latent_panel import wrapped, draw_controls
 from .panel import sidebar_panels
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..inbetween.op_inbetween import KEY_MODES
-from ..mesh.op_inbetween import MESH_KEY_MODES
+from ..latent.op_mesh_inbetween import MESH_KEY_MODES
 
 
 class SplinetweenSceneSettings(bpy.types.PropertyGroup):

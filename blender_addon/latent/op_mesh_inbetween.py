@@ -6,9 +6,9 @@ import bpy
 from .. import preferences
 from ..core.errors import run_reported
 from ..io import mesh_checkpoints
-from ..latent import mesh as mesh_latent
-from ..latent.op_encode import draw_range
-from .op_encode import MeshRange, poll_mesh
+from .mesh import adapter as mesh_latent
+from .op_encode import draw_range
+from .op_mesh_encode import MeshRange, poll_mesh
 
 
 MESH_KEY_MODES = [

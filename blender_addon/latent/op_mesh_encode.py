@@ -6,8 +6,8 @@ import bpy
 from .. import preferences
 from ..core.errors import run_reported
 from ..io import mesh_checkpoints
-from ..latent import mesh as mesh_latent
-from ..latent.op_encode import draw_range
+from .mesh import adapter as mesh_latent
+from .op_encode import draw_range
 
 RANGES = [
     ("SCENE", "Scene", "The scene's frame range (its preview range when that is on)"),

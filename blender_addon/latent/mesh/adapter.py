@@ -17,16 +17,19 @@ import json
 import time
 from pathlib import Path
 
+import bpy
 import numpy as np
 
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core import mesh_math
-from ..core.errors import Refusal
-from ..io import cache as mesh_cache
-from ..io import mesh as mesh_io
-from . import core as latent
-from .mesh_layer import forget, layered, prime, request
+from ... import bridge
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core import mesh_math
+from ...core.errors import Refusal
+from ...io import cache as mesh_cache
+from ...io import mesh as mesh_io
+from .. import core as latent
+from . import cache
+from .layer import layered, prime
 
 
 
@@ -51,6 +54,13 @@ def meta(path: Path, task: str) -> dict:
         raise Refusal(f"{Path(path).name} is a mesh {out['task']} checkpoint; this needs a mesh {task} one "
                       f"(Preferences > Add-ons > Splinetween > {where})")
     return out
+
+
+def request(settings, header: dict, arrays: dict) -> tuple[dict, dict]:
+    try:
+        return bridge.request(settings, header, arrays)
+    except bridge.BridgeError as e:
+        raise Refusal(f"the backend failed, nothing was changed: {e}") from None
 
 
 def _free_mesh(obj) -> None:
@@ -80,48 +90,19 @@ def _check_vertices(obj, count: int, m: dict, path: Path) -> None:
                       "mesh's checkpoint in Preferences > Add-ons > Splinetween, or train one on it")
 
 
-def _cache_path(context, obj, what: str) -> Path:
-    try:
-        path = mesh_cache.choose_path(obj, what, context)
-        mesh_cache.prepare_folder(path)
-    except mesh_cache.CacheRefusal as e:
-        raise Refusal(str(e)) from None
-    return path
-
-
-def modifier(obj, st):
-    mod = mesh_cache.find(obj, st.cache_uid)
-    if mod is None:
-        raise Refusal(f"{obj.name} lost its {mesh_cache.MODIFIER} MeshCache modifier; Remove the latent controls "
-                      "and encode again")
-    return mod
-
-
-def _sharing(obj, path: Path) -> str | None:
-    """Another mesh with latent controls whose cache file is this one (a duplicated object), or None."""
-    import bpy
-    for other in bpy.data.objects:
-        if other is obj or other.type != "MESH" or not other.splinetween_latent.active:
-            continue
-        mod = mesh_cache.find(other, other.splinetween_latent.cache_uid)
-        if mod is not None and mesh_cache.file_of(other, mod) == path:
-            return other.name
-    return None
-
-
 def sync(obj, context=None, force: bool = False) -> bool:
     """Write the cache file when it does not show the raw points and sliders (the original where they
     are the encoded ones, the layer elsewhere); True if written."""
-    from .. import preferences
+    from ... import preferences
     st = obj.splinetween_latent
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw)
-    mod = modifier(obj, st)
-    path = mesh_cache.file_of(obj, mod)
+    bounds, sigs, edits = latent.plan(st, raw)
+    mod = cache.modifier(obj, st)
+    path = cache.owned_cache(obj, st, mod, context)
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
     if not stale and all(sigs[s] == seg.signature for s, seg in enumerate(st.segments)):
         return False
-    other = _sharing(obj, path)
+    other = cache.sharing(obj, path)
     if other:
         raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
                       f"Remove or Bake the latent controls of one of them (and Encode it again)")
@@ -131,7 +112,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
         ckpt, why = latent.checkpoint_for(st, context)
         if ckpt is None:
             raise Refusal(why)
-    frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, nsigs)
+    frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, edits, nsigs)
     try:
         fp = mesh_cache.write(path, frames, st.frame_start)
     except mesh_cache.CacheRefusal as e:
@@ -147,12 +128,12 @@ def sync(obj, context=None, force: bool = False) -> bool:
     return True
 
 
-def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, cache,
+def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, pc2,
              num_vertices, neutral=None, keys=None, key_frames=None, principal_descriptions=(),
              fidelity=None) -> None:
     """Bookkeeping, raw points, the original (``base``: the frames read, or the fill), the modifier, then
     the file; undone when the file cannot be written (a file that was there before, unused, stays)."""
-    existed = cache.exists()
+    existed = pc2.exists()
     latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
                             points=points, principal_names=principal_names,
                             principal_descriptions=principal_descriptions, fidelity=fidelity)
@@ -163,7 +144,8 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
         if keys is not None:
             latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
             latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
-        st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, cache, start, start + frames - 1)
+        st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, pc2, start, start + frames - 1)
+        st.cache_blend = bpy.data.filepath
     if neutral is not None:
         prime(st, neutral)
     try:
@@ -186,7 +168,7 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     if n < m["min_frames"]:
         raise Refusal(f"frames {start}-{end} are {n} frame{'s' * (n != 1)}; the model needs at least "
                       f"{m['min_frames']} (encode a longer range)")
-    cache = _cache_path(context, obj, "encoded")
+    pc2 = cache.new_path(context, obj, "encoded")
     frames = _read(context, obj, start, end)
     _check_vertices(obj, frames.shape[1], m, ckpt)
     reply, out = request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
@@ -194,13 +176,13 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     t1 = time.perf_counter()
     _install(context, obj, kind="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
              points=out["points"], principal_names=reply["principal_names"], base=frames, neutral=out["vertices"],
-             cache=cache, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
+             pc2=pc2, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
              principal_descriptions=reply.get("principal_descriptions", ()))
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"], mesh=True)
     return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control "
             f"points in {1e3 * (time.perf_counter() - t0):.0f} ms (model {1e3 * reply.get('seconds', 0):.0f} ms, "
-            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {cache.name} "
+            f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {pc2.name} "
             "until a slider moves" + (f". {poor}" if poor else ""))
 
 
@@ -227,7 +209,7 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
     if why:
         raise Refusal(why)
     start, end = keys[0], keys[-1]
-    cache = _cache_path(context, obj, "inbetween")
+    pc2 = cache.new_path(context, obj, "inbetween")
     frames = _read(context, obj, start, end, frames=keys)
     _check_vertices(obj, frames.shape[1], m, ckpt)
     rel = [k - start for k in keys]
@@ -235,15 +217,16 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
                           {"key_frames": frames})
     _install(context, obj, kind="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
              segments=reply["segments"], points=out["points"], principal_names=[], base=out["vertices"],
-             cache=cache, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
+             pc2=pc2, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
     return (f"Filled frames {start}-{end} of {obj.name} between {len(keys)} key frames in "
-            f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {cache.name}")
+            f"{1e3 * (time.perf_counter() - t0):.0f} ms; the mesh shows them from {pc2.name}")
 
 
 def _drop(obj, delete_file: bool) -> str:
+    """Detach the modifier; its file is deleted only when this .blend made it (never another file's)."""
     st = obj.splinetween_latent
+    delete_file = delete_file and st.cache_blend == bpy.data.filepath
     note = mesh_cache.detach(obj, mesh_cache.find(obj, st.cache_uid), delete_file, st.made_animation_data)
-    forget(st.token)
     latent.clear(obj)
     return note
 
@@ -255,9 +238,9 @@ def bake(obj) -> str:
     mod = mesh_cache.find(obj, st.cache_uid)
     kept = ""
     if mod is not None:
+        cache.owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
         mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
         kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
-    forget(st.token)
     latent.clear(obj)
     return f"Baked frames {a}-{b}{kept}; latent controls removed"
 
@@ -278,14 +261,14 @@ def resample(obj, settings, frames: int) -> str:
     ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
     if ckpt is None:
         return nothing
-    modifier(obj, st)
+    cache.modifier(obj, st)
     raw = latent.read_raw(obj, st)
     old = st.frames
     with latent.suspended():
         st.frames = frames
     try:  # the layer at the new length, decoded before anything changes (the backend may refuse)
-        bounds, sigs = latent.plan(st, raw)
-        layered(st, ckpt, settings, raw, bounds, sigs, latent.neutral_signatures(st, bounds))
+        bounds, sigs, edits = latent.plan(st, raw)
+        layered(st, ckpt, settings, raw, bounds, sigs, edits, latent.neutral_signatures(st, bounds))
     finally:
         with latent.suspended():
             st.frames = old

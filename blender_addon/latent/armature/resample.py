@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core.errors import Refusal
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import armature
-from . import armature_layer as layer
-from . import core as latent
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core.errors import Refusal
+from ...io import keys as keys_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from .. import core as latent
+from .. import decode, state
+from . import adapter, carry, layer, take
 
 
-def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
+def _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs) -> None:
     """Decode the edited segments at the new length before anything changes (the backend may refuse)."""
     edited = L.edited_segments(sigs, nsigs)
     if not edited:
@@ -29,13 +30,8 @@ def _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs) -> None:
         if st.kind == "INBETWEEN" else ()
     frames = L.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
     _, need = L.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
-    pts, m = latent.encoded_points(st), len(latent.names(st))
-    jobs = []
-    for s in need:
-        seg, length = st.segments[s], bounds[s][1] - bounds[s][0] + 1
-        jobs.append((s, sigs[s], raw[s], seg.amplify, seg.timing, [x + 0.0 for x in seg.principal[:m]], length))
-        jobs.append((s, nsigs[s], pts[s], 1.0, 0.0, [0.0] * m, length))
-    layer.decode(st, path, settings, jobs)
+    jobs = decode.jobs(raw, layer.stored(st)[2], bounds, sigs, nsigs, edits, need)
+    decode.decoded(st, path, settings, jobs, layer.REQUEST)
 
 
 def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
@@ -43,10 +39,10 @@ def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
     before Encode, an in-betweened range's fill, evaluated at the new frames' times."""
     lo = st.frame_start
     k = np.arange(frames, dtype=np.float64)
-    if st.kind == "INBETWEEN":
-        curves, times = armature.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
+    if st.kind == "INBETWEEN" or st.base_edited:  # (keys changed since Encode: the original is ``base`` now)
+        curves, times = adapter.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
     else:
-        curves, times = armature.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
+        curves, times = adapter.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
     out = np.empty((frames, len(channels)))
     for c, (bone, prop, i, _) in enumerate(channels):
         static = getattr(obj.pose.bones[bone], prop)[i]
@@ -61,37 +57,42 @@ def resample(obj, settings, frames: int) -> str:
     path, nothing = latent.resample_checkpoint(obj, st, frames)
     if path is None:
         return nothing
+    take.check(obj)
     bag = scene_io.channelbag(obj)
     if bag is None:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
-    channels = armature.channels_of(obj, st)
+    channels = adapter.channels_of(obj, st)
+    adapter.settle(obj, st, bag)  # keys changed since the last write are the original now
     raw = latent.read_raw(obj, st)
-    bounds, sigs = latent.plan(st, raw, frames)
+    bounds, sigs, edits = latent.plan(st, raw, frames)
     nsigs = latent.neutral_signatures(st, bounds)
-    _prefetch(obj, st, path, settings, raw, bounds, sigs, nsigs)  # may refuse: nothing written yet
+    _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs)  # may refuse: nothing written yet
     values = original_at(obj, st, bag, channels, frames)
     if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all (Remove)
         have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
         extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
                  if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
-        merged = [(p, i, k) for (p, i), k in armature.original_keys(st).items()] + latent_io.snapshot(bag, extra)
+        merged = [(p, i, k) for (p, i), k in adapter.original_keys(st).items()] + latent_io.snapshot(bag, extra)
         with latent.suspended():
             latent.store(st, "original", LM.pack_curves(merged))
             st.snapshot_all = True
     driven = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
-    keep = armature.protected(st) + st.frame_start
+    keep = adapter.protected(st) + st.frame_start
     lo, old_hi, new_hi = st.frame_start, st.frame_end, st.frame_start + frames - 1
     for fc in list(bag.fcurves):
         written = (fc.data_path, fc.array_index) in driven
-        latent_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
+        keys_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
     old = st.frames
     with latent.suspended():
         st.frames = frames
-    keys_at = armature.protected(st) + lo
+    keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
-    curves, enums, base = latent_io.curve_map(bag), latent_io.new_key_enums(), []
+    curves, enums, base = keys_io.curve_map(bag), latent_io.new_key_enums(), []
+    deleted = carry.gone(st)
     for c, (bone, prop, i, _) in enumerate(channels):
         p = scene_io.bone_path(bone, prop)
+        if (p, i) in deleted:  # a curve the user deleted is not made again
+            continue
         fc = curves.get((p, i))
         now = scene_io.read_keys(fc) if fc is not None else None
         keys = L.layered_curve(now, now, lo, new_hi, keyed, values[keyed - lo, c], enums)
@@ -103,5 +104,7 @@ def resample(obj, settings, frames: int) -> str:
         latent.new_base_version(st)
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral
-    armature.sync(obj)
+    carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)
+    state.of(st).seen = None
+    adapter.sync(obj)
     return f"Resampled frames {lo}-{old_hi} ({old} frames) to {lo}-{new_hi} ({frames} frames)"

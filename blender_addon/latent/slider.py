@@ -1,17 +1,22 @@
-"""Latent controls of any kind, through one table of adapters: no type switches elsewhere.
+"""Where a slider change starts: a slider's update callback, a handler (raw points typed, keyed or
+driven; undo) or an operator calls ``on_slider`` / ``sync`` here, which picks the object's wing.
 
-An adapter (``armature``: F-curves; ``mesh``: a PC2 cache file) provides ``sync(obj, context,
-force)``, ``bake(obj)``, ``remove(obj)`` and ``resample(obj, settings, frames)``; the operators,
-the handlers and the batch call these functions, which pick the adapter by the object's type.
+Latent controls of any kind go through one table of adapters, no type switches elsewhere: an adapter
+(``armature.adapter``: F-curves; ``mesh.adapter``: a PC2 cache file) provides ``sync(obj, context,
+force)``, ``bake(obj)`` and ``remove(obj)``; ``RESAMPLE`` names each kind's Resample.  The operators,
+the handlers and the batch call these functions.
 """
 from __future__ import annotations
 
 from ..core import latent_math as LM
 from ..core.errors import Refusal
-from . import armature, mesh
+from .armature import adapter as armature_adapter
+from .armature import resample as armature_resample
+from .mesh import adapter as mesh_adapter
 from . import core as latent
 
-ADAPTERS = {"ARMATURE": armature, "MESH": mesh}
+ADAPTERS = {"ARMATURE": armature_adapter, "MESH": mesh_adapter}
+RESAMPLE = {"ARMATURE": armature_resample.resample, "MESH": mesh_adapter.resample}
 
 
 def adapter(obj):
@@ -40,7 +45,8 @@ def remove(obj) -> str:
 def resample(obj, settings, frames: int) -> str:
     """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
     compresses from its start, later keys move with its end, and the sliders keep working."""
-    return adapter(obj).resample(obj, settings, frames)
+    adapter(obj)  # (refuses other kinds)
+    return RESAMPLE[obj.type](obj, settings, frames)
 
 
 def reset(obj, segment: int | None = None) -> str:

@@ -6,35 +6,27 @@ leaves the scene exactly as it was.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-import bpy
 import numpy as np
 
-from .. import bridge
-from ..core import constraints
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..core import rig_math
-from ..core.errors import Refusal
-from ..io import bone_map as bone_map_io
-from ..io import constraints as constraints_io
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import armature, armature_layer, armature_retarget
-from . import core as latent
+from ... import bridge
+from ...core import constraints
+from ...core import latent_math as LM
+from ...core import layer_math as L
+from ...core import rig_math
+from ...core.errors import Refusal
+from ...io import bone_map as bone_map_io
+from ...io import constraints as constraints_io
+from ...io import keys as keys_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from . import layer, retarget, take
+from .. import core as latent
 
 
 def _armature(obj):
     return scene_io.editable_keys(obj)  # linked or overridden: refused before anything is written
-
-
-def _shared_action(obj) -> str | None:
-    action = obj.animation_data.action
-    for other in bpy.data.objects:
-        if other is not obj and other.type == "ARMATURE" and other.splinetween_latent.active \
-                and other.animation_data and other.animation_data.action == action:
-            return other.name
-    return None
 
 
 def action_range(obj) -> tuple[int, int]:
@@ -50,10 +42,9 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     if obj is not None and obj.type == "ARMATURE" and obj.splinetween_latent.active:
         raise Refusal(f"{obj.name} already has latent controls (frames {obj.splinetween_latent.frame_start}-"
                       f"{obj.splinetween_latent.frame_end}); Bake or Remove them first")
-    other = _shared_action(obj) if obj is not None and obj.animation_data else None
-    if other:
-        raise Refusal(f"{obj.name} shares its action with {other}, which has latent controls; "
-                      "give this armature its own action (the number next to the action's name makes a copy)")
+    shared = take.shared_refusal(obj, "Encode") if obj is not None and obj.type == "ARMATURE" else None
+    if shared:
+        raise Refusal(shared)
     bag = _armature(obj)
     meta = latent.checkpoint_meta(path)
     if meta["task"] != "autoencoder":
@@ -75,7 +66,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     written = constraints.written_channels(bones, rot_j, pos_j)
     left = {b: d.describe() for b, d in constraints_io.driven_bones(obj, written).items()}
     frames = np.arange(start, end + 1, dtype=np.float64)
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, frames, curves)
     if rt.native:  # the data set's skeleton: each bone converts on its own (``rig_math``)
@@ -85,7 +76,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     else:  # through the bone map's conversion, as Inbetween reads the rig
         offsets, cm_per_unit = rt.offsets, rt.scale
         mapped = [rt.bone_of(j) if j in rt.mapped else "" for j in range(len(info.names))]
-        rot, pos = armature_retarget.model_pose(obj, bag, rt, channels, bones, values, frames)[:2]
+        rot, pos = retarget.model_pose(obj, bag, rt, channels, bones, values, frames)[:2]
     bad = ~(np.isfinite(rot).all((1, 2)) & np.isfinite(pos).all((1, 2)))
     if bad.any():
         raise Refusal(f"the curves hold NaN or infinite values at frame(s) {frames[bad][:5].astype(int).tolist()}")
@@ -97,14 +88,14 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    armature.install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
+    install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
                      principal_descriptions=reply.get("principal_descriptions", ()),
                      fidelity=reply.get("fidelity"), snapshot=snap, values=values,
                      model_segments=reply.get("model_segments"), left=list(left))
-    armature_layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
+    layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
     poor = L.fidelity_problem(reply["fidelity"])
     return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
@@ -112,6 +103,50 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
             + (f". {poor}" if poor else "") + (f"; {constraints.report(left)} (the sliders never write them)"
                                                if left else "")
             + (bone_map_io.unmapped_note(info.names, [b or None for b in mapped]) if mapped else ""))
+
+
+def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
+            cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
+            principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
+            key_positions=None, model_segments=None, model_keys=None, left=(), joint_bones=None) -> None:
+    """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
+    and its original (``base`` keys when they differ from those before, ``values`` on every frame).
+    ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
+    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
+    the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
+    joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
+    st = obj.splinetween_latent
+    latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
+                            principal_names=principal_names, principal_descriptions=principal_descriptions,
+                            fidelity=fidelity)
+    with latent.suspended():
+        st.cm_per_unit = float(cm_per_unit)
+        latent.store(st, "bones", list(bones))
+        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
+        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
+        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
+        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
+        if keys is not None:
+            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
+            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+        if left:
+            latent.store(st, "left", sorted(left))
+        if joint_bones is not None:
+            latent.store(st, "joint_bones", list(joint_bones))
+        if model_segments is not None:
+            latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
+        if model_keys is not None:
+            latent.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
+        latent.store(st, "original", LM.pack_curves(snapshot))
+        if base is not None:
+            latent.store(st, "base", LM.pack_curves(base))
+        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
+        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
+        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
+            seg.signature = sig  # the keys show the original: every segment at neutral
+        take.remember(obj)
+        st.shown_id = "installed"  # (what the layer writes is recorded from here on: ``carry``)
 
 
 def joint_bones(obj, info, given: dict | None = None):
@@ -136,12 +171,12 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     rot_j, pos_j = rt.on_mapped(info.rotation_joints), rt.on_mapped(info.position_joints)
     mapped = None if rt.native else [rt.bone_of(j) if rt.joint_bone[j] >= 0 else "" for j in range(len(info.names))]
     bag = scene_io.channelbag(obj)
-    curves = latent_io.curve_map(bag)
+    curves = keys_io.curve_map(bag)
     channels = latent_io.channel_list(obj, bones, set(rot_j), set(pos_j))
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    armature.install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
+    install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,

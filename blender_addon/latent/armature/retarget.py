@@ -15,22 +15,16 @@ import hashlib
 
 import numpy as np
 
-from .. import bridge
-from ..core import layer_math as L
-from ..humanoid import retarget
-from ..core import slider_math as SM
-from ..core.errors import Refusal
-from ..io import bone_map as bone_map_io
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-
-_views: dict = {}  # (token, base_version, frames, modes, conversion) -> the original in the model's convention
-
-
-def forget(token: str) -> None:
-    for k in [k for k in _views if k[0] == token]:
-        del _views[k]
-
+from ... import bridge
+from ...core import layer_math as L
+from ...humanoid import retarget
+from ...core import slider_math as SM
+from ...core.errors import Refusal
+from ...io import bone_map as bone_map_io
+from ...io import keys as keys_io
+from ...io import latent as latent_io
+from ...io import scene as scene_io
+from .. import state
 
 def is_mapped(st) -> bool:
     """Whether the range was encoded through a conversion other than the native one."""
@@ -79,24 +73,23 @@ def _others(obj, rt, channels) -> bytes:
     for fc in bag.fcurves:
         path = fc.data_path
         if path.startswith('pose.bones["') and path.split('"')[1] in read and (path, fc.array_index) not in own:
-            co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
-            fc.keyframe_points.foreach_get("co", co)
+            co = keys_io.read(fc, ("co",))["co"]
             for part in (path.encode(), bytes([fc.array_index % 256]), co.tobytes()):
                 digest.update(part)
     return digest.digest()
 
 
 def _view(obj, st, rt, channels, base):
-    key = (st.token, st.base_version, st.frames, tuple(c[3] for c in channels), id(rt), _others(obj, rt, channels))
-    if key not in _views:
-        forget(st.token)
+    key = (st.base_version, st.frames, tuple(c[3] for c in channels), id(rt), _others(obj, rt, channels))
+
+    def make():  # the original in the model's convention (``state``, per range)
         bones = list(st["bones"])
         groups = latent_io.channel_groups(channels, bones)
         frames = st.frame_start + np.arange(st.frames)
         rot, pos, basis, loc = model_pose(obj, scene_io.channelbag(obj), rt, channels, bones, base, frames, groups)
         joint = {b: j for j, b in enumerate(st["joint_bones"]) if b}
-        _views[key] = (groups, [joint[b] for b in bones], rot, pos, basis, loc)
-    return _views[key]
+        return groups, [joint[b] for b in bones], rot, pos, basis, loc
+    return state.of(st).memo("retarget view", key, make)
 
 
 def layer_values(obj, st, path, channels, base, order, e_rot, e_pos, n_rot, n_pos) -> np.ndarray:

@@ -1,1 +1,0 @@
-"""Mesh sequences: Encode Mesh and Inbetween Mesh."""
