@@ -299,3 +299,14 @@ def test_clip_with_another_skeleton_is_skipped(tmp_path, where):
     info = json.loads((out / "final.json").read_text())["info"]
     assert info["train_clips"] == 4
     assert info["skipped_clips" if where == "train" else "skipped_val_clips"] == 1
+
+
+def test_the_model_family_is_also_read_under_its_old_name_kind(tmp_path):
+    from training.config import ConfigError, load_config
+    assert load_config(None, ["--family=alibi"]).family == "alibi"
+    assert load_config(None, ["--kind=alibi_cat"]).family == "alibi_cat"  # (older commands)
+    old = tmp_path / "config.json"
+    old.write_text(json.dumps({"kind": "alibi"}))  # a run folder's config from before the rename
+    assert load_config(str(old), []).family == "alibi"
+    with pytest.raises(ConfigError, match="family='linear'"):
+        load_config(None, ["--kind=linear"])

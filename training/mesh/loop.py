@@ -223,10 +223,10 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     t_basis = time.time() - t0
     scale = {"vertices": basis.num_vertices,
              "diag": float(np.median([bbox_diagonal(train_ms.sequence(i)) for i in range(len(train_ms.names))]))}
-    kind = "keyframe" if cfg.task == "inbetween" else "spline"
-    mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
+    family = "keyframe" if cfg.task == "inbetween" else "spline"
+    mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, family=family, width=cfg.width, latent=cfg.latent,
                        layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls, dropout=cfg.dropout,
-                       base=cfg.base if kind == "keyframe" else "slerp",
+                       base=cfg.base if family == "keyframe" else "slerp",
                        linear_path=cfg.linear_path)
     model = build_model(mcfg)
     if init is not None:
