@@ -126,7 +126,7 @@ def check_mirror(jpath: Path, doc, joints: int, error) -> None:
 def _random_as_empty():
     """A torch function mode in which random tensors are made as ``empty`` ones and random fills are
     skipped: on the meta device only their shapes matter, and PyTorch's meta ``randn`` and in-place
-    random fills run Python reference kernels whose checks import sympy (0.3-0.7 s of every engine
+    random fills run Python reference kernels whose checks import sympy (a large part of every engine
     load).  Made on first use: reading a checkpoint needs no torch (``backend.runtime``)."""
     import torch
 

@@ -90,7 +90,7 @@ _backend_package = None
 
 def backend_package():
     """The bundled ``backend`` subpackage inside the extension, else the source tree's (found once: a
-    slider change asks for it twice, and a search of the import path costs 0.03 ms)."""
+    slider change asks for it twice, and each would search the import path)."""
     global _backend_package
     if _backend_package is None:
         if importlib.util.find_spec(f"{__package__}.backend") is not None:
