@@ -10,6 +10,8 @@ Shapes: B batch, N frames, K control points, c model width, d latent size.
 No positional encoding anywhere in the spline model: time lives in the latent curve.
 Baselines share every block: ``alibi`` has one latent token, repeated, plus sinusoids;
 ``alibi_cat`` concatenates the sinusoids instead of adding them.
+
+Longer than 300 lines: the model beside its inference shortcuts, which must compute what the plain modules do.
 """
 from __future__ import annotations
 

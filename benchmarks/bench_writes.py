@@ -28,6 +28,8 @@ by stage; ``--only slider`` (or inbetween, encode, mesh) runs only those cases.
 Everything goes through operators, properties and public functions, so the script measures
 whatever writer the add-on has: ``--tree DIR`` measures the add-on of another source tree (e.g.
 ``git archive main | tar -x -C DIR``), to set a change beside what it replaces.
+
+Longer than 300 lines: a benchmark script: every case beside its floor from the same run.
 """
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ bundled copy (``<add-on>/backend``, put there by build.py) when present, else th
 * ``AUTO``: in-process PyTorch where it imports (the batch's workers, a developer's Blender), else
   built-in when the request's checkpoint has current exported graphs (and no GPU is asked for), else
   the backend process.  In Blender's own Python: Built-in unless a checkpoint has no exported model.
+
+Longer than 300 lines: the door and the backend process behind it are one protocol (handshake, timeouts,
+the process's life), read together.
 """
 from __future__ import annotations
 

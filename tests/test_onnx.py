@@ -4,6 +4,8 @@
 safetensors; ``backend.runtime`` runs them with numpy around them (``features_np``, ``keyframes_np``:
 the torch twins' numbers).  Agreement is within 1e-5 of the values' scale (float32 rounding: the
 graphs sum in another order than torch's kernels).
+
+Longer than 300 lines: every call of every shipped model against torch, on shared fixtures.
 """
 import json
 import shutil

@@ -3,6 +3,8 @@ kill, DDP == one process, and bad input refused (one line naming the file or key
 
 The example clips (ids 001/002/003) are all in the train split, so each test builds a data
 folder with renamed copies (ids ending in 8) as the validation split.
+
+Longer than 300 lines: the end-to-end runs share their fixtures (data folders, trained runs).
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The training loop: windows -> features -> model -> loss, with validation and resume."""
+"""The training loop: windows -> features -> model -> loss, with validation and resume.
+
+Longer than 300 lines: one training procedure (data, model, validation, resume), read in order.
+"""
 from __future__ import annotations
 
 import math

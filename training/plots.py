@@ -6,6 +6,8 @@
 
 ``curves`` reads RUN_DIR/history.json, or, for a run still in progress, the history kept in
 RUN_DIR/last.json.  Every figure is ``--size`` pixels exactly (default per plot).
+
+Longer than 300 lines: short plots sharing the run's reading and one figure style.
 """
 from __future__ import annotations
 

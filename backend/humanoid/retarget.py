@@ -16,6 +16,8 @@ of leg lengths for another body, the power of ten of ``rig_math.cm_per_unit`` fo
 
 For a rig that *is* the model's skeleton (every joint on a bone parented to its parent joint's bone,
 the same rest posture) every ``D`` is the identity and this is ``rig_math.blender_to_bvh`` exactly.
+
+Longer than 300 lines: one conversion both ways, whose halves must stay exact inverses of each other.
 """
 from __future__ import annotations
 

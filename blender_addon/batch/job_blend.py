@@ -1,5 +1,8 @@
 """The commands on a .blend file, in a worker (real bpy): open safely, work per armature, save a copy
-(opening and saving: ``blend_file``)."""
+(opening and saving: ``blend_file``).
+
+Longer than 300 lines: each command's work per armature beside the safe open and save they share.
+"""
 from __future__ import annotations
 
 import dataclasses

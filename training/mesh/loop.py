@@ -5,6 +5,8 @@ coefficients per frame, so a training step costs the same for 500 or 50,000 vert
 Because the basis rows are orthonormal, the squared error of the coefficients *is* the
 squared vertex error (plus the constant part the basis cannot represent); the loss is that,
 per vertex, in (% of the asset's bounding-box diagonal)^2.
+
+Longer than 300 lines: one training procedure (basis, model, validation, resume), read in order.
 """
 from __future__ import annotations
 
