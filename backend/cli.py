@@ -243,8 +243,8 @@ def cmd_info(args) -> int:
         return 0
     c = ck.config
     print(f"checkpoint  {ck.path}")
-    print(f"model       {c.kind} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
-          f"controls={c.controls if c.kind == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
+    print(f"model       {c.family} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
+          f"controls={c.controls if c.family == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
     print(f"task        {info.get('task', 'autoencoder')}, window {ck.window} frames")
     print(f"skeleton    {ck.skeleton.num_joints} joints: {', '.join(ck.skeleton.names)}")
     print(f"features    {len(ck.layout.position_joints)} position joints, {len(ck.layout.rotation_joints)} "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checkpoint as ckpt_io
+from .checkpoint import DEFAULT_DIR
 from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
@@ -17,8 +17,8 @@ from .mirror import Mirror
 from .splines import ease_weights
 from .skeleton import Clip
 
-DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
-DEFAULT_INBETWEEN = ckpt_io.DEFAULT_DIR / "inbetween.json"
+DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
+DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"
 
 
 class Engine(EngineBase):
@@ -183,23 +183,23 @@ def _join_segments(parts):
     the shared frame, each side eases into it over a quarter of its length (smoothstep), so
     the seam has no jump in position or rotation.
     """
-    from . import quat_np as Q
+    from . import quat_np
     rot = [r.copy() for r, _ in parts]
     pos = [p.copy() for _, p in parts]
     for i in range(len(parts) - 1):
         a_r, a_p, b_r, b_p = rot[i], pos[i], rot[i + 1], pos[i + 1]
-        target_r = Q.slerp(a_r[-1], b_r[0], 0.5)
+        target_r = quat_np.slerp(a_r[-1], b_r[0], 0.5)
         target_p = 0.5 * (a_p[-1] + b_p[0])
         for r, p, end in ((a_r, a_p, -1), (b_r, b_p, 0)):
             n = max(1, len(r) // 4)
             w = ease_weights(n)  # 0 -> 1 towards the seam
             idx = np.arange(len(r) - n, len(r)) if end == -1 else np.arange(n)[::-1]
-            delta_r = Q.mul(target_r, Q.inv(r[end]))  # rotation that takes this side's end onto the target
+            delta_r = quat_np.mul(target_r, quat_np.inv(r[end]))  # rotation that takes this side's end onto the target
             delta_p = target_p - p[end]
             ident = np.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0]), delta_r.shape)
             for k, f in enumerate(idx):
-                r[f] = Q.mul(Q.slerp(ident, delta_r, w[k]), r[f])
+                r[f] = quat_np.mul(quat_np.slerp(ident, delta_r, w[k]), r[f])
                 p[f] = p[f] + w[k] * delta_p
     out_r = [rot[0]] + [r[1:] for r in rot[1:]]
     out_p = [pos[0]] + [p[1:] for p in pos[1:]]
-    return Q.fix_hemisphere(np.concatenate(out_r)), np.concatenate(out_p)
+    return quat_np.fix_hemisphere(np.concatenate(out_r)), np.concatenate(out_p)

@@ -3,6 +3,8 @@ kill, DDP == one process, and bad input refused (one line naming the file or key
 
 The example clips (ids 001/002/003) are all in the train split, so each test builds a data
 folder with renamed copies (ids ending in 8) as the validation split.
+
+Longer than 300 lines: the end-to-end runs share their fixtures (data folders, trained runs).
 """
 from __future__ import annotations
 
@@ -299,3 +301,14 @@ def test_clip_with_another_skeleton_is_skipped(tmp_path, where):
     info = json.loads((out / "final.json").read_text())["info"]
     assert info["train_clips"] == 4
     assert info["skipped_clips" if where == "train" else "skipped_val_clips"] == 1
+
+
+def test_the_model_family_is_also_read_under_its_old_name_kind(tmp_path):
+    from training.config import ConfigError, load_config
+    assert load_config(None, ["--family=alibi"]).family == "alibi"
+    assert load_config(None, ["--kind=alibi_cat"]).family == "alibi_cat"  # (older commands)
+    old = tmp_path / "config.json"
+    old.write_text(json.dumps({"kind": "alibi"}))  # a run folder's config from before the rename
+    assert load_config(str(old), []).family == "alibi"
+    with pytest.raises(ConfigError, match="family='linear'"):
+        load_config(None, ["--kind=linear"])

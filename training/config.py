@@ -20,7 +20,7 @@ class TrainConfig:
     init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
     base: str = "hermite"  # inbetween: interpolation under the residual (hermite | slerp)
-    kind: str = "spline"  # spline | alibi | alibi_cat
+    family: str = "spline"  # the autoencoder's model family: spline | alibi | alibi_cat
     latent: int = 64  # d
     width: int = 128  # c
     layers: int = 4  # n
@@ -61,8 +61,8 @@ class TrainConfig:
     device: str = "cpu"
 
     def validate(self):
-        if self.kind not in ("spline", "alibi", "alibi_cat"):
-            raise ConfigError(f"kind={self.kind!r}: use spline, alibi or alibi_cat")
+        if self.family not in ("spline", "alibi", "alibi_cat"):
+            raise ConfigError(f"family={self.family!r}: use spline, alibi or alibi_cat")
         if self.task not in ("autoencoder", "inbetween"):
             raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
         if self.base not in ("hermite", "slerp"):
@@ -170,6 +170,9 @@ class MeshTrainConfig:
         path.write_text(json.dumps(asdict(self), indent=1))
 
 
+RENAMED = {"kind": "family"}  # keys older config files (and --kind) use -> their name now
+
+
 def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
     known = {f.name: f.type for f in fields(cls)}
     values = {}
@@ -177,6 +180,8 @@ def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
         p = Path(path)
         try:
             values = json.loads(p.read_text())
+            if isinstance(values, dict):
+                values = {RENAMED.get(k, k) if RENAMED.get(k) in known else k: v for k, v in values.items()}
         except OSError as e:
             raise ConfigError(f"{p}: cannot read the config ({e.strerror})") from None
         except ValueError as e:
@@ -189,6 +194,7 @@ def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
             raise ConfigError(f"{o}: overrides look like --key=value")
         k, v = o[2:].split("=", 1)
         k = k.replace("-", "_")
+        k = RENAMED.get(k, k) if RENAMED.get(k) in known else k
         if k not in known:
             raise ConfigError(f"--{k}: unknown config key (known: {', '.join(sorted(known))})")
         values[k] = _coerce(k, known[k], v)

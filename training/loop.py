@@ -1,4 +1,7 @@
-"""The training loop: windows -> features -> model -> loss, with validation and resume."""
+"""The training loop: windows -> features -> model -> loss, with validation and resume.
+
+Longer than 300 lines: one training procedure (data, model, validation, resume), read in order.
+"""
 from __future__ import annotations
 
 import math
@@ -208,8 +211,8 @@ def train(cfg: TrainConfig) -> Path:
         fixed = val_key_masks(val_windows)
         val_batcher = _FixedKeys(InbetweenBatcher(val_batcher, layout, normalizer, cfg.seed, cfg.base),
                                  val_windows, fixed)
-    kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
-    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
+    family = "keyframe" if cfg.task == "inbetween" else cfg.family
+    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
                        decoder_layers=cfg.decoder_layers if cfg.task == "autoencoder" else 0,
                        base=cfg.base if cfg.task == "inbetween" else "slerp",

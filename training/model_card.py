@@ -37,7 +37,7 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
     info, model = doc["info"], doc["model"]
     cfg = info.get("config", {})
     lines = [f"# Model card: {name}", "",
-             f"- **Task**: {info.get('task')} ({model['kind']} transformer: d={model['latent']}, c={model['width']}, "
+             f"- **Task**: {info.get('task')} ({ModelConfig.from_json(model).family} transformer: d={model['latent']}, c={model['width']}, "
              f"n={ModelConfig.from_json(model).depth_text()}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
              f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part), {info.get('train_clips')} "
