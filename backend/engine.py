@@ -41,6 +41,8 @@ class Engine(EngineBase):
         # trained with mirroring and stores its left/right map.
         self.mirror = Mirror.from_info(self.ckpt.info.get("mirror"), self.skeleton.parents)
         self.symmetric = self.mirror is not None
+        # In-betweening: hold the feet the keys (or the fill) plant on the ground (backend.contacts).
+        self.contacts = True
 
     # -- checks -------------------------------------------------------------------------
     def check_clip(self, clip: Clip, keys: list[int] | None = None):

@@ -11,6 +11,7 @@ import torch
 
 from . import quat_np as Q
 from . import timebase as T
+from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features import from_features
 from .guard import blend, fit_alpha, holdout_passes
@@ -203,6 +204,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         # keys exactly as given; frames before the first key and after the last copied as they are
         kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
         rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
+        rot = planted(engine, clip.skeleton, rot, pos, keys, clip.frame_time)
         rot = Q.fix_hemisphere(rot)
         rot[kept] = clip.rotations[kept]  # hemisphere fixing may flip a kept frame's sign: put it back
         meta = {}
@@ -269,9 +271,18 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
             c_rot, c_pos = T.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
-    out_rot = Q.fix_hemisphere(out_rot)
+    out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
+    out_rot = Q.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
+
+
+def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
+    """The fill's rotations with its planted feet held (``backend.contacts``) unless ``engine.contacts``
+    is off; key frames are not changed."""
+    if not getattr(engine, "contacts", False):
+        return rot
+    return plant_feet(skeleton.parents, skeleton.names, rot, pos, keys, frame_time)
 
 
 def uses_mirror(engine, keys) -> bool:
