@@ -297,8 +297,8 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
     points to the mirror-averaged fill ``inbetween`` wrote: the mirrored half depends on the keys
     only, so a re-decode (edited or not) applies the same correction and unedited control points
     give the written fill again.  Cached per keys like the guard's weights."""
-    key = ("mirror",) + (engine._guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
-    cache = engine._guard_weights
+    key = ("mirror",) + (engine.guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
+    cache = engine.guard_cache
     if key not in cache:
         clip, keys = keys_clip(controls, skeleton), list(controls.keys)
         own, = fill(engine, [(clip, keys)], with_base=False)

@@ -85,13 +85,29 @@ def _inbetween_scores(pred_rot, pred_pos, true_grot, true_gpos, parents, nonkey)
             "npss": M.npss(grot, true_grot)}
 
 
-def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPACINGS):
+def foot_sliding(skeleton, windows_rot, windows_pos, pred_rot, pred_pos, keys, frame_time: float) -> float:
+    """Mean speed (the data's unit per second: cm/s) of the predicted feet over the frame steps in which
+    the capture plants them (``backend.contacts.planted_steps``: low and still), key-to-key steps aside;
+    NaN where the skeleton has no legs by name."""
+    from backend import contacts as C
+    legs = C.find_legs(skeleton.names, skeleton.parents)
+    if not legs:
+        return float("nan")
+    steps = [C.planted_steps(skeleton.parents, legs, windows_rot[w], windows_pos[w], pred_rot[w], pred_pos[w], keys,
+                             frame_time) for w in range(len(windows_rot))]
+    steps = np.concatenate(steps)
+    return float(steps.mean()) if len(steps) else float("nan")
+
+
+def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPACINGS, skeleton=None,
+                       frame_time: float = 1.0 / 30.0):
     """In-betweening scores on non-key frames: {k: {"lerp_slerp": {...}, "model": {...}}}.
 
     ``predict(rot, pos, key_idx) -> (rot, pos)`` gets the windows with every non-key frame
     set to NaN (so it cannot read them; a leak shows as NaN scores), or is None for the
     baseline alone.  NPSS treats each window's non-key frames, in order, as one sequence;
-    ground-truth global quaternions are made continuous in time first.
+    ground-truth global quaternions are made continuous in time first.  With ``skeleton`` each method
+    also gets ``foot_cm_s`` (``foot_sliding``) and each spacing ``capture_foot_cm_s``, the capture's own.
     """
     out = {}
     f = windows_rot.shape[1]
@@ -100,14 +116,21 @@ def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPAC
         nonkey = np.setdiff1d(np.arange(f), keys)
         true_grot, true_gpos = Q.fk(windows_rot[:, nonkey], windows_pos[:, nonkey], parents)
         true_grot = Q.fix_hemisphere(true_grot, axis=1)
-        res = {"keys": keys.tolist(), "lerp_slerp": _inbetween_scores(
-            *M.lerp_slerp_inbetween(windows_rot, windows_pos, keys), true_grot, true_gpos, parents, nonkey)}
+        sr, sp = M.lerp_slerp_inbetween(windows_rot, windows_pos, keys)
+        res = {"keys": keys.tolist(), "lerp_slerp": _inbetween_scores(sr, sp, true_grot, true_gpos, parents, nonkey)}
+        feet = [("lerp_slerp", sr, sp)]
         if predict is not None:
             rot, pos = windows_rot.copy(), windows_pos.copy()
             rot[:, nonkey], pos[:, nonkey] = np.nan, np.nan
             pr, pp = predict(rot, pos, keys)
-            res["model"] = _inbetween_scores(np.asarray(pr, np.float64), np.asarray(pp, np.float64),
-                                             true_grot, true_gpos, parents, nonkey)
+            pr, pp = np.asarray(pr, np.float64), np.asarray(pp, np.float64)
+            res["model"] = _inbetween_scores(pr, pp, true_grot, true_gpos, parents, nonkey)
+            feet.append(("model", pr, pp))
+        if skeleton is not None:
+            for name, r, p in feet:
+                res[name]["foot_cm_s"] = foot_sliding(skeleton, windows_rot, windows_pos, r, p, keys, frame_time)
+            res["capture_foot_cm_s"] = foot_sliding(skeleton, windows_rot, windows_pos, windows_rot, windows_pos,
+                                                    keys, frame_time)
         out[k] = res
     return out
 
@@ -129,6 +152,7 @@ def inbetween_predictor(engine, batch: int = 256):
 
 LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Splinetween without the guard",
           "model_asymmetric": "Splinetween without the mirror average",
+          "model_free_feet": "Splinetween without planted feet (contacts off)",
           "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
 
 
@@ -156,9 +180,11 @@ def markdown(report: dict) -> str:
             lines.append(f"| {label} | " + " | ".join(f"{cols[n]['reconstruction'][key]:.3f}" for n in names) + " |")
         lines.append("")
     if all("inbetween" in cols[n] for n in names):
-        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP" for n in names)
+        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP | {n} feet (cm/s)" for n in names)
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
-                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (4 * len(names))]
+                  "Feet: mean speed of a foot joint (ankle, toes) over the frame steps in which the capture "
+                  "plants it (low and still, `backend.contacts`); the capture's own speed there is the floor.", "",
+                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (5 * len(names))]
         for k in cols[names[0]]["inbetween"]:
             for method, label in LABELS.items():
                 if not all(method in cols[n]["inbetween"][k] for n in names):
@@ -168,8 +194,11 @@ def markdown(report: dict) -> str:
                     res = cols[n]["inbetween"][k]
                     s = res[method]
                     cells.append(f"{s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} | "
-                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f}")
+                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f} | {s.get('foot_cm_s', float('nan')):.2f}")
                 lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
+            if all("capture_foot_cm_s" in cols[n]["inbetween"][k] for n in names):
+                lines.append(f"| {k} | the capture itself | " + " | ".join(
+                    f"0 | 0 | 0 | — | {cols[n]['inbetween'][k]['capture_foot_cm_s']:.2f}" for n in names) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -186,19 +215,23 @@ def _column(engine, args, sel, skeleton, bezier):
         pr, pp = reconstruct_windows(engine, rot, pos)
         out["reconstruction"] = evaluate_reconstruction(pr, pp, rot, pos, parents, engine.layout.rotation_joints)
         return out
-    inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents).items()}
+    ft = float(getattr(ms, "frame_time", None) or 1.0 / 30.0)
+    inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents, skeleton=ms.skeleton,
+                                                    frame_time=ft).items()}
     if task == "inbetween" and not args.baselines_only:
         symmetric = engine.symmetric
-        variants = [("model", True, symmetric), ("model_unguarded", False, symmetric)]
+        variants = [("model", True, symmetric, True), ("model_unguarded", False, symmetric, True),
+                    ("model_free_feet", True, symmetric, False)]  # what backend.contacts adds
         if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
-            variants.append(("model_asymmetric", True, False))
-        for name, guard, sym in variants:
-            engine.guard, engine.symmetric = guard, sym
-            for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents).items():
+            variants.append(("model_asymmetric", True, False, True))
+        for name, guard, sym, feet in variants:
+            engine.guard, engine.symmetric, engine.contacts = guard, sym, feet
+            for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents, skeleton=ms.skeleton,
+                                           frame_time=ft).items():
                 inb[str(k)][name] = v["model"]
-        engine.guard, engine.symmetric = True, symmetric
+        engine.guard, engine.symmetric, engine.contacts = True, symmetric, True
     if bezier is not None:
-        for k, v in evaluate_inbetween(bezier, rot, pos, parents).items():
+        for k, v in evaluate_inbetween(bezier, rot, pos, parents, skeleton=ms.skeleton, frame_time=ft).items():
             inb[str(k)]["blender_bezier"] = v["model"]
     out["inbetween"] = inb
     return out
