@@ -15,6 +15,7 @@ from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features import from_features, to_features
+from .guard import MAX_HIDDEN_GAP
 from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
 from .model import rows_product
@@ -36,6 +37,7 @@ class Engine(EngineBase):
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
+        self.guard_limit = MAX_HIDDEN_GAP  # longest doubled gap the guard hides keys in (frames)
         self.guard_cache: dict[bytes, float] = {}
         # In-betweening: also fill the mirrored keys and average (backend.mirror), where the checkpoint
         # trained with mirroring and stores its left/right map.

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import fcurves
 from . import quat_np as Q
 from . import timebase as T
 from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features import from_features
-from .guard import blend, fit_alpha, holdout_passes
+from .guard import MAX_HIDDEN_GAP, blend, fit_alpha, holdout_passes
 from .keyframes import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .skeleton import Clip
 
@@ -107,18 +108,26 @@ def fill_symmetric(engine, items, with_base: bool = True, which=None):
     return out
 
 
+def guard_passes(engine, keys) -> list[list[int]]:
+    """The guard's key lists with every other interior key hidden where the doubled gap is at most
+    ``engine.guard_limit`` frames (``backend.guard.MAX_HIDDEN_GAP``; the model's window - 1: every spacing)."""
+    return holdout_passes(list(keys), engine.ckpt.window - 1, limit=getattr(engine, "guard_limit", MAX_HIDDEN_GAP))
+
+
 def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
     """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
-    ``fills``, the ``fill`` results of ``holdout_passes``) and compared with the hidden keys."""
-    passes = holdout_passes(keys, engine.ckpt.window - 1)
+    ``fills``, the ``fill`` results of ``guard_passes``) and compared, with the curves through the same
+    keys (``backend.fcurves``), with the hidden keys."""
+    passes = guard_passes(engine, keys)
     if fills is None:
-        fills = fill(engine, [(clip, p) for p in passes])
+        fills = fill(engine, [(clip, p) for p in passes], with_base=False)
     hidden, model, herm = [], [], []
-    for p, (mr, mp, br, bp, *_) in zip(passes, fills):
+    for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
+        cr, cp = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, p)
         model.append((mr[h], mp[h]))
-        herm.append((br[h], bp[h]))
+        herm.append((cr[h], cp[h]))
     if not hidden:
         return 1.0
     def cat(lst):
@@ -183,21 +192,19 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         # another frame rate: the model fills its own grid (``backend.timebase``), read back below
         work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft, ck.window - 1)
         checked.append((clip, keys, work, wkeys))
-        passes = holdout_passes(wkeys, ck.window - 1) if engine.guard else []
+        passes = guard_passes(engine, wkeys) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
         items += [(work, wkeys)] + [(work, p) for p in passes]
-        mirror += [not passes] + [False] * len(passes)
-    # The mirror average where the guard hides no key (keys more than 10 frames apart): with the guard's
-    # passes it would double a cost that is already twice the model's (the 10 ms budget per window).
-    fills = fill_symmetric(engine, items, with_base=engine.guard, which=mirror)
+        mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
+    fills = fill_symmetric(engine, items, with_base=False, which=mirror)
     out = []
     for (clip, keys, work, wkeys), span in zip(checked, spans):
         mine = fills[span]
-        rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
+        rot, pos, _, _, ctrl, origins, segs = mine[0]
         if engine.guard:
             alpha = guard_weight(engine, work, wkeys, mine[1:])
             engine.remember_guard(wkeys, work, alpha)
-            rot, pos = blend((rot, pos), (brot, bpos), alpha)
+            rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys), alpha)
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
@@ -244,7 +251,6 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     rot[dense_keys], pos[dense_keys] = controls.key_rotations, controls.key_positions
     template = torch.as_tensor(controls.template, dtype=torch.float32, device=engine.device)
     out_rot, out_pos = rot.copy(), pos.copy()
-    base_rot, base_pos = rot.copy(), pos.copy()
     for si, (a, b) in enumerate(controls.segments):
         lo, hi = a * s, b * s
         m = hi - lo + 1
@@ -261,11 +267,9 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         rr, pp = from_features(feat, engine.layout, origin[0], template, skel.num_joints)
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = rr.cpu().numpy(), pp.cpu().numpy()
-        if engine.guard:
-            br, bp = from_features(engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
-            base_rot[lo:hi + 1], base_pos[lo:hi + 1] = br.cpu().numpy(), bp.cpu().numpy()
     if engine.guard:
-        out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
+        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
+                                 engine.guard_for(controls, skel))
     if uses_mirror(engine, keys):
         c_rot, c_pos = mirror_correction(engine, controls, skel)
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
@@ -287,7 +291,9 @@ def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
 
 def uses_mirror(engine, keys) -> bool:
     """Whether ``inbetween`` answered these keys with the mirror average (``fill_symmetric``): a
-    symmetric engine where the guard hides no key."""
+    symmetric engine where the guard hides no key of a doubled gap up to ``guard.MAX_HIDDEN_GAP`` frames
+    (with those passes the mirror would double a cost already twice the model's: the 10 ms budget per
+    window)."""
     return bool(getattr(engine, "symmetric", False)) and not (
         engine.guard and holdout_passes(list(keys), engine.ckpt.window - 1))
 

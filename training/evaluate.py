@@ -153,6 +153,7 @@ def inbetween_predictor(engine, batch: int = 256):
 LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Splinetween without the guard",
           "model_asymmetric": "Splinetween without the mirror average",
           "model_free_feet": "Splinetween without planted feet (contacts off)",
+          "model_guard_every_gap": "Splinetween, guard hiding keys at every spacing",
           "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
 
 
@@ -221,15 +222,18 @@ def _column(engine, args, sel, skeleton, bezier):
     if task == "inbetween" and not args.baselines_only:
         symmetric = engine.symmetric
         variants = [("model", True, symmetric, True), ("model_unguarded", False, symmetric, True),
-                    ("model_free_feet", True, symmetric, False)]  # what backend.contacts adds
+                    ("model_free_feet", True, symmetric, False),  # what backend.contacts adds
+                    ("model_guard_every_gap", True, symmetric, True)]  # keys hidden at every spacing
+        limit = engine.guard_limit
         if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
             variants.append(("model_asymmetric", True, False, True))
         for name, guard, sym, feet in variants:
             engine.guard, engine.symmetric, engine.contacts = guard, sym, feet
+            engine.guard_limit = engine.ckpt.window - 1 if name == "model_guard_every_gap" else limit
             for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents, skeleton=ms.skeleton,
                                            frame_time=ft).items():
                 inb[str(k)][name] = v["model"]
-        engine.guard, engine.symmetric, engine.contacts = True, symmetric, True
+        engine.guard, engine.symmetric, engine.contacts, engine.guard_limit = True, symmetric, True, limit
     if bezier is not None:
         for k, v in evaluate_inbetween(bezier, rot, pos, parents, skeleton=ms.skeleton, frame_time=ft).items():
             inb[str(k)]["blender_bezier"] = v["model"]
