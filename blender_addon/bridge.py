@@ -105,9 +105,9 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 
 def numpy_module(name: str):
-    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``): safe to use in Blender
-    without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase"):
+    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``, ``timebase``, the
+    ``humanoid`` package's: skeleton finding and conversion): safe to use in Blender without torch."""
+    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase") and not name.startswith("humanoid."):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 

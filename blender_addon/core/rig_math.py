@@ -40,26 +40,18 @@ from . import continuity
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-# BVH (Y up) -> Blender (Z up): +90 degrees about X.
-BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
+_AXES = bridge.numpy_module("humanoid.axes")  # (one constant for rigs and files: backend/humanoid/axes.py)
+BVH_TO_BLENDER = _AXES.BVH_TO_BLENDER  # BVH (Y up) -> Blender (Z up): +90 degrees about X
 
 
 # -- quaternions: the backend's library (shipped inside the extension), same numbers --------
 Q = bridge.numpy_module("quat_np")
 qmul, qrotate, q_to_matrix = Q.mul, Q.rotate, Q.to_matrix
-
-
-def qconj(q: np.ndarray) -> np.ndarray:
-    return Q.inv(np.asarray(q, dtype=np.float64))
+qconj, q_from_matrix = _AXES.qconj, _AXES.q_from_matrix  # (float64 in, w >= 0 out)
 
 
 def qnormalize(q: np.ndarray) -> np.ndarray:
     return Q.normalize(q, eps=1e-12)
-
-
-def q_from_matrix(m: np.ndarray) -> np.ndarray:
-    """Rotation matrices ``[..., 3, 3]`` (float32 noise allowed) -> unit quaternions, w >= 0."""
-    return Q.from_matrix(np.asarray(m, dtype=np.float64))
 
 
 def align_hemisphere(q: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -234,11 +226,4 @@ def bvh_to_blender(rig: RigFrames, rotations: np.ndarray, positions: np.ndarray)
     return basis, qrotate(qconj(rig.location_frame), disp)
 
 
-def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:
-    """Centimetres per Blender unit, to the nearest power of ten (1 for a BVH imported at scale 1,
-    100 for one imported in metres): the rig's proportions are kept, only its units change."""
-    a = float(np.linalg.norm(skeleton_offsets, axis=-1).sum())
-    b = float(np.linalg.norm(rig_offsets, axis=-1).sum())
-    if a <= 0 or b <= 0:
-        return 1.0
-    return float(10.0 ** np.round(np.log10(a / b)))
+cm_per_unit = _AXES.cm_per_unit  # centimetres per Blender unit, to the nearest power of ten

@@ -1,0 +1,134 @@
+"""A BVH skeleton as a rig, and a whole clip of any humanoid converted to the model's skeleton.
+
+A BVH skeleton is a rig whose rest frames are all aligned with the file's axes: as Blender's BVH
+importer builds it, every bone's rest orientation is the axis change ``C`` (Y up -> Z up), its head
+the joint's rest position, its rotation channels the file's local rotations and its location the
+position channel minus the offset.  So the armature's conversion (``retarget``: chains, rest-pose
+differences, proportions) serves files too, and a file gets the answer its import into Blender gets.
+
+``to_model`` is the one call for every path that reads motion of another skeleton: the batch's
+``.bvh`` commands and training's data pipeline (a CMU clip, say) call it; the add-on reaches the same
+``bone_map``/``retarget`` through the bridge.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import quat_np as Q
+from ..skeleton import Clip, Skeleton
+from . import axes as A
+from . import bone_map as BM
+from . import rest_pose, retarget
+
+FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
+
+
+def rig_of(skeleton: Skeleton) -> tuple[dict, dict]:
+    """(geometry for detection ``{bone: (parent, head, tail)}``, ``{bone: RigBone}``) of a BVH skeleton,
+    in Blender's axes."""
+    names, parents = list(skeleton.names), [int(p) for p in skeleton.parents]
+    offsets = np.asarray(skeleton.offsets, dtype=np.float64)
+    x = np.zeros_like(offsets)
+    for j, p in enumerate(parents):
+        x[j] = offsets[j] + (x[p] if p >= 0 else 0.0)
+    heads = A.qrotate(A.BVH_TO_BLENDER, x)
+    rot = A.q_to_matrix(A.BVH_TO_BLENDER)
+    geometry, rig = {}, {}
+    for j, n in enumerate(names):
+        kids = [k for k, p in enumerate(parents) if p == j and np.linalg.norm(heads[k] - heads[j]) > 1e-9]
+        tail = heads[kids[0]] if kids else heads[j] + np.array([0.0, 0.0, 1.0])
+        parent = names[parents[j]] if parents[j] >= 0 else None
+        geometry[n] = (parent, tuple(heads[j]), tuple(tail))
+        m = np.eye(4)
+        m[:3, :3], m[:3, 3] = rot, heads[j]
+        rig[n] = retarget.RigBone(parent, m, True)
+    return geometry, rig
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file's skeleton against the model's: the conversion and the map it was built from."""
+    retarget: retarget.Retarget
+    bone_map: BM.BoneMap
+
+
+def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given: dict | None = None,
+               hint: str = FILE_HINT) -> Found:
+    """The file's skeleton -> the model's (``names``, ``parents``, rest ``offsets``), through ``given``
+    (model joint -> joint of the file) or detection, stood up when the file's world is another axis up.
+    Raises ``bone_map.BoneMapError`` or ``rest_pose.RestPoseError`` naming the bones and the fix (``hint``:
+    where a map is given)."""
+    names, parents = list(names), [int(p) for p in parents]
+    geometry, rig = rig_of(clip.skeleton)
+    bm = BM.detect(names, parents, geometry)
+    if given:
+        bm = BM.BoneMap({**bm.bones, **given}, "Custom", reasons={j: "given" for j, b in given.items() if b})
+    joint_bones = BM.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
+    rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
+                        tuple(position_joints))
+    return Found(_stood_up(rt, clip, names), bm)
+
+
+UP = np.array([0.0, 1.0, 0.0])
+
+
+def _stood_up(rt: retarget.Retarget, clip: Clip, names) -> retarget.Retarget:
+    """``rt`` turned so that the capture stands on the model's Y up when the file is another axis up (Vicon's
+    Z): both its rest pose and its motion then have the head over the feet along that axis.  A rest lying
+    down under upright motion is the rest-pose difference's business; motion lying or crawling over a
+    standing rest is motion, and stays."""
+    at = {n: i for i, n in enumerate(names)}
+    if not all(n in at and rt.joint_bone[at[n]] >= 0 for n in ("Head", "Foot_L", "Foot_R")):
+        return rt
+    x = np.zeros((clip.skeleton.num_joints, 3))
+    for j, p in enumerate(clip.skeleton.parents):
+        x[j] = clip.skeleton.offsets[j] + (x[p] if p >= 0 else 0.0)
+    index = {n: i for i, n in enumerate(clip.skeleton.names)}
+    head, feet = index[rt.bone_of(at["Head"])], [index[rt.bone_of(at[n])] for n in ("Foot_L", "Foot_R")]
+    rest_up = x[head] - x[feet].mean(0)
+    frames = np.unique(np.linspace(0, clip.num_frames - 1, min(clip.num_frames, 32)).astype(int))
+    _, g = Q.fk(clip.rotations[frames], clip.positions[frames], clip.skeleton.parents)
+    moving_up = (g[:, head] - g[:, feet].mean(1)).mean(0)
+    axis = np.zeros(3)
+    k = int(np.argmax(np.abs(rest_up)))
+    axis[k] = np.sign(rest_up[k])
+    if k == 1 or _angle(rest_up, axis) > 45.0 or _angle(moving_up, axis) > 45.0:
+        return rt
+    return rt.upright(rest_pose.swing(axis, UP))
+
+
+def _angle(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    c = np.dot(a, b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
+    return float(np.degrees(np.arccos(np.clip(c, -1.0, 1.0))))
+
+
+def file_channels(clip: Clip, rt: retarget.Retarget) -> tuple[np.ndarray, np.ndarray]:
+    """The clip's channels of the bones the conversion reads: (rotations ``[F, B, 4]``, locations
+    ``[F, B, 3]``, the position channel minus the rest offset, as Blender's importer keys it)."""
+    index = {n: i for i, n in enumerate(clip.skeleton.names)}
+    cols = [index[b] for b in rt.bones]
+    offsets = np.asarray(clip.skeleton.offsets, dtype=np.float64)
+    return clip.rotations[:, cols], clip.positions[:, cols] - offsets[cols]
+
+
+def to_model(clip: Clip, model: Skeleton, position_joints=(1,), given: dict | None = None) -> Clip:
+    """Any humanoid BVH clip -> the same motion on the model's skeleton ``model`` (its names, parents and
+    offsets: the result's skeleton), same frames and frame time.
+
+    Rotations are the model's local quaternions (BVH axes, Y up); ``position_joints`` (the hips) move in
+    centimetres, scaled by the model's leg length over the file's; every other joint keeps ``model``'s
+    offset, so clips of any body share one skeleton (the poses carry over as world-space bone
+    directions).  ``meta["bone_map"]`` says which joint of the file became which joint of the model,
+    ``meta["found_by"]`` the preset or structure that found it.  Raises ``bone_map.BoneMapError`` /
+    ``rest_pose.RestPoseError`` (both ``ValueError``, the message names the bones) for a skeleton that
+    is no humanoid."""
+    found = conversion(clip, model.names, model.parents, model.offsets, position_joints, given)
+    rt = found.retarget
+    rot, pos = rt.to_model(*file_channels(clip, rt))
+    still = [j for j in range(len(model.names)) if j not in set(position_joints)]
+    pos[:, still] = np.asarray(model.offsets, dtype=np.float64)[still]
+    meta = {"bone_map": {model.names[j]: rt.bone_of(j) for j in rt.mapped}, "found_by": found.bone_map.preset}
+    return Clip(model, rot, pos, clip.frame_time, clip.name, meta)
