@@ -1,18 +1,23 @@
-"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in two columns.
+"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in three columns.
 
-    python -m training.evaluate CHECKPOINT [--data PATHS] [--split test|val] [--cache DIR] [--out DIR]
-                                [--limit N] [--device cpu] [--baselines-only] [--blender-baseline]
+    python -m training.evaluate CHECKPOINT [--data PATHS] [--other-data PATHS] [--split test|val]
+                                [--cache DIR] [--out DIR] [--limit N] [--device cpu] [--baselines-only]
+                                [--blender-baseline]
 
 The data README's generalisation protocol: *familiar* is the split (test, or val for choosing
 designs) without the left-out kinds (training.data.LEAVE_OUT); *unfamiliar* is the clips of the
 left-out kinds in the validation and test splits (validation only with --split val).  A model
 trained with --leave_out=protocol has never seen the unfamiliar kinds; the report says whether
-this checkpoint's training did.
+this checkpoint's training did.  *Other studio* is another studio's capture (``--other-data``, by
+default the CMU part: its validation subjects 05 and 09, whatever the split, as it has no test split),
+converted to the model's skeleton by ``backend.humanoid`` as the add-on and the batch convert it.
 
 Reconstruction (Engine.encode + decode of each window, segments as the add-on cuts them): local
 joint-rotation error and MPJPE of global positions.  In-betweening (keys every k frames plus the
 last frame): MPJPE, L2Q and NPSS on the non-key frames, for the model with its guard (as shipped)
-and without, next to LERP/SLERP (and Blender's Bezier with --blender-baseline) on the same windows.
+and without (and without planted feet, and with the guard at every spacing), next to LERP/SLERP (and
+Blender's Bezier with --blender-baseline) on the same windows; beside them the foot-sliding figure
+(``foot_sliding``: cm/s of a foot the capture plants).
 Writes OUT/eval-<split>.md and .json (OUT defaults to the checkpoint's folder).
 """
 from __future__ import annotations
@@ -28,7 +33,7 @@ import torch
 from backend import quat_np as Q
 
 from . import metrics as M
-from .data import DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
+from .data import CMU_DATA, DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
 SPACINGS = (5, 15, 30)
@@ -161,7 +166,7 @@ def markdown(report: dict) -> str:
     cols = report["columns"]
     names = list(cols)
     seen = report.get("left_out_in_training")
-    lines = [f"# Evaluation on the {report['split']} split: familiar and unfamiliar kinds", "",
+    lines = [f"# Evaluation on the {report['split']} split: " + ", ".join(names), "",
              f"- checkpoint: `{report.get('checkpoint') or 'none (baselines only)'}`",
              f"- data: `{report['data']}`"]
     for name, c in cols.items():
@@ -204,12 +209,15 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _column(engine, args, sel, skeleton, bezier):
+def _column(engine, args, data, sel, skeleton, bezier):
     """One column's scores: {windows, clips, what, reconstruction | inbetween}."""
-    rot, pos, ms = load_windows(args.data, sel, args.cache, args.limit, skeleton=skeleton)
+    rot, pos, ms = load_windows(data, sel, args.cache, args.limit, skeleton=skeleton)
     parents = ms.skeleton.parents
     what = (f"{'+'.join(sel.splits)} split(s), " + (f"kinds {', '.join(sel.kinds)}" if sel.kinds else
-                                                    f"every kind but {', '.join(sel.exclude)}"))
+                                                    f"every kind but {', '.join(sel.exclude)}" if sel.exclude
+                                                    else "every clip"))
+    if data != args.data:
+        what += f" of `{data}`, converted to the model's skeleton (backend.humanoid) and 30 fps"
     out = {"windows": len(rot), "clips": len(ms.names), "what": what}
     task = engine.task if engine is not None else None
     if task == "autoencoder" and not args.baselines_only:
@@ -250,9 +258,9 @@ def run(args) -> dict:
         engine = Engine(args.checkpoint, args.device)
     skeleton = engine.skeleton if engine is not None else None
     bezier = None
+    ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
     if args.blender_baseline and (engine is None or engine.task == "inbetween"):
         from .blender_baseline import bezier_predictor
-        ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
         bezier = bezier_predictor(ref)
     report = {"checkpoint": str(engine.path) if engine else None, "data": str(args.data), "split": args.split,
               "window": WINDOW, "columns": {}}
@@ -261,9 +269,12 @@ def run(args) -> dict:
         report["info"] = {k: info.get(k) for k in ("task", "steps", "val_rot_deg", "parameters")}
         left = set(info.get("left_out_kinds") or [])
         report["left_out_in_training"] = bool(left) and set(LEAVE_OUT) <= left
-    for name, sel in columns(args.split).items():
+    todo = {name: (args.data, sel, skeleton) for name, sel in columns(args.split).items()}
+    if args.other_data:  # another studio: its validation subjects whatever the split (it has no test split)
+        todo["other studio"] = (args.other_data, Selection(("val",)), ref)
+    for name, (data, sel, skel) in todo.items():
         try:
-            report["columns"][name] = _column(engine, args, sel, skeleton, bezier)
+            report["columns"][name] = _column(engine, args, data, sel, skel, bezier)
         except (EvalError, DataError) as e:
             raise EvalError(f"{name} column: {e}") from None
     return report
@@ -288,6 +299,9 @@ def main(argv=None) -> int:
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")
     ap.add_argument("--data", default=DEFAULT_DATA,
                     help="BVH folders or .tar.xz archives, comma-separated (default: both archives in ../shared/data)")
+    ap.add_argument("--other-data", default=CMU_DATA,
+                    help="another studio's capture for the third column, its validation subjects (default: the CMU "
+                         "part in ../shared/data; '' leaves the column out)")
     ap.add_argument("--split", default="test", choices=("val", "test"),
                     help="test: report; val: choose designs (the unfamiliar column then reads validation only)")
     ap.add_argument("--cache", default=None, help="parsed-data cache folder")
