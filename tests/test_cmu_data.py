@@ -60,3 +60,19 @@ def test_another_performer_keeps_the_pose_and_scales_legs_and_hips_together():
             g[b, :, hand] - g[b, :, chest], axis=-1)
         assert np.allclose(arm, body)
         assert np.allclose(g2[b, :, hips], g[b, :, hips] * body * leg)  # height and stride follow the legs
+
+
+@pytest.mark.skipif(not (ROOT / CMU_DATA).exists(), reason="the CMU part of ../shared/data is not here")
+def test_evaluation_has_the_other_studio_column_with_foot_sliding(tmp_path):
+    from training.evaluate import main
+    from tests.conftest import TEST_CLIP
+    data = f"{TEST_CLIP},{TEST_CLIP.parent / 'dataset-1_guide_tired_001.bvh'}"
+    assert main(["--baselines-only", "--data", data, "--split", "test", "--limit", "3",
+                 "--other-data", str(ROOT / CMU_DATA), "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "baselines-test.json").read_text())
+    other = report["columns"]["other studio"]
+    assert other["windows"] == 3 and "converted to the model's skeleton" in other["what"]
+    row = other["inbetween"]["15"]
+    assert row["lerp_slerp"]["mpjpe_cm"] > 0
+    assert np.isfinite(row["capture_foot_cm_s"]) and np.isfinite(row["lerp_slerp"]["foot_cm_s"])
+    assert "other studio feet (cm/s)" in (tmp_path / "baselines-test.md").read_text()
