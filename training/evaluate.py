@@ -49,10 +49,11 @@ def columns(split: str) -> dict[str, Selection]:
             "unfamiliar": Selection(("val", "test") if split == "test" else (split,), kinds=LEAVE_OUT)}
 
 
-def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=None):
-    """Protocol windows of a split (or Selection): (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet)."""
+def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=None, every=1):
+    """Protocol windows of a split (or Selection): (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet);
+    ``every`` n: every n-th window only (a quicker reading of every clip)."""
     ms = load_split(data, split, cache, verbose=False, skeleton=skeleton)
-    idx = protocol_windows(ms, length, length)
+    idx = protocol_windows(ms, length, length)[::max(1, every)]
     if limit:
         idx = idx[:limit]
     if len(idx) == 0:
@@ -140,6 +141,17 @@ def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPAC
     return out
 
 
+def curves_predictor(skeleton):
+    """``predict(rot, pos, keys)``: Blender's default F-curves through the keys (``backend.fcurves``, the
+    numpy twin of ``training.blender_baseline``'s real-bpy curves; tests/test_fcurves.py holds them equal)."""
+    from backend import fcurves
+
+    def predict(rot, pos, keys):
+        out = [fcurves.fill(skeleton, rot[w], pos[w], keys) for w in range(len(rot))]
+        return np.stack([r for r, _ in out]), np.stack([p for _, p in out])
+    return predict
+
+
 def inbetween_predictor(engine, batch: int = 256):
     """``predict(rot, pos, keys)`` over windows [W, F, J, *] through ``Engine.inbetween`` (batched)."""
     from backend.skeleton import Clip
@@ -211,7 +223,7 @@ def markdown(report: dict) -> str:
 
 def _column(engine, args, data, sel, skeleton, bezier):
     """One column's scores: {windows, clips, what, reconstruction | inbetween}."""
-    rot, pos, ms = load_windows(data, sel, args.cache, args.limit, skeleton=skeleton)
+    rot, pos, ms = load_windows(data, sel, args.cache, args.limit, skeleton=skeleton, every=args.every)
     parents = ms.skeleton.parents
     what = (f"{'+'.join(sel.splits)} split(s), " + (f"kinds {', '.join(sel.kinds)}" if sel.kinds else
                                                     f"every kind but {', '.join(sel.exclude)}" if sel.exclude
@@ -235,6 +247,8 @@ def _column(engine, args, data, sel, skeleton, bezier):
         limit = engine.guard_limit
         if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
             variants.append(("model_asymmetric", True, False, True))
+        if args.shipped_only:
+            variants = variants[:1]
         for name, guard, sym, feet in variants:
             engine.guard, engine.symmetric, engine.contacts = guard, sym, feet
             engine.guard_limit = engine.ckpt.window - 1 if name == "model_guard_every_gap" else limit
@@ -260,8 +274,7 @@ def run(args) -> dict:
     bezier = None
     ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
     if args.blender_baseline and (engine is None or engine.task == "inbetween"):
-        from .blender_baseline import bezier_predictor
-        bezier = bezier_predictor(ref)
+        bezier = curves_predictor(ref)
     report = {"checkpoint": str(engine.path) if engine else None, "data": str(args.data), "split": args.split,
               "window": WINDOW, "columns": {}}
     if engine is not None:
@@ -307,11 +320,15 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None, help="parsed-data cache folder")
     ap.add_argument("--out", default=None, help="report folder (default: the checkpoint's folder)")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N windows")
+    ap.add_argument("--every", type=int, default=1, metavar="N", help="use every N-th window (all clips, fewer windows)")
+    ap.add_argument("--shipped-only", action="store_true",
+                    help="the in-betweener as shipped only (not without its guard, contacts or mirror average)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     ap.add_argument("--baselines-only", action="store_true", help="LERP/SLERP in-betweening scores, no model")
     ap.add_argument("--blender-baseline", action="store_true",
-                    help="also score Blender's default F-curve interpolation (Bezier, auto-clamped), via bpy")
+                    help="also score Blender's default F-curve interpolation (Bezier, auto-clamped, continuous "
+                         "acceleration: backend.fcurves, equal to real bpy's)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
