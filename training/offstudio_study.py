@@ -80,7 +80,26 @@ def main(argv=None) -> int:
         print(f"| {name} | {len(rot)} | {s['rot_deg']:.2f} | {s['mpjpe_cm']:.2f} |", flush=True)
     print("\nmean local rotation, CMU against Bandai, per modelled joint (deg):")
     print(", ".join(f"{skel.names[j]} {offset[j]:.1f}" for j in rj))
+    print("\nlargest normalised input |z| (the autoencoder's normaliser) and where:")
+    for name in ("Bandai val, walks", "CMU walks (07, 08: never read by this model)"):
+        print(f"- {name}: " + normalised_outliers(engine, *sets[name]))
     return 0
+
+
+def normalised_outliers(engine, rot, pos, top: int = 4) -> str:
+    """The largest |z| of the normalised features over windows, with the joint each feature belongs to."""
+    import torch
+
+    from backend.features import to_features
+    feat, _ = to_features(torch.from_numpy(rot).float(), torch.from_numpy(pos).float(), engine.layout)
+    z = engine.norm(feat).abs().reshape(-1, feat.shape[-1]).max(0).values.numpy()
+    npos = 3 * len(engine.layout.position_joints)
+    where = [f"position of {engine.skeleton.names[engine.layout.position_joints[i // 3]]}" if i < npos else
+             engine.skeleton.names[engine.layout.rotation_joints[(i - npos) // 6]] for i in range(len(z))]
+    order = np.argsort(z)[::-1][:top]
+    floor = int((engine.norm.std.numpy() <= 1e-3 + 1e-9).sum())
+    return (", ".join(f"{z[i]:.0f} ({where[i]})" for i in order)
+            + f"; {floor} of {len(z)} features have the normaliser's floor as their spread")
 
 
 if __name__ == "__main__":
