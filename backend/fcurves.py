@@ -125,10 +125,13 @@ def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, 
     span = np.arange(keys[0], keys[-1] + 1)
     j = skeleton.num_joints
     orders = [skeleton.euler_order(i) for i in range(j)]
-    euler = np.stack([unwrap_euler(Q.to_euler(np.asarray(rot[keys, i], np.float64), orders[i]))
-                      for i in range(j)], 1)
+    groups = {o: [i for i in range(j) if orders[i] == o] for o in dict.fromkeys(orders)}  # one pass per order
+    euler = np.empty((len(keys), j, 3))
+    for o, js in groups.items():
+        euler[:, js] = unwrap_euler(Q.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
     dense = evaluate(keys, np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1), span).reshape(-1, j, 6)
     out_p[span] = dense[..., :3]
-    out_r[span] = np.stack([Q.from_euler(dense[:, i, 3:], orders[i]) for i in range(j)], 1)
+    for o, js in groups.items():
+        out_r[span[:, None], js] = Q.from_euler(dense[:, js, 3:], o)
     out_r[keys], out_p[keys] = rot[keys], pos[keys]
     return out_r, out_p
