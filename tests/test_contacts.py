@@ -114,3 +114,32 @@ def test_two_bone_ik_reaches_and_keeps_the_knee_plane():
     before = np.cross(gpos[:, 2] - gpos[:, 1], gpos[:, 3] - gpos[:, 1])
     after = np.cross(g2[:, 2] - g2[:, 1], g2[:, 3] - g2[:, 1])
     assert ((before * after).sum(-1) > 0).all()
+
+
+def test_the_cli_plants_feet_unless_told_not_to(walk, tmp_path):
+    """``python -m backend inbetween``: planted feet by default, ``--no-contacts`` the model's feet as filled."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    clip, _, held, free = walk
+    outs = {}
+    for flag in ((), ("--no-contacts",)):
+        out = tmp_path / ("free" if flag else "held")
+        r = subprocess.run([sys.executable, "-m", "backend", "inbetween", str(TEST_CLIP), "--every", "5", "--out-dir",
+                            str(out), "--device", "cpu", *flag], cwd=ROOT, capture_output=True, text=True,
+                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        outs[bool(flag)] = read_bvh(out / TEST_CLIP.name)
+    legs = C.find_legs(clip.skeleton.names, clip.skeleton.parents)
+    feet = [j for leg in legs for j in (leg.hip, leg.knee, leg.ankle)]
+    for written, engine_fill in ((outs[False], held), (outs[True], free)):  # the file holds what the engine made
+        assert np.degrees(Q.angle_between(written.rotations[:, feet], engine_fill.rotations[:, feet])).max() < 0.01
+    assert np.degrees(Q.angle_between(outs[False].rotations[:, feet], outs[True].rotations[:, feet])).max() > 1.0
+
+
+def test_batch_passes_no_contacts_to_the_button():
+    from blender_addon.batch.cli import _options, build_parser
+    for argv, want in ((["inbetween", "x.blend", "--out-dir", "o"], True),
+                       (["inbetween", "x.blend", "--out-dir", "o", "--no-contacts"], False)):
+        assert _options(build_parser().parse_args(argv))["contacts"] is want
