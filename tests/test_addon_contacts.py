@@ -9,7 +9,7 @@ from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, 
                            import_bvh, keys_on, snapshot, thin_every, use_test_backend)
 
 bpy = bpy()
-from backend.contacts import ground_contacts  # noqa: E402  (numpy only)
+from backend.contacts import CAPTURE, ground_contacts  # noqa: E402  (numpy only)
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween
@@ -28,7 +28,7 @@ def walk():
     _, keys = thin_every(obj, 10)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     leg = np.linalg.norm(gt[0, names.index("UpperLeg_L")] - gt[0, names.index("Foot_L")])
-    planted = ground_contacts(gt, feet, np.array([0.0, 0.0, 1.0]), 1.0 / fps, leg)
+    planted = ground_contacts(gt, feet, np.array([0.0, 0.0, 1.0]), 1.0 / fps, leg, CAPTURE)
     yield {"name": obj.name, "n": n, "keys": keys, "feet": feet, "planted": planted, "fps": fps}
     disable_addon()
 
