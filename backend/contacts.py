@@ -71,11 +71,13 @@ def find_legs(names, parents) -> list[Leg]:
     return legs
 
 
-def up_vector(gpos_keys: np.ndarray, legs: list[Leg]) -> np.ndarray:
-    """The up direction (a signed world axis) from key poses [K, J, 3]: the axis along which the body
-    stands above its feet (BVH and the add-on's model convention: +Y)."""
+def up_vector(gpos_keys: np.ndarray, legs: list[Leg], parents) -> np.ndarray:
+    """The up direction (a signed world axis) from key poses [K, J, 3] (the legs and the joints above
+    them at least): the axis along which the pelvis stands above the feet (BVH and the add-on's model
+    convention: +Y)."""
     feet = gpos_keys[:, [leg.ankle for leg in legs]].mean(1)
-    rise = (gpos_keys.mean(1) - feet).mean(0)
+    pelvis = gpos_keys[:, sorted({int(parents[leg.hip]) for leg in legs})].mean(1)
+    rise = (pelvis - feet).mean(0)
     up = np.zeros(3)
     a = int(np.argmax(np.abs(rise)))
     up[a] = 1.0 if rise[a] >= 0 else -1.0
@@ -148,14 +150,46 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     return target, weight
 
 
+def _cross(a, b):
+    """``np.cross`` of [..., 3] rows without its axis bookkeeping (a tenth of the time on short rows)."""
+    a, b = np.broadcast_arrays(a, b)
+    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], -1)
+
+
+def _rotate(q, v):
+    """``quat_np.rotate`` with ``_cross``."""
+    t = 2.0 * _cross(q[..., 1:], v)
+    return v + q[..., :1] * t + _cross(q[..., 1:], t)
+
+
+def chain_fk(lrot, lpos, parents, joints):
+    """Global rotations and positions [F, J, *] of ``joints`` and their ancestors only (the others left
+    zero): forward kinematics for the legs without the arms and head."""
+    need = set()
+    for j in joints:
+        while j >= 0 and j not in need:
+            need.add(j)
+            j = int(parents[j])
+    grot, gpos = np.zeros(lrot.shape), np.zeros(lpos.shape)
+    for j in sorted(need):
+        p = int(parents[j])
+        if p < 0:
+            grot[:, j], gpos[:, j] = lrot[:, j], lpos[:, j]
+        else:
+            grot[:, j] = Q.mul(grot[:, p], lrot[:, j])
+            gpos[:, j] = _rotate(grot[:, p], lpos[:, j]) + gpos[:, p]
+    return grot, gpos
+
+
 def between(u, v) -> np.ndarray:
     """Shortest-arc quaternions [..., 4] turning directions ``u`` onto ``v`` [..., 3]."""
     u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
     v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
     d = (u * v).sum(-1, keepdims=True)
-    axis = np.cross(u, v)
+    axis = _cross(u, v)
     # opposite directions: any axis at right angles to u
-    alt = np.cross(u, np.where(np.abs(u[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
+    alt = _cross(u, np.where(np.abs(u[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
     q = np.concatenate([1.0 + d, axis], -1)
     q = np.where(1.0 + d < 1e-9, np.concatenate([np.zeros_like(d), alt], -1), q)
     return Q.normalize(q)
@@ -176,7 +210,7 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
     if leg.toe is not None:  # a straight leg: bend towards the toes
         fwd = gpos[:, leg.toe] - A
         bend = np.where(np.linalg.norm(bend, axis=-1, keepdims=True) < 1e-4 * l1[:, None], fwd, bend)
-    pole = Q.rotate(between(u0, u), bend)
+    pole = _rotate(between(u0, u), bend)
     pole = pole - (pole * u).sum(-1, keepdims=True) * u
     pole /= np.maximum(np.linalg.norm(pole, axis=-1, keepdims=True), 1e-12)
     along = (l1 ** 2 - l2 ** 2 + d ** 2) / (2 * d)
@@ -184,7 +218,7 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
     ankle = H + d[:, None] * u
     hip_turn = between(K - H, knee - H)
     hip = Q.mul(hip_turn, grot[:, leg.hip])
-    knee_turn = between(Q.rotate(hip_turn, A - K), ankle - knee)
+    knee_turn = between(_rotate(hip_turn, A - K), ankle - knee)
     return hip, Q.mul(knee_turn, Q.mul(hip_turn, grot[:, leg.knee])), foot_goal
 
 
@@ -196,10 +230,12 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     if not legs or len(keys) < 2:
         return rot
     out = np.array(rot, dtype=np.float64, copy=True)
-    grot, gpos = Q.fk(Q.normalize(out), np.asarray(pos, np.float64), parents)
+    lrot, lpos = Q.normalize(out), np.asarray(pos, np.float64)
     joints = foot_joints(legs)
+    grot, gpos = chain_fk(lrot, lpos, parents, joints)
+    up = up_vector(gpos[keys], legs, parents)
     length = max(leg_length(pos[keys[0]], leg) for leg in legs)  # offsets: the same in every frame
-    target, weight = hold_targets(gpos, keys, joints, up_vector(gpos[keys], legs), frame_time, length, cfg)
+    target, weight = hold_targets(gpos, keys, joints, up, frame_time, length, cfg)
     col = {j: c for c, j in enumerate(joints)}
     for leg in legs:
         wa = weight[:, col[leg.ankle]]
@@ -243,7 +279,7 @@ def planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time:
     g_true = Q.fk(true_rot, true_pos, parents)[1]
     g = Q.fk(Q.normalize(rot), pos, parents)[1][:, joints]
     length = max(leg_length(true_pos[keys[0]], leg) for leg in legs)
-    c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs), frame_time, length, cfg)
+    c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs, parents), frame_time, length, cfg)
     free = np.ones(len(g), dtype=bool)
     free[keys] = False
     steps = c[:-1] & c[1:] & (free[:-1] | free[1:])[:, None]

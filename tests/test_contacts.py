@@ -28,7 +28,7 @@ def _targets(clip, keys, fill):
     joints = C.foot_joints(legs)
     g = Q.fk(fill.rotations, fill.positions, skel.parents)[1]
     length = max(C.leg_length(fill.positions[0], leg) for leg in legs)
-    target, weight = C.hold_targets(g, keys, joints, C.up_vector(g[keys], legs), clip.frame_time, length,
+    target, weight = C.hold_targets(g, keys, joints, C.up_vector(g[keys], legs, skel.parents), clip.frame_time, length,
                                     C.ContactConfig())
     return legs, joints, target, weight
 
