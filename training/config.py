@@ -44,6 +44,9 @@ class TrainConfig:
     augment_reverse: float = 0.0
     augment_speed: float = 0.0
     augment_mix: float = 0.0
+    # Another performer's proportions: each window's body scaled by 1 +- augment_scale and its legs (and
+    # the hips' travel with them) by a further 1 +- augment_scale / 2 (0 = off; 0.1 is a child to a tall adult)
+    augment_scale: float = 0.0
     # inbetween: "absolute" (MSE) or "relative" (each window's error divided by its base's: confident
     # wrong motion never pays, and short gaps count as much as long ones)
     loss: str = "absolute"
@@ -72,6 +75,8 @@ class TrainConfig:
         for k in ("augment_mirror", "augment_reverse", "augment_speed", "augment_mix"):
             if not 0.0 <= getattr(self, k) <= 1.0:
                 raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
+        if not 0.0 <= self.augment_scale < 0.5:
+            raise ConfigError(f"augment_scale={self.augment_scale}: a relative size change from 0 to below 0.5")
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:

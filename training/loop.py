@@ -189,8 +189,9 @@ def train(cfg: TrainConfig) -> Path:
                             f"(the longest has {ms.lengths.max()}); lower --window")
     layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
     augmenter = None
-    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix:
-        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix)
+    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix or cfg.augment_scale:
+        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix,
+                              cfg.augment_scale)
     # statistics (and the principal axes of a linear path) of what the model will see: augmented windows
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
     stats_gen = torch.Generator().manual_seed(cfg.seed + 1)
@@ -241,7 +242,7 @@ def train(cfg: TrainConfig) -> Path:
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     parents = train_ms.skeleton.parents
     info_base = {"data": str(cfg.data), "split": "train (dataset-2: id % 10 not in {5, 8}; dataset-1: style not "
-                 "happy or tired)", "left_out_kinds": list(left_out), "task": cfg.task,
+                 "happy or tired; CMU: subjects other than 05 and 09)", "left_out_kinds": list(left_out), "task": cfg.task,
                  "parameters": count_parameters(model), "train_clips": len(train_ms.names),
                  "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
                  "val_clips": len(val_ms.names), "skipped_val_clips": len(val_ms.skipped),

@@ -161,6 +161,7 @@ def inbetween(job: dict, state, entry: dict, progress):
                              all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
                              editable=bool(opts.get("editable", True)),
                              replace_latent=bool(opts.get("replace_latent")),
+                             contacts=bool(opts.get("contacts", True)),
                              name_map=dict(opts.get("bone_map") or {}))
     skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
