@@ -54,6 +54,9 @@ def channels_of(obj, st) -> list:
         if missing:
             raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
                           "latent controls")
+        why = take.modes_changed(obj)  # (the original is in the encoded modes' channels: never mixed)
+        if why:
+            raise Refusal(why)
         return latent_io.channel_list(obj, bones, rj, pj)
     return state.of(st).memo("channels", (tuple(pose.keys()), modes.tobytes()), make)
 
@@ -247,9 +250,11 @@ def settle(obj, st, bag) -> None:
 
 
 def remove(obj) -> str:
-    """The layer goes: the keys of the range are the original's (an encoded range: the user's keys
-    before Encode, with every key changed since; an in-betweened one: the keys before Inbetween).  The
-    take the range was made on is restored, whichever action the armature plays now, and no curve is
+    """The layer goes and nothing the user did is lost: the sliders' offset is taken away.  Keys changed
+    by hand since the range was made (``st.base_edited``): the original as it is now, those changes
+    carried in (the user's keys, or Inbetween's fill, with every hand edit; a Resample stays).  None: the
+    keys from before (Encode: the user's keys; Inbetween: the keys it filled between; a Resample undone).
+    The take the range was made on is restored, whichever action the armature plays now, and no curve is
     made for a bone that is gone."""
     st = latent.controls_of(obj)
     bag = take.channelbag(obj)
@@ -259,7 +264,7 @@ def remove(obj) -> str:
         note = " (the action is gone: nothing to restore)"
     else:
         settle(obj, st, bag)
-        edited = st.kind == "AUTOENCODER" and st.base_edited
+        edited = st.base_edited
         keys = base_keys(st) if edited else original_keys(st)
         lost = sorted({p.split('"')[1] for p, _ in keys if p.startswith("pose.bones[")
                        and p.split('"')[1] not in obj.pose.bones})
@@ -269,7 +274,11 @@ def remove(obj) -> str:
         latent_io.restore(bag, keys, a, b, b if edited else a + st.source_frames - 1)
         if lost:
             note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
+    st_kind = st.kind
     latent.clear(obj)
-    what = " (with the keys changed since Encode)" if edited else ""
-    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{what}{note}"
+    if edited:
+        made = "Inbetween's fill" if st_kind == "INBETWEEN" else "your keys"
+        return (f"Removed the latent controls of frames {a}-{b}: {made} with the keys you changed since, without "
+                f"the sliders' offset{note}")
+    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{note}"
 
