@@ -93,10 +93,39 @@ def test_a_key_deleted_by_hand_stays_deleted(enc):
     bpy.context.view_layer.update()
     st.segments[2].amplify = 2.5
     assert key_value(enc, f) is None
-    st.segments[6].amplify = 1.5  # its own segment edited: the layer keys the frame ...
-    assert key_value(enc, f) is not None
-    st.segments[6].amplify = 1.0  # ... and at neutral the user's deletion shows again
+    st.segments[6].amplify = 1.5  # its own segment edited: the layer keys its frames, never that one
+    assert key_value(enc, f) is None and key_value(enc, f + 1) is not None
+    st.segments[6].amplify = 1.0
     st.segments[2].amplify = 1.0
+    assert key_value(enc, f) is None
+
+
+def test_a_layer_key_deleted_in_an_edited_segment_stays_deleted(enc):
+    """A key the layer wrote (its segment edited) deleted by hand: not keyed again by the next slider
+    change of that segment or any other, nor at neutral, nor after Bake; a key inserted there later is
+    the user's again (the edit on top of it)."""
+    st = enc.splinetween_latent
+    st.segments[3].amplify = 2.0
+    f = middle(enc, 3)
+    fc = curve(enc)
+    fc.keyframe_points.remove(next(k for k in fc.keyframe_points if abs(k.co.x - f) < 1e-3))
+    bpy.context.view_layer.update()
+    st.segments[3].amplify = 2.5
+    assert key_value(enc, f) is None and key_value(enc, f - 1) is not None and key_value(enc, f + 1) is not None
+    st.segments[0].amplify = 0.5
+    st.segments[3].amplify = 1.0
+    assert key_value(enc, f) is None
+    st.segments[3].amplify = 1.5
+    assert key_value(enc, f) is None
+    curve(enc).keyframe_points.insert(f, 0.25)
+    bpy.context.view_layer.update()
+    st.segments[3].amplify = 1.0
+    assert key_value(enc, f) == np.float32(0.25)
+    st.segments[3].amplify = 1.5
+    assert key_value(enc, f) is not None and key_value(enc, f) != np.float32(0.25)
+    curve(enc).keyframe_points.remove(next(k for k in curve(enc).keyframe_points if abs(k.co.x - f) < 1e-3))
+    bpy.context.view_layer.update()
+    assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}
     assert key_value(enc, f) is None
 
 

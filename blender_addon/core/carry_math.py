@@ -21,16 +21,32 @@ EPS = LM.FRAME_EPS
 
 
 def layer_keys(base_x: np.ndarray, lo: int, hi: int, shown: np.ndarray, values: np.ndarray,
-               base_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               base_values: np.ndarray, holes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(scene frames, values) of the keys the layer writes on one curve: its ``shown`` frames (scene,
     sorted) with ``values`` and the frames the write widens them to (``layer_math.written_frames``)
-    with the original's ``base_values`` (one per frame of the range)."""
+    with the original's ``base_values`` (one per frame of the range); never ``holes`` (scene frames
+    whose layer key the user deleted) unless the original has a key there again."""
     if not len(shown):
         return np.zeros(0, np.int64), np.zeros(0)
     keyed = L.written_frames(base_x, shown, lo, hi)
     vals = np.asarray(base_values, np.float64)[keyed - lo].copy()
     vals[np.searchsorted(keyed, shown)] = values
+    if holes is not None and len(holes):
+        keep = ~np.isin(keyed, holes) | np.isin(keyed, _whole(base_x))
+        keyed, vals = keyed[keep], vals[keep]
     return keyed, vals
+
+
+def _whole(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return np.round(x[np.abs(x - np.round(x)) < EPS]).astype(np.int64)
+
+
+def deleted_keys(want_x: np.ndarray, now_x: np.ndarray) -> np.ndarray:
+    """Whole frames (scene) on which the curve had a key as the layer left it (``want_x``: a layer key or
+    the original's) and has none now: the user deleted them."""
+    had = _whole(want_x)
+    return had[~np.isin(had, _whole(now_x))]
 
 
 def in_range(x: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ... import preferences
 from ...core import latent_math as LM
+from ...core import carry_math as CM
 from ...core import layer_math as L
 from ...core.errors import Refusal
 from ...io import keys as keys_io
@@ -192,7 +193,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
-    originals, enums = base_keys(st), latent_io.new_key_enums()
+    originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
     if not whole:
         redo = keys_io.overwrite_values(fcs, absolute, values, co)
     else:
@@ -207,9 +208,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
         fc = curves.get((path, i))
         orig = originals.get((path, i))
         base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
-        keyed = L.written_frames(base_x, absolute, lo, hi)
-        vals = base[keyed - lo, c].copy()
-        vals[np.searchsorted(keyed, absolute)] = values[:, c]
+        keyed, vals = CM.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c], holes.get((path, i)))
         now = keys_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
         keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION) if now is not None else None
         if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
