@@ -291,3 +291,27 @@ def test_a_rotation_mode_changed_after_encode_is_refused_by_name_and_nothing_wri
     f = middle(enc, 1)
     assert st.status == "" and key_value(enc, f, 'pose.bones["Hips"].location', 1) != \
         before['pose.bones["Hips"].location', 1]["co"][f - 1, 1]
+
+
+def test_a_sub_frame_key_inside_an_edited_segment_is_shown_with_the_edit_and_kept_at_bake(enc):
+    """A key inserted between two whole frames where the layer writes: kept while the segment is edited
+    (moved by the edit there, as the layer keys around it are), exactly as set at neutral, and through
+    Bake."""
+    st = enc.splinetween_latent
+    st.segments[4].amplify = 2.0
+    f = middle(enc, 4)
+    x = f + 0.5
+    curve(enc).keyframe_points.insert(x, 0.123)
+    bpy.context.view_layer.update()
+    v = key_value(enc, x)
+    st.segments[4].amplify = 2.5
+    shown = key_value(enc, x)
+    assert shown is not None and shown != v  # the edit on top of the user's key
+    st.segments[1].amplify = 1.5  # another segment: the key stays as it was shown
+    assert key_value(enc, x) == shown
+    st.segments[4].amplify = 1.0
+    assert key_value(enc, x) == v  # neutral: exactly as the user set it
+    st.segments[4].amplify = 2.5
+    assert key_value(enc, x) == shown
+    assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}
+    assert key_value(enc, x) == shown

@@ -87,6 +87,21 @@ def base_keys(st) -> dict:
     return state.of(st).memo("base keys", st.base_version, make)
 
 
+def subframe_curves(st, channels) -> set:
+    """Columns of ``channels`` whose original has keys between whole frames inside the range (the layer
+    moves them with it: ``layer_math.moved_keys``), found once per version of the original."""
+    def make():
+        eps, lo, hi = LM.FRAME_EPS, st.frame_start, st.frame_end
+        out = set()
+        for c, key in enumerate(curve_keys(st, channels)):
+            keys = base_keys(st).get(key)
+            x = keys["co"][:, 0].astype(np.float64) if keys is not None else np.zeros(0)
+            if ((x > lo + eps) & (x < hi - eps) & (np.abs(x - np.round(x)) >= eps)).any():
+                out.add(c)
+        return out
+    return state.of(st).memo("sub-frame curves", (st.base_version, id(channels)), make)
+
+
 def every_frame(st, channels, originals) -> dict | None:
     """The original's keys of the range, stacked for a layout change in one pass (``keys_io.set_every_frame``)."""
     return state.of(st).memo("every frame", (st.base_version, st.frames, tuple(c[3] for c in channels)),
@@ -194,8 +209,8 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
     originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
-    if not whole:
-        redo = keys_io.overwrite_values(fcs, absolute, values, co)
+    if not whole:  # (curves with sub-frame keys in the range: set whole, those keys move with the layer)
+        redo = sorted(set(keys_io.overwrite_values(fcs, absolute, values, co)) | subframe_curves(st, channels))
     else:
         blocks = every_frame(st, channels, originals)
         redo = keys_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
@@ -208,12 +223,13 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
         fc = curves.get((path, i))
         orig = originals.get((path, i))
         base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
-        keyed, vals = CM.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c], holes.get((path, i)))
+        keyed, vals, offsets = CM.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c], holes.get((path, i)))
         now = keys_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
-        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION) if now is not None else None
+        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION, offsets) \
+            if now is not None else None
         if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
             now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
-            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
+            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, offsets=offsets)  # attribute, to set all
         latent_io.set_curve(bag, curves, path, i, bone, keys, now)
     return False
 

@@ -94,8 +94,9 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         key = (scene_io.bone_path(bone, prop), i)
         base = base_keys.get(key)
         bx = base["co"][:, 0].astype(np.float64) if base is not None else np.zeros(0)
-        keyed, vals = CM.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]], had.get(key))
-        want = CM.expected_co(base, lo, hi, keyed, vals)
+        keyed, vals, offsets = CM.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]],
+                                             had.get(key))
+        want = CM.expected_co(base, lo, hi, keyed, vals, offsets)
         if fc is None:
             if len(want):
                 deleted.append(key)
@@ -105,7 +106,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         if co.shape == want.shape and np.array_equal(co, want):
             continue
         now = keys_io.read(fc)
-        new_keys[key] = CM.carried(now, base, lo, hi, keyed, vals, keyframe)
+        new_keys[key] = CM.carried(now, base, lo, hi, keyed, vals, keyframe, offsets)
         new_holes += [f"{key[0]}|{key[1]}|{f}" for f in CM.deleted_keys(want[:, 0], now["co"][:, 0])]
         times = np.arange(lo, hi + 1, dtype=np.float64)
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
