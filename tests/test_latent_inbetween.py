@@ -1,5 +1,6 @@
 """From in-betweening: Inbetween keeps the model's control points, so the filled range is editable
-at once; its keys never change, Remove gives back the keys as they were before Inbetween."""
+at once; its keys never change, Remove gives back the keys as they were before Inbetween (or, when the fill
+was edited by hand, keeps the fill with the edits and takes only the sliders' offset away)."""
 from __future__ import annotations
 
 import numpy as np
