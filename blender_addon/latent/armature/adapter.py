@@ -87,19 +87,18 @@ def base_keys(st) -> dict:
     return state.of(st).memo("base keys", st.base_version, make)
 
 
-def subframe_curves(st, channels) -> set:
-    """Columns of ``channels`` whose original has keys between whole frames inside the range (the layer
-    moves them with it: ``layer_math.moved_keys``), found once per version of the original."""
+def subframe_curves(st) -> set:
+    """``(data_path, index)`` of the curves whose original has keys between whole frames inside the range
+    (the layer moves them with it: ``layer_math.moved_keys``), found once per version of the original."""
     def make():
         eps, lo, hi = LM.FRAME_EPS, st.frame_start, st.frame_end
         out = set()
-        for c, key in enumerate(curve_keys(st, channels)):
-            keys = base_keys(st).get(key)
-            x = keys["co"][:, 0].astype(np.float64) if keys is not None else np.zeros(0)
+        for key, keys in base_keys(st).items():
+            x = keys["co"][:, 0].astype(np.float64)
             if ((x > lo + eps) & (x < hi - eps) & (np.abs(x - np.round(x)) >= eps)).any():
-                out.add(c)
+                out.add(key)
         return out
-    return state.of(st).memo("sub-frame curves", (st.base_version, id(channels)), make)
+    return state.of(st).memo("sub-frame curves", (st.base_version, st.frame_start, st.frame_end), make)
 
 
 def every_frame(st, channels, originals) -> dict | None:
@@ -209,8 +208,11 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
     originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
-    if not whole:  # (curves with sub-frame keys in the range: set whole, those keys move with the layer)
-        redo = sorted(set(keys_io.overwrite_values(fcs, absolute, values, co)) | subframe_curves(st, channels))
+    if not whole:
+        redo = keys_io.overwrite_values(fcs, absolute, values, co)
+        subs = subframe_curves(st)
+        if subs:  # (curves with sub-frame keys in the range: set whole, those keys move with the layer)
+            redo = sorted(set(redo) | {c for c, k in enumerate(curve_keys(st, channels)) if k in subs})
     else:
         blocks = every_frame(st, channels, originals)
         redo = keys_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
