@@ -315,3 +315,19 @@ def test_a_sub_frame_key_inside_an_edited_segment_is_shown_with_the_edit_and_kep
     assert key_value(enc, x) == shown
     assert bpy.ops.anim.splinetween_bake() == {"FINISHED"}
     assert key_value(enc, x) == shown
+
+
+def test_a_rotation_mode_changed_on_a_range_from_before_the_modes_were_remembered_is_refused(enc):
+    """A range saved before Encode remembered the rotation modes: a change of channels (Euler to
+    quaternion) is still refused by name, never skipped."""
+    from blender_addon.latent import state
+    st = enc.splinetween_latent
+    del st["rotation_modes"]
+    state.forget(st.token)
+    enc.pose.bones["UpperLeg_L"].rotation_mode = "QUATERNION"
+    before = snapshot(enc)
+    st.segments[1].amplify = 2.0
+    assert "rotation mode" in st.status and "Set it back" in st.status
+    after = snapshot(enc)
+    for k in before:
+        assert_same_keys(before[k], after[k])
