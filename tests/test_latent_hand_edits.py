@@ -331,3 +331,19 @@ def test_a_rotation_mode_changed_on_a_range_from_before_the_modes_were_remembere
     after = snapshot(enc)
     for k in before:
         assert_same_keys(before[k], after[k])
+
+
+def test_a_deleted_layer_key_stays_deleted_after_save_and_reload(enc, tmp_path):
+    st = enc.splinetween_latent
+    st.segments[5].amplify = 2.0
+    name, f = enc.name, middle(enc, 5)
+    fc = curve(enc)
+    fc.keyframe_points.remove(next(k for k in fc.keyframe_points if abs(k.co.x - f) < 1e-3))
+    bpy.context.view_layer.update()
+    st.segments[8].amplify = 1.5  # (the deletion is seen and remembered with the range)
+    path = tmp_path / "deleted.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
+    obj = bpy.data.objects[name]
+    obj.splinetween_latent.segments[5].amplify = 2.5
+    assert key_value(obj, f) is None and key_value(obj, f + 1) is not None

@@ -55,14 +55,10 @@ def channels_of(obj, st) -> list:
         if missing:
             raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
                           "latent controls")
-        why = take.modes_changed(obj)  # (the original is in the encoded modes' channels: never mixed)
+        got = latent_io.channel_list(obj, bones, rj, pj)
+        why = take.modes_changed(obj, len(got))  # (the original is in the encoded modes' channels: never mixed)
         if why:
             raise Refusal(why)
-        got = latent_io.channel_list(obj, bones, rj, pj)
-        if "rotation_modes" not in st and len(st["base_values"]) != st.frames * len(got):
-            raise Refusal(f"a bone's rotation mode on {obj.name} changed since the latent controls were made (a "
-                          "range from before Splinetween remembered the modes): sliders are off and the keys are "
-                          "left as they are. Set it back to go on, or Bake / Remove the controls, then Encode again")
         return got
     return state.of(st).memo("channels", (tuple(pose.keys()), modes.tobytes()), make)
 

@@ -22,13 +22,18 @@ def remember(obj) -> None:
     st["rotation_modes"] = [obj.pose.bones[b].rotation_mode for b in st["bones"]]
 
 
-def modes_changed(obj) -> str | None:
+def modes_changed(obj, channel_count: int | None = None) -> str | None:
     """Why the sliders are off because a bone's rotation mode changed since the range was made (its
     original is in the old mode's channels, and keys in the new mode's cannot be compared with them), or
-    None.  A range made before the modes were remembered is not checked."""
+    None.  A range made before the modes were remembered: refused when the ``channel_count`` the modes
+    give now is not the original's (Euler to quaternion, say)."""
     st = obj.splinetween_latent
     if "rotation_modes" not in st:
-        return None
+        if channel_count is None or len(st["base_values"]) == st.frames * channel_count:
+            return None
+        return (f"a bone's rotation mode on {obj.name} changed since the latent controls were made (a range from "
+                "before Splinetween remembered the modes): sliders are off and the keys are left as they are. Set "
+                "it back to go on, or Bake / Remove the controls, then Encode again")
     pose = obj.pose.bones
     moved = [(b, m) for b, m in zip(st["bones"], st["rotation_modes"]) if b in pose and pose[b].rotation_mode != m]
     if not moved:
