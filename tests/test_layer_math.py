@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
+from blender_addon.core import carry_math
 from blender_addon.core import latent_math
 from blender_addon.core import layer_math
 from blender_addon.core import rig_math
@@ -139,6 +140,45 @@ def test_a_layered_curve_keeps_the_original_outside_its_frames():
     assert on_keys["select_control_point"][np.isin(x, [10, 20])].all() and not on_keys["select_control_point"][x == 11]
     assert (on_keys["handle_left_type"][np.isin(x, [10, 20])] == 0).all() and on_keys["handle_left_type"][x == 11] == 5
     assert layer_math.layered_curve(None, None, 1, 50, np.zeros(0, np.int64), np.zeros(0), ENUMS) is None
+
+
+def test_the_originals_sub_frame_keys_under_the_layer_move_with_it():
+    base = _keys(np.array([1.0, 10.0, 14.5, 20.0, 40.0]), np.array([0.0, 1.0, 2.0, 3.0, 4.0]))
+    frames = np.arange(11, 20)
+    offsets = np.linspace(0.0, 0.8, 9)  # 0.1 per frame: 0.35 at 14.5
+    out = layer_math.layered_curve(None, base, 1, 50, frames, np.full(9, 7.0), ENUMS, offsets=offsets)
+    at = out["co"][:, 0] == np.float32(14.5)
+    assert at.sum() == 1 and out["co"][at, 1][0] == np.float32(2.0) + np.float32(0.35)
+    assert out["handle_left"][at, 1][0] == base["handle_left"][2, 1] + np.float32(0.35)  # handles go with it
+    assert out["type"][at][0] == 0  # still the original's key (not a layer key)
+    gone = layer_math.layered_curve(None, base, 1, 50, frames, np.full(9, 7.0), ENUMS)  # no offsets (Resample): dropped
+    assert np.float32(14.5) not in gone["co"][:, 0]
+
+
+def test_carried_sub_frame_keys_and_deletions():
+    """``carry_math``: a sub-frame key left as the layer showed it stays the original's (not its shown value);
+    one the user changed takes the value set; a key deleted on a layer frame is found and not keyed again."""
+    lo, hi = 1, 50
+    base = _keys(np.array([1.0, 10.0, 14.5, 20.0, 40.0]), np.array([0.0, 1.0, 2.0, 3.0, 4.0]))
+    base_values = np.linspace(0.0, 4.0, 50)
+    shown = np.arange(12, 18)
+    keyed, vals, offsets = carry_math.layer_keys(base["co"][:, 0].astype(np.float64), lo, hi, shown, np.full(6, 9.0),
+                                         base_values)
+    assert keyed.tolist() == list(range(11, 20)) and np.allclose(offsets, vals - base_values[keyed - lo])
+    now = layer_math.layered_curve(None, base, lo, hi, keyed, vals, ENUMS, offsets=offsets)
+    same = carry_math.carried(now, base, lo, hi, keyed, vals, 2, offsets)
+    assert np.array_equal(same["co"][same["co"][:, 0] == np.float32(14.5)], base["co"][[2]])
+    changed = {a: v.copy() for a, v in now.items()}
+    changed["co"][changed["co"][:, 0] == np.float32(14.5), 1] = 5.0
+    out = carry_math.carried(changed, base, lo, hi, keyed, vals, 2, offsets)
+    assert out["co"][out["co"][:, 0] == np.float32(14.5), 1].tolist() == [5.0]
+    row = now["co"][:, 0] == 15.0
+    deleted = {a: v[~row] for a, v in now.items()}
+    expected = carry_math.expected_co(base, lo, hi, keyed, vals, offsets)
+    assert carry_math.deleted_keys(expected[:, 0], deleted["co"][:, 0]).tolist() == [15]
+    again, _, _ = carry_math.layer_keys(base["co"][:, 0].astype(np.float64), lo, hi, shown, np.full(6, 9.0),
+                                        base_values, np.array([15]))
+    assert 15 not in again.tolist() and 14 in again.tolist()
 
 
 def test_mesh_seams_and_resampling():

@@ -171,13 +171,27 @@ def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
     return rows
 
 
+def moved_keys(rows: dict, frames: np.ndarray, offsets: np.ndarray) -> dict:
+    """Keys of the original between two of the layer's whole ``frames`` (sub-frames) moved by the layer's
+    ``offsets`` there (per frame, linear between the two around each key): value and handles alike."""
+    d = np.interp(rows["co"][:, 0].astype(np.float64), frames, offsets).astype(np.float32)
+    out = dict(rows)
+    for a in ("co", "handle_left", "handle_right"):
+        if a in out:
+            out[a] = out[a].copy()
+            out[a][:, 1] += d
+    return out
+
+
 def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, frames: np.ndarray,
-                  values: np.ndarray, enums: dict, attrs=None) -> dict | None:
+                  values: np.ndarray, enums: dict, attrs=None, offsets: np.ndarray | None = None) -> dict | None:
     """One curve's keys: the current keys outside the range ``lo..hi``, the original (``base``) keys
     inside it, and LINEAR keys of type Generated on ``frames`` (scene frames), which replace the
     original's keys there and keep their ``INHERITED`` attributes (a frame without one: unselected,
     AUTO_CLAMPED).  None: there is nothing to key (no original curve and nothing written or kept).
-    ``attrs``: only these attributes (the others are not computed)."""
+    ``attrs``: only these attributes (the others are not computed).  ``offsets``: what the layer adds on
+    each of ``frames`` (``values`` minus the original's): the original's keys between two of them are
+    kept, moved by it (``moved_keys``); None: they go (a resampled range keys every frame anew)."""
     eps = latent_math.FRAME_EPS
     if attrs is not None:
         pick = (lambda d: d if d is None else {a: d[a] for a in attrs if a in d})
@@ -190,11 +204,15 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
             parts.append({a: v[out] for a, v in current.items()})
     if base is not None and len(base["co"]):
         x = base["co"][:, 0]
-        keep = (x >= lo - eps) & (x <= hi + eps)
+        inside = (x >= lo - eps) & (x <= hi + eps)
+        keep = inside.copy()
         for a, b in runs(np.asarray(frames, np.int64)):
             keep &= (x < a - eps) | (x > b + eps)
         if keep.any():
             parts.append(base if keep.all() else {k: v[keep] for k, v in base.items()})
+        sub = inside & ~keep & (np.abs(x - np.round(x)) >= eps) if offsets is not None else None
+        if sub is not None and sub.any():  # the original's sub-frame keys under the layer: moved with it
+            parts.append(moved_keys({k: v[sub] for k, v in base.items()}, np.asarray(frames, np.float64), offsets))
     if len(frames):
         rows = new_rows(np.asarray(frames, np.float64), values, enums)
         if attrs is not None:

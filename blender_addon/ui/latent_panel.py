@@ -70,7 +70,8 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
     draw_unavailable(layout, obj, st)
     path, why = latent_core.checkpoint_for(st, context)
-    off = take.changed(obj) or take.shared_refusal(obj, "the sliders") if obj.type == "ARMATURE" else None
+    off = (take.changed(obj) or take.modes_changed(obj) or take.shared_refusal(obj, "the sliders")
+           if obj.type == "ARMATURE" else None)
     fit = latent_core.fidelity(st)
     poor = layer_math.fidelity_problem(fit, mesh=obj.type == "MESH") if fit is not None else None
     edited = EDITED if st.base_edited else None
