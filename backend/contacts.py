@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def chain_fk(lrot, lpos, parents, joints):
         if p < 0:
             grot[:, j], gpos[:, j] = lrot[:, j], lpos[:, j]
         else:
-            grot[:, j] = Q.mul(grot[:, p], lrot[:, j])
+            grot[:, j] = quat_np.mul(grot[:, p], lrot[:, j])
             gpos[:, j] = _rotate(grot[:, p], lpos[:, j]) + gpos[:, p]
     return grot, gpos
 
@@ -192,7 +192,7 @@ def between(u, v) -> np.ndarray:
     alt = _cross(u, np.where(np.abs(u[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
     q = np.concatenate([1.0 + d, axis], -1)
     q = np.where(1.0 + d < 1e-9, np.concatenate([np.zeros_like(d), alt], -1), q)
-    return Q.normalize(q)
+    return quat_np.normalize(q)
 
 
 def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
@@ -217,9 +217,9 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
     knee = H + along[:, None] * u + np.sqrt(np.maximum(l1 ** 2 - along ** 2, 0.0))[:, None] * pole
     ankle = H + d[:, None] * u
     hip_turn = between(K - H, knee - H)
-    hip = Q.mul(hip_turn, grot[:, leg.hip])
+    hip = quat_np.mul(hip_turn, grot[:, leg.hip])
     knee_turn = between(_rotate(hip_turn, A - K), ankle - knee)
-    return hip, Q.mul(knee_turn, Q.mul(hip_turn, grot[:, leg.knee])), foot_goal
+    return hip, quat_np.mul(knee_turn, quat_np.mul(hip_turn, grot[:, leg.knee])), foot_goal
 
 
 def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig()):
@@ -230,7 +230,7 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     if not legs or len(keys) < 2:
         return rot
     out = np.array(rot, dtype=np.float64, copy=True)
-    lrot, lpos = Q.normalize(out), np.asarray(pos, np.float64)
+    lrot, lpos = quat_np.normalize(out), np.asarray(pos, np.float64)
     joints = foot_joints(legs)
     grot, gpos = chain_fk(lrot, lpos, parents, joints)
     up = up_vector(gpos[keys], legs, parents)
@@ -261,11 +261,11 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
             miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
             wt_ = wt[fr][:, None]
             goal = goal + np.where(held_t, miss * wt_ / np.maximum(wa_ + wt_, 1e-12), 0.0)
-            turn = np.where(held_t, Q.mul(between(toe_vec, tt - goal), foot), foot)
-        hip, knee, foot_new = solve_leg(G, P, leg, A + w[:, None] * (goal - A), Q.slerp(foot, turn, w))
-        out[fr, leg.hip] = Q.mul(Q.inv(G[:, parents[leg.hip]]), hip)
-        out[fr, leg.knee] = Q.mul(Q.inv(hip), knee)
-        out[fr, leg.ankle] = Q.mul(Q.inv(knee), foot_new)
+            turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
+        hip, knee, foot_new = solve_leg(G, P, leg, A + w[:, None] * (goal - A), quat_np.slerp(foot, turn, w))
+        out[fr, leg.hip] = quat_np.mul(quat_np.inv(G[:, parents[leg.hip]]), hip)
+        out[fr, leg.knee] = quat_np.mul(quat_np.inv(hip), knee)
+        out[fr, leg.ankle] = quat_np.mul(quat_np.inv(knee), foot_new)
     return out.astype(np.asarray(rot).dtype)
 
 
@@ -276,8 +276,8 @@ def planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time:
     both ends, leaving out steps from key to key: the foot-sliding figure's samples."""
     joints = foot_joints(legs)
     keys = np.asarray(keys, dtype=np.int64)
-    g_true = Q.fk(true_rot, true_pos, parents)[1]
-    g = Q.fk(Q.normalize(rot), pos, parents)[1][:, joints]
+    g_true = quat_np.fk(true_rot, true_pos, parents)[1]
+    g = quat_np.fk(quat_np.normalize(rot), pos, parents)[1][:, joints]
     length = max(leg_length(true_pos[keys[0]], leg) for leg in legs)
     c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs, parents), frame_time, length, cfg)
     free = np.ones(len(g), dtype=bool)

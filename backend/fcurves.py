@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 
 def _thomas(a, b, c, d):
@@ -62,10 +62,10 @@ def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     a0, b0, c0, d0 = np.zeros((ch, k)), np.ones((ch, k)), np.zeros((ch, k)), np.zeros((ch, k))
     i = np.arange(1, k - 1)
     free = ~locked
-    a0[:, i] = np.where(free[:, i], l[i] ** 2, 0.0)
+    a0[:, i] = np.where(free[:, i], l[i] * l[i], 0.0)
     b0[:, i] = np.where(free[:, i], 2.0 * (l[i] + 1), 1.0)
     c0[:, i] = np.where(free[:, i], 1.0 / l[i + 1], 0.0)
-    d0[:, i] = np.where(free[:, i], dy[:, :-1] * l[i] ** 2 + dy[:, 1:], 0.0)
+    d0[:, i] = np.where(free[:, i], dy[:, :-1] * (l[i] * l[i]) + dy[:, 1:], 0.0)
     hmin, hmax = _limits(dy, l)
     a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
     held = np.zeros((ch, k), dtype=bool)
@@ -113,7 +113,8 @@ def evaluate(x, y, frames) -> np.ndarray:
     t = ((f - x[s]) / (x[s + 1] - x[s]))[:, None]  # handles a third of the span long: x is linear in t
     u = 1 - t
     p1, p2 = y[s] + h[s], y[s + 1] - h[s + 1] / l[s + 1][:, None]
-    return u ** 3 * y[s] + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t ** 3 * y[s + 1]
+    # products, not ``** 3``: exactly rounded multiplications, where pow may go through a SIMD library
+    return u * u * u * y[s] + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * y[s + 1]
 
 
 def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
@@ -128,10 +129,10 @@ def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, 
     groups = {o: [i for i in range(j) if orders[i] == o] for o in dict.fromkeys(orders)}  # one pass per order
     euler = np.empty((len(keys), j, 3))
     for o, js in groups.items():
-        euler[:, js] = unwrap_euler(Q.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
+        euler[:, js] = unwrap_euler(quat_np.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
     dense = evaluate(keys, np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1), span).reshape(-1, j, 6)
     out_p[span] = dense[..., :3]
     for o, js in groups.items():
-        out_r[span[:, None], js] = Q.from_euler(dense[:, js, 3:], o)
+        out_r[span[:, None], js] = quat_np.from_euler(dense[:, js, 3:], o)
     out_r[keys], out_p[keys] = rot[keys], pos[keys]
     return out_r, out_p

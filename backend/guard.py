@@ -25,9 +25,11 @@ Pure numpy: the passes that produce the predictions live in ``backend.inbetween`
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 POSITION_SCALE = 0.01  # 1 cm of root travel weighs like 0.01 of a quaternion component (about 1 degree)
 MAX_HIDDEN_GAP = 20  # frames: keys up to 10 apart
@@ -61,12 +63,13 @@ def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
     ref = truth[0]
     t, m, h = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, curves))
     c, r = (m - h).ravel(), (t - h).ravel()
-    den = float(c @ c)
-    return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0
+    # exactly rounded sums (a BLAS dot product's rounding may depend on where the arrays fall in memory)
+    den = math.fsum((c * c).tolist())
+    return float(np.clip(math.fsum((c * r).tolist()) / den, 0.0, 1.0)) if den > 0 else 1.0
 
 
 def blend(model, curves, alpha: float):
     """The guarded fill: (rotations, positions) from the two fills [F, J, *] and the weight."""
     (mr, mp), (hr, hp) = model, curves
     mr = np.where((mr * hr).sum(-1, keepdims=True) < 0, -mr, mr)
-    return Q.normalize(hr + alpha * (mr - hr)), hp + alpha * (mp - hp)
+    return quat_np.normalize(hr + alpha * (mr - hr)), hp + alpha * (mp - hp)

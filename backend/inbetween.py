@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import fcurves
-from . import quat_np as Q
-from . import timebase as T
+from . import quat_np
+from . import timebase
 from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features_np import poses_from_features
@@ -107,7 +107,7 @@ def fill_symmetric(engine, items, with_base: bool = True, which=None):
         rot, pos, *rest = out[i]
         mr, mp = m.apply(other[0], other[1])
         mr = np.where((mr * rot).sum(-1, keepdims=True) < 0, -mr, mr)
-        out[i] = (Q.normalize(rot + mr).astype(rot.dtype), (0.5 * (pos + mp)).astype(pos.dtype), *rest)
+        out[i] = (quat_np.normalize(rot + mr).astype(rot.dtype), (0.5 * (pos + mp)).astype(pos.dtype), *rest)
     return out
 
 
@@ -142,20 +142,20 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
 def checked_keys(keys, num_frames: int, frame_time: float, max_gap: int, model_ft: float) -> list[int]:
     """``validate_keys`` with the gap limit in the clip's own frames (``max_gap`` model frames), named in
     its frames and seconds when the clip runs at another rate than the model."""
-    if T.same_rate(frame_time, model_ft):
+    if timebase.same_rate(frame_time, model_ft):
         return validate_keys(keys, num_frames, max_gap)
     keys = validate_keys(keys, num_frames, num_frames)
-    limit = T.max_scene_gap(max_gap, frame_time, model_ft)
+    limit = timebase.max_scene_gap(max_gap, frame_time, model_ft)
     gaps = np.diff(keys)
     if gaps.max() > limit:
         k = int(np.argmax(gaps))
-        raise ValueError(T.gap_message(keys[k], keys[k + 1], max_gap, frame_time, model_ft))
+        raise ValueError(timebase.gap_message(keys[k], keys[k + 1], max_gap, frame_time, model_ft))
     return keys
 
 
 def on_model_grid(clip: Clip, keys: list[int], model_ft: float, max_gap: int) -> tuple[Clip, list[int]]:
     """The key poses of a clip at another rate on the model's frame grid, the first key on frame 0."""
-    mkeys = T.model_keys(keys, clip.frame_time, model_ft, max_gap)
+    mkeys = timebase.model_keys(keys, clip.frame_time, model_ft, max_gap)
     n, j = mkeys[-1] + 1, clip.skeleton.num_joints
     rot = np.zeros((n, j, 4), dtype=clip.rotations.dtype)
     rot[..., 0] = 1.0
@@ -169,7 +169,7 @@ def to_scene_grid(clip: Clip, keys, mkeys, rot, pos) -> tuple[np.ndarray, np.nda
     frames; frames outside the keys are the clip's own)."""
     out_rot, out_pos = np.array(clip.rotations, copy=True), np.array(clip.positions, copy=True)
     span = np.arange(keys[0], keys[-1] + 1)
-    r, p = T.sample(Q.fix_hemisphere(rot), pos, T.model_times(keys, mkeys, span))
+    r, p = timebase.sample(quat_np.fix_hemisphere(rot), pos, timebase.model_times(keys, mkeys, span))
     out_rot[span], out_pos[span] = r, p
     return out_rot, out_pos
 
@@ -183,7 +183,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     (``fill_symmetric``).
     """
     ck = engine.ckpt
-    mft = getattr(engine, "frame_time", T.MODEL_FRAME_TIME)
+    mft = getattr(engine, "frame_time", timebase.MODEL_FRAME_TIME)
     checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
     for clip, keys in zip(clips, keys_list):
         try:
@@ -192,7 +192,8 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
         # another frame rate: the model fills its own grid (``backend.timebase``), read back below
-        work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft, ck.window - 1)
+        same = timebase.same_rate(clip.frame_time, mft)
+        work, wkeys = (clip, keys) if same else on_model_grid(clip, keys, mft, ck.window - 1)
         checked.append((clip, keys, work, wkeys))
         passes = guard_passes(engine, wkeys) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
@@ -214,7 +215,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
         rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
         rot = planted(engine, clip.skeleton, rot, pos, keys, clip.frame_time)
-        rot = Q.fix_hemisphere(rot)
+        rot = quat_np.fix_hemisphere(rot)
         rot[kept] = clip.rotations[kept]  # hemisphere fixing may flip a kept frame's sign: put it back
         meta = {}
         src = clip.meta.get("source_channels")
@@ -274,10 +275,10 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     if uses_mirror(engine, keys):
         c_rot, c_pos = mirror_correction(engine, controls, skel)
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
-            c_rot, c_pos = T.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
-        out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
+            c_rot, c_pos = timebase.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
+        out_rot, out_pos = quat_np.mul(c_rot, out_rot), out_pos + c_pos
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
-    out_rot = Q.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
+    out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
 
@@ -310,6 +311,6 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
         clip, keys = keys_clip(controls, skeleton), list(controls.keys)
         own, = fill(engine, [(clip, keys)], with_base=False)
         sym, = fill_symmetric(engine, [(clip, keys)], with_base=False)
-        cache[key] = (Q.normalize(Q.mul(sym[0], Q.inv(own[0]))), sym[1] - own[1])
+        cache[key] = (quat_np.normalize(quat_np.mul(sym[0], quat_np.inv(own[0]))), sym[1] - own[1])
     return cache[key]
 

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend import quat_np as Q
+from backend import quat_np
 
-from . import metrics as M
+from . import metrics
 from .data import CMU_DATA, DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
@@ -78,17 +78,17 @@ def reconstruct_windows(engine, rot, pos, batch=256):
 def evaluate_reconstruction(pred_rot, pred_pos, rot, pos, parents, rotation_joints=None):
     """Local rotation error (over the modelled rotation joints) and global MPJPE, all frames."""
     j = slice(None) if rotation_joints is None else list(rotation_joints)
-    mean_deg, mse_deg2 = M.rotation_errors_deg(pred_rot[..., j, :], rot[..., j, :])
-    gpos_pred = Q.fk(Q.normalize(pred_rot), pred_pos, parents)[1]
-    gpos_true = Q.fk(rot, pos, parents)[1]
-    return {"rot_deg": mean_deg, "rot_sq_deg2": mse_deg2, "mpjpe_cm": M.mpjpe_cm(gpos_pred, gpos_true)}
+    mean_deg, mse_deg2 = metrics.rotation_errors_deg(pred_rot[..., j, :], rot[..., j, :])
+    gpos_pred = quat_np.fk(quat_np.normalize(pred_rot), pred_pos, parents)[1]
+    gpos_true = quat_np.fk(rot, pos, parents)[1]
+    return {"rot_deg": mean_deg, "rot_sq_deg2": mse_deg2, "mpjpe_cm": metrics.mpjpe_cm(gpos_pred, gpos_true)}
 
 
 def _inbetween_scores(pred_rot, pred_pos, true_grot, true_gpos, parents, nonkey):
-    grot, gpos = Q.fk(Q.normalize(pred_rot[:, nonkey]), pred_pos[:, nonkey], parents)
-    grot = M.align_signs(grot, true_grot)
-    return {"mpjpe_cm": M.mpjpe_cm(gpos, true_gpos), "l2q": M.l2q(grot, true_grot),
-            "npss": M.npss(grot, true_grot)}
+    grot, gpos = quat_np.fk(quat_np.normalize(pred_rot[:, nonkey]), pred_pos[:, nonkey], parents)
+    grot = metrics.align_signs(grot, true_grot)
+    return {"mpjpe_cm": metrics.mpjpe_cm(gpos, true_gpos), "l2q": metrics.l2q(grot, true_grot),
+            "npss": metrics.npss(grot, true_grot)}
 
 
 def foot_sliding(skeleton, windows_rot, windows_pos, pred_rot, pred_pos, keys, frame_time: float) -> float:
@@ -118,11 +118,11 @@ def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPAC
     out = {}
     f = windows_rot.shape[1]
     for k in spacings:
-        keys = M.protocol_keys(f, k)
+        keys = metrics.protocol_keys(f, k)
         nonkey = np.setdiff1d(np.arange(f), keys)
-        true_grot, true_gpos = Q.fk(windows_rot[:, nonkey], windows_pos[:, nonkey], parents)
-        true_grot = Q.fix_hemisphere(true_grot, axis=1)
-        sr, sp = M.lerp_slerp_inbetween(windows_rot, windows_pos, keys)
+        true_grot, true_gpos = quat_np.fk(windows_rot[:, nonkey], windows_pos[:, nonkey], parents)
+        true_grot = quat_np.fix_hemisphere(true_grot, axis=1)
+        sr, sp = metrics.lerp_slerp_inbetween(windows_rot, windows_pos, keys)
         res = {"keys": keys.tolist(), "lerp_slerp": _inbetween_scores(sr, sp, true_grot, true_gpos, parents, nonkey)}
         feet = [("lerp_slerp", sr, sp)]
         if predict is not None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math as LM
-from . import layer_math as L
+from . import latent_math
+from . import layer_math
 
-EPS = LM.FRAME_EPS
+EPS = latent_math.FRAME_EPS
 
 
 def layer_keys(base_x: np.ndarray, lo: int, hi: int, shown: np.ndarray, values: np.ndarray,
@@ -28,7 +28,7 @@ def layer_keys(base_x: np.ndarray, lo: int, hi: int, shown: np.ndarray, values: 
     never ``holes`` (scene frames whose key the user deleted) unless the original has a key there again."""
     if not len(shown):
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    keyed = L.written_frames(base_x, shown, lo, hi)
+    keyed = layer_math.written_frames(base_x, shown, lo, hi)
     under = np.asarray(base_values, np.float64)[keyed - lo]
     vals = under.copy()
     vals[np.searchsorted(keyed, shown)] = values
@@ -57,7 +57,7 @@ def in_range(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def expected_co(base: dict | None, lo: int, hi: int, keyed: np.ndarray, vals: np.ndarray,
                 offsets: np.ndarray) -> np.ndarray:
     """``co`` ``[n, 2]`` (float32) of the curve's keys inside the range as the layer left it."""
-    keys = L.layered_curve(None, base, lo, hi, keyed, vals, _NO_ENUMS, attrs=("co",), offsets=offsets)
+    keys = layer_math.layered_curve(None, base, lo, hi, keyed, vals, _NO_ENUMS, attrs=("co",), offsets=offsets)
     if keys is None:
         return np.zeros((0, 2), np.float32)
     co = keys["co"]
@@ -74,7 +74,7 @@ def _rows(keys: dict, mask: np.ndarray) -> dict:
 def _under(x: np.ndarray, keyed: np.ndarray) -> np.ndarray:
     """Which of ``x`` lie within the runs of the layer's ``keyed`` frames."""
     out = np.zeros(len(x), bool)
-    for a, b in L.runs(np.asarray(keyed, np.int64)):
+    for a, b in layer_math.runs(np.asarray(keyed, np.int64)):
         out |= (x >= a - EPS) & (x <= b + EPS)
     return out
 
@@ -87,7 +87,7 @@ def _subframe_match(now: dict, base: dict, nsub: np.ndarray, bsub: np.ndarray, k
     bi, ni = np.flatnonzero(bsub), np.flatnonzero(nsub)
     if not len(bi) or not len(ni):
         return b_same, n_same
-    shown = L.moved_keys({"co": base["co"][bi]}, np.asarray(keyed, np.float64), offsets)["co"]
+    shown = layer_math.moved_keys({"co": base["co"][bi]}, np.asarray(keyed, np.float64), offsets)["co"]
     nco = now["co"][ni]
     for j, (x, y) in enumerate(shown):
         hit = np.flatnonzero((np.abs(nco[:, 0] - x) < EPS) & (nco[:, 1] == y))

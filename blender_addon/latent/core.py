@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import bridge, preferences
-from ..core import latent_math as LM
+from ..core import latent_math
 from ..core.errors import Refusal
 from ..io import latent as latent_io
 from ..io import scene as scene_io
@@ -87,14 +87,14 @@ def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None,
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not.  ``max_age``: as ``latent_math.checkpoint_hash`` (slider changes)."""
     stored = st.checkpoint
-    found = LM.checkpoint_hash(stored, max_age)
+    found = latent_math.checkpoint_hash(stored, max_age)
     if found == st.checkpoint_hash:
         return Path(stored), ""
     try:
         configured = configured_checkpoint(st.kind, context, is_mesh(st))
     except bridge.BridgeError:
         configured = None
-    if configured is not None and LM.checkpoint_hash(configured, max_age) == st.checkpoint_hash:
+    if configured is not None and latent_math.checkpoint_hash(configured, max_age) == st.checkpoint_hash:
         return configured, ""
     what = "is missing" if found is None else "has changed since encoding"
     return None, (f"the checkpoint that encoded this range ({Path(stored).name}) {what}: sliders are off; "
@@ -113,7 +113,7 @@ def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
     """Resample's checks before anything changes, for armatures and meshes alike: (the checkpoint to
     decode with, "") or (None, why there is nothing to do); refuses a range that cannot take ``frames``."""
     controls_of(obj)
-    why = LM.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
+    why = latent_math.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
                           st.kind == "INBETWEEN")
     if why:
         raise Refusal(why)
@@ -127,13 +127,13 @@ def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
 
 @functools.lru_cache(maxsize=16)
 def _raw_names(segments: int) -> tuple[str, ...]:
-    return tuple(LM.raw_name(s, c) for s in range(segments) for c in range(LM.POINTS))
+    return tuple(latent_math.raw_name(s, c) for s in range(segments) for c in range(latent_math.POINTS))
 
 
 def read_raw(obj, st) -> np.ndarray:
     """The raw control points ``[S, 4, d]`` from the object's ID properties."""
     d = st.latent_size
-    out = np.empty((len(st.segments) * LM.POINTS, d))
+    out = np.empty((len(st.segments) * latent_math.POINTS, d))
     for k, name in enumerate(_raw_names(len(st.segments))):
         v = obj.get(name)
         try:  # (an ID property array lends numpy its buffer; anything else is converted or refused)
@@ -144,8 +144,8 @@ def read_raw(obj, st) -> np.ndarray:
             raise Refusal(f"the custom property {name} is missing or has the wrong size (it needs {d} "
                           "numbers); Remove or Bake the latent controls")
         out[k] = a
-    out = out.reshape(len(st.segments), LM.POINTS, d)
-    bad = LM.bad_values(out)
+    out = out.reshape(len(st.segments), latent_math.POINTS, d)
+    bad = latent_math.bad_values(out)
     if bad:
         raise Refusal(bad)
     return out
@@ -184,7 +184,7 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     one or two of a dozen segments; each signature hashes kilobytes)."""
     frames = st.frames if frames is None else frames
     src = [(seg.start, seg.end) for seg in st.segments]
-    bounds = LM.output_bounds(src, st.source_frames, frames)
+    bounds = latent_math.output_bounds(src, st.source_frames, frames)
     m = len(names(st))
     edits = segment_edits(st, m)
     memory = state.of(st)
@@ -193,8 +193,8 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     raw = np.ascontiguousarray(raw, dtype=np.float64)  # (as the signature hashes it)
     if last is not None and last[0].shape == raw.shape and last[2] == bounds:
         same = (last[0].view(np.int64) == raw.view(np.int64)).all(axis=(1, 2)).tolist()  # (bit for bit)
-    sigs = [last[3][s] if same[s] and last[1][s] == e else LM.signature(raw[s], *e, bounds[s][1] - bounds[s][0] + 1)
-            for s, e in enumerate(edits)]
+    sigs = [last[3][s] if same[s] and last[1][s] == e
+            else latent_math.signature(raw[s], *e, bounds[s][1] - bounds[s][0] + 1) for s, e in enumerate(edits)]
     memory.last_plan = (raw.copy(), edits, bounds, sigs)
     return bounds, list(sigs), edits
 
@@ -204,7 +204,7 @@ def encoded_points(st) -> np.ndarray:
     if "encoded_points" not in st:
         raise Refusal("this range was encoded by an earlier Splinetween, before latent edits became a layer; "
                       "Bake keeps its motion as keys, Remove restores the original keys (then Encode again)")
-    return array(st, "encoded_points", (len(st.segments), LM.POINTS, st.latent_size))
+    return array(st, "encoded_points", (len(st.segments), latent_math.POINTS, st.latent_size))
 
 
 def neutral_signatures(st, bounds) -> list[str]:
@@ -214,7 +214,7 @@ def neutral_signatures(st, bounds) -> list[str]:
     table = state.of(st).table("neutral signatures", 8)  # (a range's encoded points never change)
     if key not in table:
         pts, zeros = encoded_points(st), (0.0,) * key[1]
-        table[key] = [LM.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
+        table[key] = [latent_math.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
     return list(table[key])
 
 
@@ -247,7 +247,7 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
             store(st, "fidelity", np.asarray(fidelity, dtype=np.float64).ravel())
         st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
         new_base_version(st)
-        st.checkpoint, st.checkpoint_hash = str(path), LM.checkpoint_hash(path) or ""
+        st.checkpoint, st.checkpoint_hash = str(path), latent_math.checkpoint_hash(path) or ""
         st.token = uuid.uuid4().hex[:16]
         st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
         st.latent_size = points.shape[-1]
@@ -256,15 +256,15 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
         for a, b in segments:
             seg = st.segments.add()
             seg.start, seg.end = int(a), int(b)
-        soft, hard = LM.soft_limits(points)
+        soft, hard = latent_math.soft_limits(points)
         for s, (a, b) in enumerate(segments):
-            for c in range(LM.POINTS):
-                name = LM.raw_name(s, c)
+            for c in range(latent_math.POINTS):
+                name = latent_math.raw_name(s, c)
                 store(obj, name, points[s, c])
                 obj.id_properties_ui(name).update(
                     min=-hard, max=hard, soft_min=-soft, soft_max=soft, precision=4,
                     description=f"Segment {s + 1} (frames {start + a}-{start + b}), control point {c + 1} of "
-                                f"{LM.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
+                                f"{latent_math.POINTS}: {points.shape[-1]} latent values; editing re-decodes the "
                                 f"{NOUN.get(obj.type, 'motion')}")
     obj.update_tag(refresh={"TIME"})  # new animatable properties: evaluated (keys, drivers) from the next update
 
@@ -276,7 +276,7 @@ def clear(obj) -> None:
     (``property_unset``) crashed Blender on their next read."""
     state.forget(obj.splinetween_latent.token)
     with suspended():
-        for key in [k for k in obj.keys() if k.startswith(LM.RAW_PREFIX)]:
+        for key in [k for k in obj.keys() if k.startswith(latent_math.RAW_PREFIX)]:
             del obj[key]
         latent_io.drop_raw_animation(obj, scene_io.channelbag(obj))
         st = obj.splinetween_latent

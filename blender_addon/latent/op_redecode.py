@@ -4,7 +4,7 @@ from __future__ import annotations
 import bpy
 
 from ..core.errors import Refusal
-from . import core as latent
+from . import core as latent_core
 from . import slider
 from .common import poll_latent
 
@@ -28,7 +28,7 @@ class ANIM_OT_splinetween_redecode(bpy.types.Operator):
         try:
             changed = slider.sync(obj, context, force=self.force)
         except Refusal as e:
-            with latent.suspended():
+            with latent_core.suspended():
                 obj.splinetween_latent.status = str(e)
             self.report({"ERROR"}, f"Re-decode: {e}")
             return {"CANCELLED"}

@@ -94,8 +94,8 @@ def _sync_objects(objects) -> None:
 @persistent
 def on_depsgraph_update(scene, depsgraph) -> None:
     """Raw control points typed in the UI tag the object; re-decode what they changed."""
-    from . import core as latent
-    if latent.busy():
+    from . import core as latent_core
+    if latent_core.busy():
         return
     seen = []
     for update in depsgraph.updates:
@@ -110,15 +110,15 @@ def on_depsgraph_update(scene, depsgraph) -> None:
 @persistent
 def on_frame_change(scene, depsgraph=None) -> None:
     """Keyed or driven raw points and sliders change with the frame."""
-    from . import core as latent
-    if not latent.busy():
+    from . import core as latent_core
+    if not latent_core.busy():
         _sync_objects(scene.objects)
 
 
 @persistent
 def on_undo(scene, *args) -> None:
-    from . import core as latent
-    if not latent.busy():
+    from . import core as latent_core
+    if not latent_core.busy():
         _sync_objects(scene.objects)
 
 

@@ -8,12 +8,12 @@ the handlers and the batch call these functions.
 """
 from __future__ import annotations
 
-from ..core import latent_math as LM
+from ..core import latent_math
 from ..core.errors import Refusal
 from .armature import adapter as armature_adapter
 from .armature import resample as armature_resample
 from .mesh import adapter as mesh_adapter
-from . import core as latent
+from . import core as latent_core
 
 ADAPTERS = {"ARMATURE": armature_adapter, "MESH": mesh_adapter}
 RESAMPLE = {"ARMATURE": armature_resample.resample, "MESH": mesh_adapter.resample}
@@ -52,17 +52,17 @@ def resample(obj, settings, frames: int) -> str:
 def reset(obj, segment: int | None = None) -> str:
     """Sliders back to neutral (one segment, or all) and the raw points back to the encoded ones: the
     segment shows its original again, bit for bit."""
-    st = latent.controls_of(obj)
+    st = latent_core.controls_of(obj)
     which = range(len(st.segments)) if segment is None else [segment]
     if segment is not None and not 0 <= segment < len(st.segments):
         raise Refusal(f"there is no segment {segment + 1}")
-    points = latent.encoded_points(st)
-    with latent.suspended():
+    points = latent_core.encoded_points(st)
+    with latent_core.suspended():
         for s in which:
             seg = st.segments[s]
             seg.amplify, seg.timing, seg.principal = 1.0, 0.0, (0.0,) * len(seg.principal)
-            for c in range(LM.POINTS):
-                obj[LM.raw_name(s, c)][:] = points[s, c]
+            for c in range(latent_math.POINTS):
+                obj[latent_math.raw_name(s, c)][:] = points[s, c]
     sync(obj)
     return f"Reset {'all segments' if segment is None else f'segment {segment + 1}'}"
 
@@ -75,7 +75,7 @@ def sync_quietly(obj, context=None) -> None:
         message = str(e) if isinstance(e, Refusal) else f"the latent controls failed ({type(e).__name__}: {e})"
         st = obj.splinetween_latent
         if st.status != message:
-            with latent.suspended():
+            with latent_core.suspended():
                 st.status = message
             print(f"Splinetween: {obj.name}: {message}")
             if not isinstance(e, Refusal):
@@ -84,5 +84,5 @@ def sync_quietly(obj, context=None) -> None:
 
 
 def on_slider(obj, context=None) -> None:
-    if not latent.busy():
+    if not latent_core.busy():
         sync_quietly(obj, context)

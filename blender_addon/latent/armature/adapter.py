@@ -17,15 +17,15 @@ import functools
 import numpy as np
 
 from ... import preferences
-from ...core import latent_math as LM
-from ...core import carry_math as CM
-from ...core import layer_math as L
+from ...core import latent_math
+from ...core import carry_math
+from ...core import layer_math
 from ...core.errors import Refusal
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from . import carry, layer, take
-from .. import core as latent
+from .. import core as latent_core
 from .. import state
 
 
@@ -33,13 +33,13 @@ def protected(st) -> np.ndarray:
     """Frames (relative to the range start) never written: the keys of an in-betweened range."""
     if st.kind != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
-    keys = latent.array(st, "keys", dtype=np.int64)
-    return np.array([LM.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
+    keys = latent_core.array(st, "keys", dtype=np.int64)
+    return np.array([latent_math.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
 
 
 def bones_of(st) -> tuple[list[str], set, set]:
-    return (list(st["bones"]), set(latent.array(st, "rotation_joints", dtype=int).tolist()),
-            set(latent.array(st, "position_joints", dtype=int).tolist()))
+    return (list(st["bones"]), set(latent_core.array(st, "rotation_joints", dtype=int).tolist()),
+            set(latent_core.array(st, "position_joints", dtype=int).tolist()))
 
 
 def channels_of(obj, st) -> list:
@@ -74,7 +74,7 @@ def base_values(st, channels) -> np.ndarray:
     """The original's channel values on every frame of the range ``[frames, C]`` (read-only), read from
     the range once per version of the original (a slider change asks every time; 300 x 69 numbers)."""
     def make():
-        got = latent.array(st, "base_values", (st.frames, len(channels)))
+        got = latent_core.array(st, "base_values", (st.frames, len(channels)))
         got.setflags(write=False)
         return got
     return state.of(st).memo("base values", (st.base_version, st.frames, len(channels)), make)
@@ -84,7 +84,7 @@ def base_keys(st) -> dict:
     """The original's keys per curve (the user's curves, or the in-betweened fill), unpacked once per version."""
     def make():
         g = st["base"] if "base" in st else st["original"]
-        return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+        return latent_math.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
     return state.of(st).memo("base keys", st.base_version, make)
 
 
@@ -92,7 +92,7 @@ def subframe_curves(st) -> set:
     """``(data_path, index)`` of the curves whose original has keys between whole frames inside the range
     (the layer moves them with it: ``layer_math.moved_keys``), found once per version of the original."""
     def make():
-        eps, lo, hi = LM.FRAME_EPS, st.frame_start, st.frame_end
+        eps, lo, hi = latent_math.FRAME_EPS, st.frame_start, st.frame_end
         out = set()
         for key, keys in base_keys(st).items():
             x = keys["co"][:, 0].astype(np.float64)
@@ -112,7 +112,7 @@ def every_frame(st, channels, originals) -> dict | None:
 
 def original_keys(st) -> dict:
     g = st["original"]
-    return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
+    return latent_math.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
 
 
 def sync(obj, context=None, force: bool = False) -> bool:
@@ -122,9 +122,9 @@ def sync(obj, context=None, force: bool = False) -> bool:
     st = obj.splinetween_latent
     if not st.active:
         return False
-    raw = latent.read_raw(obj, st)
-    bounds, sigs, edits = latent.plan(st, raw)
-    nsigs = latent.neutral_signatures(st, bounds)
+    raw = latent_core.read_raw(obj, st)
+    bounds, sigs, edits = latent_core.plan(st, raw)
+    nsigs = latent_core.neutral_signatures(st, bounds)
     shown = [seg.signature for seg in st.segments]
     changed = [s for s in range(len(bounds)) if force or sigs[s] != shown[s]]
     if not changed:
@@ -149,12 +149,12 @@ def sync(obj, context=None, force: bool = False) -> bool:
         channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
         force, changed = True, list(range(len(bounds)))
     seams, prot = st.kind == "AUTOENCODER", protected(st)
-    edited = L.edited_segments(sigs, nsigs)
-    whole = force or set(edited) != set(L.edited_segments(shown, nsigs))
+    edited = layer_math.edited_segments(sigs, nsigs)
+    whole = force or set(edited) != set(layer_math.edited_segments(shown, nsigs))
     frames = _reach(tuple(bounds), tuple(edited if whole else changed), seams, prot.tobytes())
     values = np.zeros((0, len(everything)))
     if len(frames):
-        path, why = latent.checkpoint_for(st, context, LM.STAT_EVERY)  # (a drag asks every change)
+        path, why = latent_core.checkpoint_for(st, context, latent_math.STAT_EVERY)  # (a drag asks every change)
         if path is None:
             raise Refusal(why)
         frames, values = layer.layer_frames(obj, st, path, preferences.settings(context), (raw, bounds, sigs, edits),
@@ -168,7 +168,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
     else:  # (curves may have been made)
         curves = keys_io.curve_map(bag)
         carry.remember(st, [curves.get(k) for k in curve_keys(st, channels)])
-    with latent.suspended():
+    with latent_core.suspended():
         for s in changed:
             st.segments[s].signature = sigs[s]
         if st.status:
@@ -181,7 +181,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
 def _reach(bounds: tuple, segments: tuple, seams: bool, protected: bytes) -> np.ndarray:
     """``layer_math.reach`` (``protected``: int64 bytes), made once per layout: a dragged slider asks for
     the same frames every change; a pure function of its arguments, so shared by every range."""
-    frames = L.reach(list(bounds), segments, seams, protected=np.frombuffer(protected, dtype=np.int64))
+    frames = layer_math.reach(list(bounds), segments, seams, protected=np.frombuffer(protected, dtype=np.int64))
     frames.setflags(write=False)
     return frames
 
@@ -226,13 +226,15 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
         fc = curves.get((path, i))
         orig = originals.get((path, i))
         base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
-        keyed, vals, offsets = CM.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c], holes.get((path, i)))
+        keyed, vals, offsets = carry_math.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c],
+                                                     holes.get((path, i)))
         now = keys_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
-        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION, offsets) \
+        keys = layer_math.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION, offsets) \
             if now is not None else None
         if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
             now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
-            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, offsets=offsets)  # attribute, to set all
+            keys = layer_math.layered_curve(now, orig, lo, hi, keyed, vals, enums,
+                                            offsets=offsets)  # attribute, to set all
         latent_io.set_curve(bag, curves, path, i, bone, keys, now)
     return False
 
@@ -247,9 +249,9 @@ def replace_refusal(obj) -> str:
 
 
 def bake(obj) -> str:
-    st = latent.controls_of(obj)
+    st = latent_core.controls_of(obj)
     a, b = st.frame_start, st.frame_end
-    latent.clear(obj)
+    latent_core.clear(obj)
     return f"Baked frames {a}-{b}: plain keys, latent controls removed"
 
 
@@ -274,7 +276,7 @@ def remove(obj) -> str:
     keys from before (Encode: the user's keys; Inbetween: the keys it filled between; a Resample undone).
     The take the range was made on is restored, whichever action the armature plays now, and no curve is
     made for a bone that is gone."""
-    st = latent.controls_of(obj)
+    st = latent_core.controls_of(obj)
     bag = take.channelbag(obj)
     a, b = st.frame_start, st.frame_end
     note, edited = "", False
@@ -293,7 +295,7 @@ def remove(obj) -> str:
         if lost:
             note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
     st_kind = st.kind
-    latent.clear(obj)
+    latent_core.clear(obj)
     if edited:
         made = "Inbetween's fill" if st_kind == "INBETWEEN" else "your keys"
         return (f"Removed the latent controls of frames {a}-{b}: {made} with the keys you changed since, without "

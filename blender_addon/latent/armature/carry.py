@@ -12,12 +12,12 @@ import uuid
 
 import numpy as np
 
-from ...core import carry_math as CM
-from ...core import latent_math as LM
+from ...core import carry_math
+from ...core import latent_math
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
-from .. import core as latent
+from .. import core as latent_core
 from .. import state
 
 def gone(st) -> set:
@@ -48,14 +48,14 @@ def remember(st, fcs, read: tuple | None = None) -> None:
 def record(st, frames: np.ndarray, values: np.ndarray, whole: bool) -> None:
     """Save what a write put on the curves: ``values [n, C]`` at ``frames`` (relative, sorted); ``whole``:
     these are all the layer's frames now, else they replace the values of those frames."""
-    with latent.suspended():
+    with latent_core.suspended():
         if whole and not len(frames):
             for key in ("shown_frames", "shown_values"):
                 if key in st:
                     del st[key]
         elif whole or "shown_frames" not in st:
-            latent.store(st, "shown_frames", np.asarray(frames, np.int32))
-            latent.store(st, "shown_values", np.asarray(values, np.float64).ravel())
+            latent_core.store(st, "shown_frames", np.asarray(frames, np.int32))
+            latent_core.store(st, "shown_values", np.asarray(values, np.float64).ravel())
         elif len(frames):  # (in place: an ID property array lends numpy its buffer)
             have = np.asarray(st["shown_frames"])
             np.asarray(st["shown_values"]).reshape(len(have), -1)[np.searchsorted(have, frames)] = values
@@ -94,39 +94,39 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         key = (scene_io.bone_path(bone, prop), i)
         base = base_keys.get(key)
         bx = base["co"][:, 0].astype(np.float64) if base is not None else np.zeros(0)
-        keyed, vals, offsets = CM.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]],
+        keyed, vals, offsets = carry_math.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]],
                                              had.get(key))
-        want = CM.expected_co(base, lo, hi, keyed, vals, offsets)
+        want = carry_math.expected_co(base, lo, hi, keyed, vals, offsets)
         if fc is None:
             if len(want):
                 deleted.append(key)
             continue
         co = keys_io.read(fc, ("co",))["co"]
-        co = co[CM.in_range(co[:, 0].astype(np.float64), lo, hi)]
+        co = co[carry_math.in_range(co[:, 0].astype(np.float64), lo, hi)]
         if co.shape == want.shape and np.array_equal(co, want):
             continue
         now = keys_io.read(fc)
-        new_keys[key] = CM.carried(now, base, lo, hi, keyed, vals, keyframe, offsets)
-        new_holes += [f"{key[0]}|{key[1]}|{f}" for f in CM.deleted_keys(want[:, 0], now["co"][:, 0])]
+        new_keys[key] = carry_math.carried(now, base, lo, hi, keyed, vals, keyframe, offsets)
+        new_holes += [f"{key[0]}|{key[1]}|{f}" for f in carry_math.deleted_keys(want[:, 0], now["co"][:, 0])]
         times = np.arange(lo, hi + 1, dtype=np.float64)
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
     if not new_keys and not deleted:
         memory.seen = (st.shown_id, counts, buf)
         return False, (counts, buf)
-    with latent.suspended():
+    with latent_core.suspended():
         if deleted:
-            latent.store(st, "gone", [f"{p}|{i}" for p, i in sorted(gone(st) | set(deleted))])
+            latent_core.store(st, "gone", [f"{p}|{i}" for p, i in sorted(gone(st) | set(deleted))])
         if new_holes:
-            latent.store(st, "holes", sorted(set(st["holes"] if "holes" in st else ()) | set(new_holes)))
+            latent_core.store(st, "holes", sorted(set(st["holes"] if "holes" in st else ()) | set(new_holes)))
         if new_keys:
             merged = dict(base_keys)
             merged.update(new_keys)
-            latent.store(st, "base", LM.pack_curves([(p, i, v) for (p, i), v in merged.items()]))
+            latent_core.store(st, "base", latent_math.pack_curves([(p, i, v) for (p, i), v in merged.items()]))
             allv = np.array(base_values, np.float64)
             for c, v in new_cols.items():
                 allv[:, c] = v
-            latent.store(st, "base_values", allv.ravel())
+            latent_core.store(st, "base_values", allv.ravel())
             st.base_edited = True
-            latent.new_base_version(st)
+            latent_core.new_base_version(st)
     memory.seen = None
     return True, (counts, buf)

@@ -12,8 +12,8 @@ import numpy as np
 
 from ... import bridge
 from ...core import constraints
-from ...core import latent_math as LM
-from ...core import layer_math as L
+from ...core import latent_math
+from ...core import layer_math
 from ...core import rig_math
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io
@@ -22,7 +22,7 @@ from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from . import layer, retarget, take
-from .. import core as latent
+from .. import core as latent_core
 
 
 def _armature(obj):
@@ -46,7 +46,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     if shared:
         raise Refusal(shared)
     bag = _armature(obj)
-    meta = latent.checkpoint_meta(path)
+    meta = latent_core.checkpoint_meta(path)
     if meta["task"] != "autoencoder":
         raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
                       "(Preferences > Add-ons > Splinetween > Autoencoder)")
@@ -97,8 +97,8 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
                      model_segments=reply.get("model_segments"), left=list(left))
     layer.prime(obj.splinetween_latent, out["rotations"], out["positions"])
     s = len(reply["segments"])
-    poor = L.fidelity_problem(reply["fidelity"])
-    return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control points "
+    poor = layer_math.fidelity_problem(reply["fidelity"])
+    return (f"Encoded frames {start}-{end} into {s} segment{'s' * (s != 1)} of {latent_math.POINTS} control points "
             f"in {1e3 * (time.perf_counter() - t0):.0f} ms; the keys are unchanged"
             + (f". {poor}" if poor else "") + (f"; {constraints.report(left)} (the sliders never write them)"
                                                if left else "")
@@ -116,34 +116,34 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
     the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
     joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
     st = obj.splinetween_latent
-    latent.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments, points=points,
-                            principal_names=principal_names, principal_descriptions=principal_descriptions,
-                            fidelity=fidelity)
-    with latent.suspended():
+    latent_core.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments,
+                                 points=points, principal_names=principal_names,
+                                 principal_descriptions=principal_descriptions, fidelity=fidelity)
+    with latent_core.suspended():
         st.cm_per_unit = float(cm_per_unit)
-        latent.store(st, "bones", list(bones))
-        latent.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
-        latent.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
-        latent.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
-        latent.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
+        latent_core.store(st, "bones", list(bones))
+        latent_core.store(st, "rotation_joints", np.asarray(rotation_joints, dtype=np.int32))
+        latent_core.store(st, "position_joints", np.asarray(position_joints, dtype=np.int32))
+        latent_core.store(st, "origins", np.asarray(origins, dtype=np.float64).ravel())
+        latent_core.store(st, "template", np.asarray(template, dtype=np.float64).ravel())
         if keys is not None:
-            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
-            latent.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
-            latent.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
+            latent_core.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent_core.store(st, "key_rotations", np.asarray(key_rotations, dtype=np.float64).ravel())
+            latent_core.store(st, "key_positions", np.asarray(key_positions, dtype=np.float64).ravel())
         if left:
-            latent.store(st, "left", sorted(left))
+            latent_core.store(st, "left", sorted(left))
         if joint_bones is not None:
-            latent.store(st, "joint_bones", list(joint_bones))
+            latent_core.store(st, "joint_bones", list(joint_bones))
         if model_segments is not None:
-            latent.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
+            latent_core.store(st, "model_segments", np.asarray(model_segments, dtype=np.int32).ravel())
         if model_keys is not None:
-            latent.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
-        latent.store(st, "original", LM.pack_curves(snapshot))
+            latent_core.store(st, "model_keys", np.asarray(model_keys, dtype=np.int32))
+        latent_core.store(st, "original", latent_math.pack_curves(snapshot))
         if base is not None:
-            latent.store(st, "base", LM.pack_curves(base))
-        latent.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
-        bounds = LM.output_bounds([(a, b) for a, b in segments], frames, frames)
-        for seg, sig in zip(st.segments, latent.neutral_signatures(st, bounds)):
+            latent_core.store(st, "base", latent_math.pack_curves(base))
+        latent_core.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
+        bounds = latent_math.output_bounds([(a, b) for a, b in segments], frames, frames)
+        for seg, sig in zip(st.segments, latent_core.neutral_signatures(st, bounds)):
             seg.signature = sig  # the keys show the original: every segment at neutral
         take.remember(obj)
         st.shown_id = "installed"  # (what the layer writes is recorded from here on: ``carry``)

@@ -7,13 +7,13 @@ import functools
 
 import numpy as np
 
-from ...core import latent_math as LM
-from ...core import layer_math as L
-from ...core import slider_math as SM
+from ...core import latent_math
+from ...core import layer_math
+from ...core import slider_math
 from ...core.errors import Refusal
 from ...io import latent as latent_io
 from . import retarget
-from .. import core as latent
+from .. import core as latent_core
 from .. import decode, state
 
 # kept per range (``state``): the original in the model's convention ("original view"); each segment's frames
@@ -25,26 +25,26 @@ MAPS_MAX = 64
 
 def stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(origins, template, the encoded points) of the range, read once."""
-    return state.of(st).memo("inputs", None, lambda: (latent.array(st, "origins", (-1, 3)),
-                                                       latent.array(st, "template", (-1, 3)),
-                                                       latent.encoded_points(st)))
+    return state.of(st).memo("inputs", None, lambda: (latent_core.array(st, "origins", (-1, 3)),
+                                                       latent_core.array(st, "template", (-1, 3)),
+                                                       latent_core.encoded_points(st)))
 
 
 def _ask(st, todo) -> tuple[dict, dict]:
     """The armature's ``decode`` request for ``todo`` (``decode.Request``)."""
-    keys = latent.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+    keys = latent_core.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
     header = {"op": "decode", "task": "inbetween" if keys else "autoencoder", "keys": keys, "guard": False}
     if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
-        model = latent.array(st, "model_segments", (-1, 2), dtype=np.int64)
+        model = latent_core.array(st, "model_segments", (-1, 2), dtype=np.int64)
         header["model_segments"] = [model[j.segment].tolist() for j in todo]
         if "model_keys" in st:
-            header["model_keys"] = latent.array(st, "model_keys", dtype=np.int64).tolist()
+            header["model_keys"] = latent_core.array(st, "model_keys", dtype=np.int64).tolist()
     origins, template, _ = stored(st)
     arrays = {"origins": origins[[j.segment for j in todo]], "template": template}
     if keys:
         n = len(template)
-        arrays["key_rotations"] = latent.array(st, "key_rotations", (len(keys), n, 4))
-        arrays["key_positions"] = latent.array(st, "key_positions", (len(keys), n, 3))
+        arrays["key_rotations"] = latent_core.array(st, "key_rotations", (len(keys), n, 4))
+        arrays["key_positions"] = latent_core.array(st, "key_positions", (len(keys), n, 3))
     return header, arrays
 
 
@@ -60,8 +60,8 @@ REQUEST = decode.Request(_ask, _split)
 
 def prime(st, rot, pos) -> None:
     """The neutral decode of every segment laid one after the other (as ``decode`` answers): cached."""
-    bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
-    nsigs = latent.neutral_signatures(st, bounds)
+    bounds = latent_math.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
+    nsigs = latent_core.neutral_signatures(st, bounds)
     for s, k in enumerate(decode.pieces([b - a + 1 for a, b in bounds])):
         decode.keep(st.token, s, nsigs[s], (rot[k], pos[k]))
 
@@ -70,7 +70,7 @@ def prime(st, rot, pos) -> None:
 def _needed_parts(bounds: tuple, frames: bytes, seams: bool) -> tuple[dict, frozenset]:
     """``layer_math.needed_parts`` of the frames given as int64 bytes, made once per layout (a dragged
     slider asks for the same every change; a pure function of its arguments, so shared by every range)."""
-    plan, need = L.needed_parts(list(bounds), np.frombuffer(frames, dtype=np.int64), seams)
+    plan, need = layer_math.needed_parts(list(bounds), np.frombuffer(frames, dtype=np.int64), seams)
     for _, mine in plan.values():
         mine.setflags(write=False)
     return plan, frozenset(need)
@@ -88,7 +88,7 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     keys = {s: _seam_key(st, s, sides, keysig) for s, (sides, _) in plan.items()}
     joins = state.of(st).table("joins", JOINS_MAX)
     todo = [(s, plan[s][0]) for s, key in keys.items() if key not in joins]
-    for (s, _), values in zip(todo, LM.segments_values(parts, todo, len(bounds), seams) if todo else ()):
+    for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else ()):
         joins[keys[s]] = values
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
@@ -108,7 +108,7 @@ def _original(obj, st, channels, base):
         rig = latent_io.rig_for(obj, bones, st.cm_per_unit)
         groups = latent_io.channel_groups(channels, bones)
         basis, _ = latent_io.values_to_pose(channels, bones, base, groups)
-        return key, groups, basis, SM.rest_turns(rig), SM.location_maps(rig)
+        return key, groups, basis, slider_math.rest_turns(rig), slider_math.location_maps(rig)
     return state.of(st).memo("original view", key, make)
 
 
@@ -128,8 +128,8 @@ def _neutral(st, view, parts: dict, keysig, bounds, plan: dict, seams: bool) -> 
         a, b = bounds[s]
         key = (key0, *_seam_key(st, s, sides, keysig)[1:])
         if key not in segment_maps:
-            rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
-            segment_maps[key] = (SM.rotation_maps(basis[a:b + 1], rot, turns), pos)
+            rot, pos = latent_math.segment_values(parts, s, len(bounds), seams, sides)
+            segment_maps[key] = (slider_math.rotation_maps(basis[a:b + 1], rot, turns), pos)
         k, pos = segment_maps[key]
         maps.append(k[mine - a])
         poss.append(pos[mine - a])
@@ -156,12 +156,13 @@ def layer_frames(obj, st, path, settings, plan_now, nsigs, frames: np.ndarray, c
         return order, retarget.layer_values(obj, st, path, channels, base, order, e_rot, e_pos, n_rot, n_pos)
     view = _original(obj, st, channels, base)
     maps, n_pos = _neutral(st, view, {s: got[s, nsigs[s]] for s in need}, lambda s: nsigs[s], bounds, plan, seams)
-    rot = SM.layered_rotations(maps, e_rot)
+    rot = slider_math.layered_rotations(maps, e_rot)
     ref = base[order]
     out = np.empty_like(ref)
     for is_loc, mode, joints, cols in view[1]:
         if is_loc:
-            out[:, cols] = SM.layered_locations(ref[:, cols], view[4][joints], e_pos[:, joints], n_pos[:, joints])
+            out[:, cols] = slider_math.layered_locations(ref[:, cols], view[4][joints], e_pos[:, joints],
+                                                         n_pos[:, joints])
         else:
-            out[:, cols] = SM.channels_near(rot[:, joints], mode, ref[:, cols])
+            out[:, cols] = slider_math.channels_near(rot[:, joints], mode, ref[:, cols])
     return order, out  # (the plan lists each segment's frames in turn: sorted, as ``frames``)

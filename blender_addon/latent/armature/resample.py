@@ -10,26 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import latent_math as LM
-from ...core import layer_math as L
+from ...core import latent_math
+from ...core import layer_math
 from ...core.errors import Refusal
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
-from .. import core as latent
+from .. import core as latent_core
 from .. import decode, state
 from . import adapter, carry, layer, take
 
 
 def _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs) -> None:
     """Decode the edited segments at the new length before anything changes (the backend may refuse)."""
-    edited = L.edited_segments(sigs, nsigs)
+    edited = layer_math.edited_segments(sigs, nsigs)
     if not edited:
         return
-    prot = [LM.map_frame(k, st.source_frames, bounds[-1][1] + 1) for k in latent.array(st, "keys", dtype=int)] \
-        if st.kind == "INBETWEEN" else ()
-    frames = L.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
-    _, need = L.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
+    prot = [latent_math.map_frame(k, st.source_frames, bounds[-1][1] + 1)
+            for k in latent_core.array(st, "keys", dtype=int)] if st.kind == "INBETWEEN" else ()
+    frames = layer_math.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
+    _, need = layer_math.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
     jobs = decode.jobs(raw, layer.stored(st)[2], bounds, sigs, nsigs, edits, need)
     decode.decoded(st, path, settings, jobs, layer.REQUEST)
 
@@ -54,7 +54,7 @@ def resample(obj, settings, frames: int) -> str:
     """Decode the range into ``frames`` frames (2x, 4x, or any length): the range stretches or
     compresses from its start, later keys move with its end, and the sliders keep working."""
     st = obj.splinetween_latent
-    path, nothing = latent.resample_checkpoint(obj, st, frames)
+    path, nothing = latent_core.resample_checkpoint(obj, st, frames)
     if path is None:
         return nothing
     take.check(obj)
@@ -63,18 +63,18 @@ def resample(obj, settings, frames: int) -> str:
         raise Refusal(f"{obj.name} has no action any more; Bake or Remove the latent controls")
     channels = adapter.channels_of(obj, st)
     adapter.settle(obj, st, bag)  # keys changed since the last write are the original now
-    raw = latent.read_raw(obj, st)
-    bounds, sigs, edits = latent.plan(st, raw, frames)
-    nsigs = latent.neutral_signatures(st, bounds)
+    raw = latent_core.read_raw(obj, st)
+    bounds, sigs, edits = latent_core.plan(st, raw, frames)
+    nsigs = latent_core.neutral_signatures(st, bounds)
     _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs)  # may refuse: nothing written yet
     values = original_at(obj, st, bag, channels, frames)
     if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all (Remove)
         have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
         extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
-                 if not LM.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
+                 if not latent_math.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
         merged = [(p, i, k) for (p, i), k in adapter.original_keys(st).items()] + latent_io.snapshot(bag, extra)
-        with latent.suspended():
-            latent.store(st, "original", LM.pack_curves(merged))
+        with latent_core.suspended():
+            latent_core.store(st, "original", latent_math.pack_curves(merged))
             st.snapshot_all = True
     driven = {(scene_io.bone_path(b, p), i) for b, p, i, _ in channels}
     keep = adapter.protected(st) + st.frame_start
@@ -83,7 +83,7 @@ def resample(obj, settings, frames: int) -> str:
         written = (fc.data_path, fc.array_index) in driven
         keys_io.retime_curve(fc, lo, old_hi, new_hi, keep_inside=not written, protected=keep)
     old = st.frames
-    with latent.suspended():
+    with latent_core.suspended():
         st.frames = frames
     keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
@@ -95,15 +95,15 @@ def resample(obj, settings, frames: int) -> str:
             continue
         fc = curves.get((p, i))
         now = scene_io.read_keys(fc) if fc is not None else None
-        keys = L.layered_curve(now, now, lo, new_hi, keyed, values[keyed - lo, c], enums)
+        keys = layer_math.layered_curve(now, now, lo, new_hi, keyed, values[keyed - lo, c], enums)
         latent_io.set_curve(bag, curves, p, i, bone, keys)
         base.append((p, i, keys))
-    with latent.suspended():
-        latent.store(st, "base", LM.pack_curves(base))
-        latent.store(st, "base_values", values.ravel())
+    with latent_core.suspended():
+        latent_core.store(st, "base", latent_math.pack_curves(base))
+        latent_core.store(st, "base_values", values.ravel())
         if "holes" in st:  # (every frame of the new range is keyed: the deletions are in the values read)
             del st["holes"]
-        latent.new_base_version(st)
+        latent_core.new_base_version(st)
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral
     carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)

@@ -16,9 +16,9 @@ import hashlib
 import numpy as np
 
 from ... import bridge
-from ...core import layer_math as L
+from ...core import layer_math
 from ...humanoid import retarget
-from ...core import slider_math as SM
+from ...core import slider_math
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io
 from ...io import keys as keys_io
@@ -97,7 +97,7 @@ def layer_values(obj, st, path, channels, base, order, e_rot, e_pos, n_rot, n_po
     model's convention (``e``: the edited decode, ``n``: the encoded one, ``[n, J, ...]``), back on the rig."""
     rt = conversion(obj, st, path)
     groups, joint_of, o_rot, o_pos, basis, loc = _view(obj, st, rt, channels, base)
-    rot, pos = L.compose(o_rot[order], o_pos[order], n_rot, n_pos, e_rot, e_pos)
+    rot, pos = layer_math.compose(o_rot[order], o_pos[order], n_rot, n_pos, e_rot, e_pos)
     inner = bool(rt.inner_bones())
     r_basis, r_loc = rt.to_rig(rot, pos, basis[order] if inner else None, loc[order] if inner else None)
     ref = base[order]
@@ -107,5 +107,5 @@ def layer_values(obj, st, path, channels, base, order, e_rot, e_pos, n_rot, n_po
         if is_loc:
             out[:, cols] = r_loc[:, js]
         else:
-            out[:, cols] = SM.channels_near(r_basis[:, js], mode, ref[:, cols])
+            out[:, cols] = slider_math.channels_near(r_basis[:, js], mode, ref[:, cols])
     return out

@@ -21,13 +21,13 @@ import bpy
 import numpy as np
 
 from ... import bridge
-from ...core import latent_math as LM
-from ...core import layer_math as L
+from ...core import latent_math
+from ...core import layer_math
 from ...core import mesh_math
 from ...core.errors import Refusal
 from ...io import cache as mesh_cache
 from ...io import mesh as mesh_io
-from .. import core as latent
+from .. import core as latent_core
 from . import cache
 from .layer import layered, prime
 
@@ -96,8 +96,8 @@ def sync(obj, context=None, force: bool = False) -> bool:
     are the encoded ones, the layer elsewhere); True if written."""
     from ... import preferences
     st = obj.splinetween_latent
-    raw = latent.read_raw(obj, st)
-    bounds, sigs, edits = latent.plan(st, raw)
+    raw = latent_core.read_raw(obj, st)
+    bounds, sigs, edits = latent_core.plan(st, raw)
     mod = cache.modifier(obj, st)
     path = cache.owned_cache(obj, st, mod, context)
     stale = force or mesh_cache.fingerprint(path) != st.cache_fingerprint
@@ -107,10 +107,10 @@ def sync(obj, context=None, force: bool = False) -> bool:
     if other:
         raise Refusal(f"{obj.name} and {other} write the same cache file ({path.name}), as a duplicated object does: "
                       f"Remove or Bake the latent controls of one of them (and Encode it again)")
-    nsigs = latent.neutral_signatures(st, bounds)
+    nsigs = latent_core.neutral_signatures(st, bounds)
     ckpt = None
-    if L.edited_segments(sigs, nsigs):
-        ckpt, why = latent.checkpoint_for(st, context)
+    if layer_math.edited_segments(sigs, nsigs):
+        ckpt, why = latent_core.checkpoint_for(st, context)
         if ckpt is None:
             raise Refusal(why)
     frames = layered(st, ckpt, preferences.settings(context), raw, bounds, sigs, edits, nsigs)
@@ -118,7 +118,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
         fp = mesh_cache.write(path, frames, st.frame_start)
     except mesh_cache.CacheRefusal as e:
         raise Refusal(str(e)) from None
-    with latent.suspended():
+    with latent_core.suspended():
         for s, seg in enumerate(st.segments):
             seg.signature = sigs[s]
         st.cache_fingerprint = fp
@@ -135,16 +135,16 @@ def _install(context, obj, *, kind, ckpt, start, frames, segments, points, princ
     """Bookkeeping, raw points, the original (``base``: the frames read, or the fill), the modifier, then
     the file; undone when the file cannot be written (a file that was there before, unused, stays)."""
     existed = pc2.exists()
-    latent.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
+    latent_core.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
                             points=points, principal_names=principal_names,
                             principal_descriptions=principal_descriptions, fidelity=fidelity)
     st = obj.splinetween_latent
-    with latent.suspended():
+    with latent_core.suspended():
         st.num_vertices = int(num_vertices)
-        latent.store(st, "base_frames", np.ascontiguousarray(base, dtype=np.float32).ravel())
+        latent_core.store(st, "base_frames", np.ascontiguousarray(base, dtype=np.float32).ravel())
         if keys is not None:
-            latent.store(st, "keys", np.asarray(keys, dtype=np.int32))
-            latent.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
+            latent_core.store(st, "keys", np.asarray(keys, dtype=np.int32))
+            latent_core.store(st, "key_frames", np.ascontiguousarray(key_frames, dtype=np.float32).ravel())
         st.cache_uid, st.made_animation_data = mesh_cache.attach(obj, pc2, start, start + frames - 1)
         st.cache_blend = bpy.data.filepath
     if neutral is not None:
@@ -180,8 +180,9 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
              pc2=pc2, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
              principal_descriptions=reply.get("principal_descriptions", ()))
     s = len(reply["segments"])
-    poor = L.fidelity_problem(reply["fidelity"], mesh=True)
-    return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {LM.POINTS} control "
+    poor = layer_math.fidelity_problem(reply["fidelity"], mesh=True)
+    return (f"Encoded frames {start}-{end} of {obj.name} into {s} segment{'s' * (s != 1)} of {latent_math.POINTS} "
+            "control "
             f"points in {1e3 * (time.perf_counter() - t0):.0f} ms (model {1e3 * reply.get('seconds', 0):.0f} ms, "
             f"cache {1e3 * (time.perf_counter() - t1):.0f} ms); the mesh shows its own frames from {pc2.name} "
             "until a slider moves" + (f". {poor}" if poor else ""))
@@ -228,13 +229,13 @@ def _drop(obj, delete_file: bool) -> str:
     st = obj.splinetween_latent
     delete_file = delete_file and st.cache_blend == bpy.data.filepath
     note = mesh_cache.detach(obj, mesh_cache.find(obj, st.cache_uid), delete_file, st.made_animation_data)
-    latent.clear(obj)
+    latent_core.clear(obj)
     return note
 
 
 def bake(obj) -> str:
     """Keep the cache file and its modifier (renamed "... Baked"); drop the latent controls."""
-    st = latent.controls_of(obj)
+    st = latent_core.controls_of(obj)
     a, b = st.frame_start, st.frame_end
     mod = mesh_cache.find(obj, st.cache_uid)
     kept = ""
@@ -242,13 +243,13 @@ def bake(obj) -> str:
         cache.owned_cache(obj, st, mod)  # (the baked modifier reads this .blend's own file)
         mod.name = f"{mesh_cache.MODIFIER} Baked"  # Blender renames the driver's path with it
         kept = f": the MeshCache modifier '{mod.name}' keeps reading {mesh_cache.file_of(obj, mod)}"
-    latent.clear(obj)
+    latent_core.clear(obj)
     return f"Baked frames {a}-{b}{kept}; latent controls removed"
 
 
 def remove(obj) -> str:
     """Take the modifier, its driver and the cache file away: the mesh evaluates as before Encode."""
-    st = latent.controls_of(obj)
+    st = latent_core.controls_of(obj)
     a, b = st.frame_start, st.frame_end
     note = _drop(obj, delete_file=True)
     return f"Removed the latent controls of frames {a}-{b} of {obj.name}, their modifier and cache file{note}"
@@ -259,26 +260,26 @@ def resample(obj, settings, frames: int) -> str:
     or shrinks from its start, and frames after it show the original animation again.  The layer's
     original is resampled linearly (the frames read, or the fill, at the new frames' times)."""
     st = obj.splinetween_latent
-    ckpt, nothing = latent.resample_checkpoint(obj, st, frames)
+    ckpt, nothing = latent_core.resample_checkpoint(obj, st, frames)
     if ckpt is None:
         return nothing
     cache.modifier(obj, st)
-    raw = latent.read_raw(obj, st)
+    raw = latent_core.read_raw(obj, st)
     old = st.frames
-    with latent.suspended():
+    with latent_core.suspended():
         st.frames = frames
     try:  # the layer at the new length, decoded before anything changes (the backend may refuse)
-        bounds, sigs, edits = latent.plan(st, raw)
-        layered(st, ckpt, settings, raw, bounds, sigs, edits, latent.neutral_signatures(st, bounds))
+        bounds, sigs, edits = latent_core.plan(st, raw)
+        layered(st, ckpt, settings, raw, bounds, sigs, edits, latent_core.neutral_signatures(st, bounds))
     finally:
-        with latent.suspended():
+        with latent_core.suspended():
             st.frames = old
-    with latent.suspended():
+    with latent_core.suspended():
         st.frames = frames
     try:
         sync(obj, force=True)
     except Refusal:
-        with latent.suspended():
+        with latent_core.suspended():
             st.frames = old
         raise
     return (f"Resampled frames {st.frame_start}-{st.frame_start + old - 1} ({old} frames) to "

@@ -10,7 +10,7 @@ import bpy
 
 from ...core.errors import Refusal
 from ...io import cache as mesh_cache
-from .. import core as latent
+from .. import core as latent_core
 
 
 def new_path(context, obj, what: str) -> Path:
@@ -57,7 +57,7 @@ def owned_cache(obj, st, mod, context=None) -> Path:
         except OSError as e:
             raise Refusal(f"cannot copy the mesh cache {path} to {own} for this .blend ({e.strerror or e}); "
                           "nothing was changed") from None
-    with latent.suspended():
+    with latent_core.suspended():
         mesh_cache.point(mod, own)
         st.cache_blend = bpy.data.filepath
     return own

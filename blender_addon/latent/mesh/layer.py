@@ -13,17 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core import latent_math as LM
-from ...core import layer_math as L
+from ...core import latent_math
+from ...core import layer_math
 from ...core.errors import Refusal
-from .. import core as latent
+from .. import core as latent_core
 from .. import decode, state
 
 def prime(st, vertices: np.ndarray) -> None:
     """The backend's neutral decode of an encoded range's segments, laid one after the other (as
     ``mesh_decode`` answers): what the sliders at neutral decode to, cached per segment."""
-    bounds = LM.output_bounds([(g.start, g.end) for g in st.segments], st.source_frames, st.frames)
-    nsigs = latent.neutral_signatures(st, bounds)
+    bounds = latent_math.output_bounds([(g.start, g.end) for g in st.segments], st.source_frames, st.frames)
+    nsigs = latent_core.neutral_signatures(st, bounds)
     for s, k in enumerate(decode.pieces([b - a + 1 for a, b in bounds])):
         decode.keep(st.token, s, nsigs[s], np.ascontiguousarray(vertices[k]))
 
@@ -37,9 +37,9 @@ def base_frames(st) -> np.ndarray:
     resampled after Resample.  Read from the object once per version."""
     def make():  # (float32 [F, V, 3], kept per range: ``state``)
         if "base_frames" not in st:
-            latent.encoded_points(st)  # an earlier Splinetween's range: refused with what to do
+            latent_core.encoded_points(st)  # an earlier Splinetween's range: refused with what to do
         src = np.array(st["base_frames"], dtype=np.float32).reshape(st.source_frames, st.num_vertices, 3)
-        return L.resample_frames(src, st.frames)
+        return layer_math.resample_frames(src, st.frames)
     return state.of(st).memo("original frames", (st.base_version, st.frames), make)
 
 
@@ -47,7 +47,7 @@ def protected(st) -> np.ndarray:
     """Frames (relative) never written: an in-betweened range's key frames."""
     if st.kind != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
-    return np.array([LM.map_frame(k, st.source_frames, st.frames) for k in np.asarray(st["keys"])], np.int64)
+    return np.array([latent_math.map_frame(k, st.source_frames, st.frames) for k in np.asarray(st["keys"])], np.int64)
 
 
 def _ask(st, todo) -> tuple[dict, dict]:
@@ -72,19 +72,19 @@ def layered(st, path: Path, settings, raw, bounds, sigs, edits, nsigs) -> np.nda
     an edited segment reaches (with its neighbours' easing into the seams)."""
     frames = base_frames(st)
     seams = st.kind == "AUTOENCODER"
-    edited = L.edited_segments(sigs, nsigs)
-    reach = L.reach(bounds, edited, seams, ramp=L.mesh_ramp, protected=protected(st))
+    edited = layer_math.edited_segments(sigs, nsigs)
+    reach = layer_math.reach(bounds, edited, seams, ramp=layer_math.mesh_ramp, protected=protected(st))
     if not len(reach):
         return frames
-    plan, need = L.needed_parts(bounds, reach, seams, ramp=L.mesh_ramp)
-    jobs = decode.jobs(raw, latent.encoded_points(st), bounds, sigs, nsigs, edits, need)
+    plan, need = layer_math.needed_parts(bounds, reach, seams, ramp=layer_math.mesh_ramp)
+    jobs = decode.jobs(raw, latent_core.encoded_points(st), bounds, sigs, nsigs, edits, need)
     got = decode.decoded(st, path, settings, jobs, REQUEST)
-    e = L.mesh_joined({s: got[s, sigs[s]] for s in need}, bounds, plan, seams)
-    n = L.mesh_joined({s: got[s, nsigs[s]] for s in need}, bounds, plan, seams)
+    e = layer_math.mesh_joined({s: got[s, sigs[s]] for s in need}, bounds, plan, seams)
+    n = layer_math.mesh_joined({s: got[s, nsigs[s]] for s in need}, bounds, plan, seams)
     np.subtract(e, n, out=e)
     out = frames.copy()
     at = 0
-    for a, b in L.runs(reach):  # runs of frames: slices, not a gather and a scatter
+    for a, b in layer_math.runs(reach):  # runs of frames: slices, not a gather and a scatter
         out[a:b + 1] += e[at:at + b - a + 1]
         at += b - a + 1
     return out
