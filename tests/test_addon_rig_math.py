@@ -160,7 +160,7 @@ def _euler_frame_by_frame(q, mode, start):
     """The rule as the add-on applied it before issue 19: one frame after another, plain floats."""
     order = mode[::-1]
     ang, alt = rig_math.both_solutions(q, order)
-    ref = [float(start[rig_math._AXIS[ch]]) for ch in order]
+    ref = [float(start[rig_math.AXIS_INDEX[ch]]) for ch in order]
     out = []
     for i in range(len(q)):
         best, dist = None, np.inf

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import continuity, quat
 
-_AXIS = {"X": 0, "Y": 1, "Z": 2}
+AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 # BVH (Y up) -> Blender (Z up): +90 degrees about X (backend.humanoid.axes holds the same constant for
 # files; test_addon_rig_math checks that they agree).
@@ -95,13 +95,13 @@ def _axis_quat(axis: int, angle: np.ndarray) -> np.ndarray:
 def euler_to_quat(e: np.ndarray, mode: str) -> np.ndarray:
     """Blender Euler ``e [..., 3]`` (radians, indexed x, y, z) in rotation mode ``mode``."""
     e = np.asarray(e, dtype=np.float64)
-    a, b, c = (_AXIS[ch] for ch in mode)  # applied first .. last: R = R_c @ R_b @ R_a
+    a, b, c = (AXIS_INDEX[ch] for ch in mode)  # applied first .. last: R = R_c @ R_b @ R_a
     return qmul(qmul(_axis_quat(c, e[..., c]), _axis_quat(b, e[..., b])), _axis_quat(a, e[..., a]))
 
 
 def _intrinsic_angles(m: np.ndarray, order: str) -> np.ndarray:
     """Angles of ``R = R_i(a) R_j(b) R_k(c)`` (``order`` = ijk), middle angle in [-pi/2, pi/2]."""
-    i, j, k = (_AXIS[ch] for ch in order)
+    i, j, k = (AXIS_INDEX[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
     cb = np.hypot(m[..., i, i], m[..., i, j])
     b = np.arctan2(s * m[..., i, k], cb)
@@ -123,7 +123,7 @@ def both_solutions(q: np.ndarray, order: str) -> tuple[np.ndarray, np.ndarray]:
 def to_axes(ang: np.ndarray, order: str) -> np.ndarray:
     e = np.empty_like(ang)
     for n, ch in enumerate(order):
-        e[..., _AXIS[ch]] = ang[..., n]
+        e[..., AXIS_INDEX[ch]] = ang[..., n]
     return e
 
 
@@ -133,7 +133,7 @@ def quat_to_euler(q: np.ndarray, mode: str, compat: np.ndarray | None = None) ->
     order = mode[::-1]
     ang, alt = both_solutions(q, order)
     if compat is not None:
-        ref = np.asarray(compat, dtype=np.float64)[..., [_AXIS[ch] for ch in order]]
+        ref = np.asarray(compat, dtype=np.float64)[..., [AXIS_INDEX[ch] for ch in order]]
         a, b = _nearest_turn(ang, ref), _nearest_turn(alt, ref)
         far = np.abs(a - ref).sum(-1, keepdims=True) > np.abs(b - ref).sum(-1, keepdims=True)
         ang = np.where(far, b, a)
@@ -146,7 +146,7 @@ def euler_sequence(q: np.ndarray, mode: str, start: np.ndarray) -> np.ndarray:
     ``start [..., 3]``: no 360-degree flips, over any number of bones or runs at once."""
     order = mode[::-1]
     cands = np.stack(both_solutions(q, order), 1)  # [F, 2, ..., 3]
-    ref = np.asarray(start, dtype=np.float64)[..., [_AXIS[ch] for ch in order]]
+    ref = np.asarray(start, dtype=np.float64)[..., [AXIS_INDEX[ch] for ch in order]]
     ref = np.broadcast_to(ref, cands.shape[2:])
     return to_axes(continuity.nearest_chain(cands, ref), order)
 

@@ -103,7 +103,7 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     Everything runs on rows of all bones and frames (an entry, an angle: one contiguous row each),
     which reads a quarter less memory than columns of a 9-wide matrix (issue 19)."""
     order = mode[::-1]
-    i, j, k = (rig_math._AXIS[ch] for ch in order)
+    i, j, k = (rig_math.AXIS_INDEX[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
     comps = np.ascontiguousarray(q.reshape(-1, 4).T)  # [4, N]
     m = _MATRIX_OF_PRODUCTS @ (comps[_FIRST] * comps[_SECOND])  # [9, N]: the matrix, entry by entry
