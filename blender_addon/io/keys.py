@@ -237,7 +237,7 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
         flat = None if frames.size < FEW else _flat(fc, frames)
         if flat is not None:
             return np.full(frames.shape, flat)
-        return np.array([fc.evaluate(f) for f in frames.tolist()], dtype=np.float64).reshape(frames.shape)
+        return np.array(list(map(fc.evaluate, frames.tolist())), dtype=np.float64).reshape(frames.shape)
     if co is None:
         co = read(fc, ("co",))["co"]
     out = np.empty(frames.shape)
@@ -249,7 +249,7 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
         on = x[at] == f32
         out[on] = co[at[on], 1]
     if not on.all():
-        out[~on] = [fc.evaluate(f) for f in frames[~on].tolist()]
+        out[~on] = list(map(fc.evaluate, frames[~on].tolist()))
     return out
 
 
