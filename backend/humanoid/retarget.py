@@ -203,12 +203,16 @@ class Retarget:
         disp = _c_rot(_CX, p) / self.scale  # (the ``cols`` joints)
         if wi:  # the bones in between, as they are
             inner = pl.inner
-            c = np.empty((4, f, len(self.bones) + 1))
+            b_in, l_in = basis[:, inner], loc[:, inner]
+            g = 1 if (b_in == b_in[:1]).all() and (l_in == l_in[:1]).all() else f  # (still: one frame's floats
+            # are every frame's, so they are worked out once: an unanimated twist bone or control root)
+            c = np.empty((4, g, len(self.bones) + 1))
             c[:, :, -1] = _ID[:, None]
             rest = pl.rest[:, :, inner]
-            c[:, :, inner] = _qmul_c(_qmul_c(rest, _comp(basis[:, inner])), _qconj_c(rest))
-            kin, din = pl.walk(c, _cat_zero(_comp(loc)), pl.steps[:-1, wi], "inner", f)
-            kin = _qconj_c(kin)
+            c[:, :, inner] = _qmul_c(_qmul_c(rest, _comp(b_in[:g])), _qconj_c(rest))
+            kin, din = pl.walk(c, _cat_zero(_comp(loc[:g])), pl.steps[:-1, wi], "inner", g)
+            kin = _qconj_c(np.broadcast_to(kin, (4, f, kin.shape[2])))
+            din = np.broadcast_to(din, (3, f, din.shape[2]))
             k[:, :, wi] = _qmul_c(kin, k[:, :, wi])
             at = {c: i for i, c in enumerate(cols)}
             both = [i for i, c in enumerate(wi) if c in at]  # (columns of ``kin``, then of ``disp``)
