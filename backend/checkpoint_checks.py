@@ -65,8 +65,12 @@ def check_doc(jpath: Path, doc: dict, error) -> None:
 
 
 def check_model(jpath: Path, model: dict, error) -> None:
-    from .model_config import ModelConfig
+    from .model_config import ModelConfig, current_keys
     known = {f.name for f in fields(ModelConfig)}
+    try:
+        model = current_keys(model)  # (older checkpoints name the family "kind")
+    except ValueError as e:
+        raise error(jpath, str(e)) from None
     for k, v in model.items():
         if k in _INT_FIELDS and (not _is_int(v) or not 1 <= v <= _INT_FIELDS[k]):
             raise error(jpath, f'"model.{k}" must be a whole number from 1 to {_INT_FIELDS[k]}, got {v!r}')
@@ -75,7 +79,7 @@ def check_model(jpath: Path, model: dict, error) -> None:
                                f"got {v!r}")
         if k == "dropout" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not 0.0 <= v < 1.0):
             raise error(jpath, f'"model.dropout" must be a number from 0 to 1, got {v!r}')
-        if k in ("kind", "base") and not isinstance(v, str):
+        if k in ("family", "base") and not isinstance(v, str):
             raise error(jpath, f'"model.{k}" must be a name, got {v!r}')
         if k == "linear_path" and not isinstance(v, bool):
             raise error(jpath, f'"model.linear_path" must be true or false, got {v!r}')
@@ -122,7 +126,7 @@ def check_mirror(jpath: Path, doc, joints: int, error) -> None:
 def _random_as_empty():
     """A torch function mode in which random tensors are made as ``empty`` ones and random fills are
     skipped: on the meta device only their shapes matter, and PyTorch's meta ``randn`` and in-place
-    random fills run Python reference kernels whose checks import sympy (0.3-0.7 s of every engine
+    random fills run Python reference kernels whose checks import sympy (a large part of every engine
     load).  Made on first use: reading a checkpoint needs no torch (``backend.runtime``)."""
     import torch
 

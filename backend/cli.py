@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--keys", help="0-based key frames, comma separated: 0,15,30")
     keys.add_argument("--every", type=int, metavar="K", help="keys at frames 0, K, 2K, ... and the last frame")
     b.add_argument("--out-dir", required=True, type=Path)
+    b.add_argument("--no-contacts", dest="contacts", action="store_false",
+                   help="leave the feet as the model moves them (by default a foot planted at two keys, or by "
+                        "the model, stays planted between them)")
     _add_common(b, "the shipped in-betweening model")
     e = sub.add_parser("edit", help="edit the latent spline of each BVH: amplify, re-time, super-sample",
                        description="Encode each BVH with the autoencoder, edit its latent control points and "
@@ -151,6 +154,7 @@ def cmd_inbetween(args) -> int:
         raise ValueError("--every must be at least 1")
     fixed = _parse_keys(args.keys) if args.keys is not None else None
     engine = Engine(args.checkpoint or DEFAULT_INBETWEEN, args.device)
+    engine.contacts = args.contacts
 
     def prepare(clip):
         keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
@@ -243,8 +247,8 @@ def cmd_info(args) -> int:
         return 0
     c = ck.config
     print(f"checkpoint  {ck.path}")
-    print(f"model       {c.kind} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
-          f"controls={c.controls if c.kind == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
+    print(f"model       {c.family} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
+          f"controls={c.controls if c.family == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
     print(f"task        {info.get('task', 'autoencoder')}, window {ck.window} frames")
     print(f"skeleton    {ck.skeleton.num_joints} joints: {', '.join(ck.skeleton.names)}")
     print(f"features    {len(ck.layout.position_joints)} position joints, {len(ck.layout.rotation_joints)} "

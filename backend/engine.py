@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checkpoint as ckpt_io
+from .checkpoint import DEFAULT_DIR
 from . import timebase
 from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (Controls: part of the API)
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features_np import poses_from_features, sequence_origin, to_features
+from .guard import MAX_HIDDEN_GAP
 from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
 from .splines import ease_weights
 from .skeleton import Clip
 
-DEFAULT_CHECKPOINT = ckpt_io.DEFAULT_DIR / "motion_autoencoder.json"
-DEFAULT_INBETWEEN = ckpt_io.DEFAULT_DIR / "inbetween.json"
+DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
+DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"
 
 
 class Engine(EngineBase):
@@ -32,11 +33,14 @@ class Engine(EngineBase):
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
-        self._guard_weights: dict[bytes, float] = {}
+        self.guard_limit = MAX_HIDDEN_GAP  # longest doubled gap the guard hides keys in (frames)
+        self.guard_cache: dict[bytes, float] = {}
         # In-betweening: also fill the mirrored keys and average (backend.mirror), where the checkpoint
         # trained with mirroring and stores its left/right map.
         self.mirror = Mirror.from_info(self.ckpt.info.get("mirror"), self.skeleton.parents)
         self.symmetric = self.mirror is not None
+        # In-betweening: hold the feet the keys (or the fill) plant on the ground (backend.contacts).
+        self.contacts = True
 
     # -- checks -------------------------------------------------------------------------
     def check_clip(self, clip: Clip, keys: list[int] | None = None):
@@ -55,7 +59,8 @@ class Engine(EngineBase):
                               + (" (key poses)" if keys is not None else ""))
 
     @staticmethod
-    def _guard_key(keys, key_rotations, key_positions) -> bytes:
+    def guard_key(keys, key_rotations, key_positions) -> bytes:
+        """The key set's fingerprint in ``guard_cache`` (the guard's weight, the mirror correction)."""
         import hashlib
         h = hashlib.sha1(np.asarray(keys, dtype=np.int64).tobytes())
         for a in (key_rotations, key_positions):
@@ -63,17 +68,17 @@ class Engine(EngineBase):
         return h.digest()
 
     def remember_guard(self, keys, clip: Clip, weights: float):
-        if len(self._guard_weights) > 256:
-            self._guard_weights.clear()
-        self._guard_weights[self._guard_key(keys, clip.rotations[keys], clip.positions[keys])] = weights
+        if len(self.guard_cache) > 256:
+            self.guard_cache.clear()
+        self.guard_cache[self.guard_key(keys, clip.rotations[keys], clip.positions[keys])] = weights
 
     def guard_for(self, controls: "Controls", skeleton) -> float:
         """The guard's alpha for in-betweened ``controls``: what the fill used, recomputed
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
-        key = self._guard_key(controls.keys, controls.key_rotations, controls.key_positions)
-        if key not in self._guard_weights:
-            self._guard_weights[key] = guard_weight(self, keys_clip(controls, skeleton), list(controls.keys))
-        return self._guard_weights[key]
+        key = self.guard_key(controls.keys, controls.key_rotations, controls.key_positions)
+        if key not in self.guard_cache:
+            self.guard_cache[key] = guard_weight(self, keys_clip(controls, skeleton), list(controls.keys))
+        return self.guard_cache[key]
 
     def require(self, task: str):
         if self.task != task:
@@ -183,23 +188,23 @@ def _join_segments(parts):
     the shared frame, each side eases into it over a quarter of its length (smoothstep), so
     the seam has no jump in position or rotation.
     """
-    from . import quat_np as Q
+    from . import quat_np
     rot = [r.copy() for r, _ in parts]
     pos = [p.copy() for _, p in parts]
     for i in range(len(parts) - 1):
         a_r, a_p, b_r, b_p = rot[i], pos[i], rot[i + 1], pos[i + 1]
-        target_r = Q.slerp(a_r[-1], b_r[0], 0.5)
+        target_r = quat_np.slerp(a_r[-1], b_r[0], 0.5)
         target_p = 0.5 * (a_p[-1] + b_p[0])
         for r, p, end in ((a_r, a_p, -1), (b_r, b_p, 0)):
             n = max(1, len(r) // 4)
             w = ease_weights(n)  # 0 -> 1 towards the seam
             idx = np.arange(len(r) - n, len(r)) if end == -1 else np.arange(n)[::-1]
-            delta_r = Q.mul(target_r, Q.inv(r[end]))  # rotation that takes this side's end onto the target
+            delta_r = quat_np.mul(target_r, quat_np.inv(r[end]))  # rotation that takes this side's end onto the target
             delta_p = target_p - p[end]
             ident = np.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0]), delta_r.shape)
             for k, f in enumerate(idx):
-                r[f] = Q.mul(Q.slerp(ident, delta_r, w[k]), r[f])
+                r[f] = quat_np.mul(quat_np.slerp(ident, delta_r, w[k]), r[f])
                 p[f] = p[f] + w[k] * delta_p
     out_r = [rot[0]] + [r[1:] for r in rot[1:]]
     out_p = [pos[0]] + [p[1:] for p in pos[1:]]
-    return Q.fix_hemisphere(np.concatenate(out_r)), np.concatenate(out_p)
+    return quat_np.fix_hemisphere(np.concatenate(out_r)), np.concatenate(out_p)

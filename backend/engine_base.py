@@ -66,4 +66,4 @@ class EngineBase:
 
     @property
     def task(self) -> str:
-        return "inbetween" if self.ckpt.config.kind == "keyframe" else "autoencoder"
+        return "inbetween" if self.ckpt.config.family == "keyframe" else "autoencoder"

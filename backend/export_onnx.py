@@ -184,9 +184,9 @@ def export(json_path) -> list[Path]:
             with tempfile.TemporaryDirectory() as tmp:
                 raw = Path(tmp) / "graph.onnx"
                 # TorchScript's exporter (it needs the onnx package only; deprecated in torch 2.13, which
-                # warns): 1 s a graph.  torch.export's (dynamo=True, optimize=False; it needs onnxscript)
-                # exports these wrappers too, weights as stored, in 5-12 s a graph: the way on when the old
-                # one is removed.
+                # warns), the quicker of the two.  torch.export's (dynamo=True, optimize=False; it needs
+                # onnxscript) exports these wrappers too, weights as stored: the way on when the old one is
+                # removed.
                 with torch.no_grad():
                     torch.onnx.export(wrapper, args, str(raw), input_names=list(names), output_names=["out"],
                                       dynamic_axes=dynamic, opset_version=OPSET, dynamo=False,

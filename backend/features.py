@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import quat_torch as QT
+from . import quat_torch
 from .features_np import FeatureLayout, poses_from_features  # noqa: F401  (torch-free: the layout and the
 # decode reply's conversion live there, for the built-in backend)
 
@@ -34,7 +34,7 @@ def to_features(rot: torch.Tensor, pos: torch.Tensor, layout: FeatureLayout,
         origin = sequence_origin(pos, layout)
     p = pos[..., layout.position_joints, :].clone()
     p[..., 0, :] = p[..., 0, :] - origin[..., None, :]
-    r = QT.to_6d(rot[..., layout.rotation_joints, :])
+    r = quat_torch.to_6d(rot[..., layout.rotation_joints, :])
     return torch.cat([p.flatten(-2), r.flatten(-2)], -1), origin
 
 
@@ -57,7 +57,7 @@ def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tenso
     shape = feat.shape[:-1]
     rot = torch.zeros(shape + (num_joints, 4), dtype=feat.dtype, device=feat.device)
     rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = QT.from_6d(r6)
+    rot[..., layout.rotation_joints, :] = quat_torch.from_6d(r6)
     pos = template_pos.to(feat).expand(shape + (num_joints, 3)).clone()
     pos[..., layout.position_joints, :] = p
     return rot, pos

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 
 
 @dataclass
@@ -48,7 +48,7 @@ def to_features(rot: np.ndarray, pos: np.ndarray, layout: FeatureLayout, origin:
     first position joint re-centred on ``origin [..., 3]``."""
     p = pos[..., layout.position_joints, :].astype(np.float32)
     p[..., 0, :] -= np.asarray(origin, dtype=np.float32)[..., None, :]
-    r = Q.to_6d(rot[..., layout.rotation_joints, :]).astype(np.float32)
+    r = quat_np.to_6d(rot[..., layout.rotation_joints, :]).astype(np.float32)
     return np.concatenate([p.reshape(p.shape[:-2] + (-1,)), r.reshape(r.shape[:-2] + (-1,))], -1)
 
 
@@ -63,7 +63,7 @@ def poses_from_features(feat: np.ndarray, layout: FeatureLayout, origin: np.ndar
     n_p, shape = len(layout.position_joints), feat.shape[:-1]
     rot = np.zeros(shape + (num_joints, 4))
     rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = Q.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
+    rot[..., layout.rotation_joints, :] = quat_np.from_6d(feat[..., 3 * n_p:].reshape(shape + (-1, 6)))
     pos = np.empty(shape + (num_joints, 3))
     pos[...] = np.asarray(template_pos, dtype=np.float64)
     p = feat[..., :3 * n_p].reshape(shape + (n_p, 3))

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import fcurves
 from . import quat_np as Q
 from . import timebase as T
+from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features_np import poses_from_features
-from .guard import blend, fit_alpha, holdout_passes
+from .guard import MAX_HIDDEN_GAP, blend, fit_alpha, holdout_passes
 from .keyframes_np import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .runtime import sample_times
 from .skeleton import Clip
@@ -109,18 +111,26 @@ def fill_symmetric(engine, items, with_base: bool = True, which=None):
     return out
 
 
+def guard_passes(engine, keys) -> list[list[int]]:
+    """The guard's key lists with every other interior key hidden where the doubled gap is at most
+    ``engine.guard_limit`` frames (``backend.guard.MAX_HIDDEN_GAP``; the model's window - 1: every spacing)."""
+    return holdout_passes(list(keys), engine.ckpt.window - 1, limit=getattr(engine, "guard_limit", MAX_HIDDEN_GAP))
+
+
 def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
     """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
-    ``fills``, the ``fill`` results of ``holdout_passes``) and compared with the hidden keys."""
-    passes = holdout_passes(keys, engine.ckpt.window - 1)
+    ``fills``, the ``fill`` results of ``guard_passes``) and compared, with the curves through the same
+    keys (``backend.fcurves``), with the hidden keys."""
+    passes = guard_passes(engine, keys)
     if fills is None:
-        fills = fill(engine, [(clip, p) for p in passes])
+        fills = fill(engine, [(clip, p) for p in passes], with_base=False)
     hidden, model, herm = [], [], []
-    for p, (mr, mp, br, bp, *_) in zip(passes, fills):
+    for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
+        cr, cp = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, p)
         model.append((mr[h], mp[h]))
-        herm.append((br[h], bp[h]))
+        herm.append((cr[h], cp[h]))
     if not hidden:
         return 1.0
     def cat(lst):
@@ -184,27 +194,26 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         # another frame rate: the model fills its own grid (``backend.timebase``), read back below
         work, wkeys = (clip, keys) if T.same_rate(clip.frame_time, mft) else on_model_grid(clip, keys, mft, ck.window - 1)
         checked.append((clip, keys, work, wkeys))
-        passes = holdout_passes(wkeys, ck.window - 1) if engine.guard else []
+        passes = guard_passes(engine, wkeys) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
         items += [(work, wkeys)] + [(work, p) for p in passes]
-        mirror += [not passes] + [False] * len(passes)
-    # The mirror average where the guard hides no key (keys more than 10 frames apart): with the guard's
-    # passes it would double a cost that is already twice the model's (the 10 ms budget per window).
-    fills = fill_symmetric(engine, items, with_base=engine.guard, which=mirror)
+        mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
+    fills = fill_symmetric(engine, items, with_base=False, which=mirror)
     out = []
     for (clip, keys, work, wkeys), span in zip(checked, spans):
         mine = fills[span]
-        rot, pos, brot, bpos, ctrl, origins, segs = mine[0]
+        rot, pos, _, _, ctrl, origins, segs = mine[0]
         if engine.guard:
             alpha = guard_weight(engine, work, wkeys, mine[1:])
             engine.remember_guard(wkeys, work, alpha)
-            rot, pos = blend((rot, pos), (brot, bpos), alpha)
+            rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys), alpha)
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
         # keys exactly as given; frames before the first key and after the last copied as they are
         kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
         rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
+        rot = planted(engine, clip.skeleton, rot, pos, keys, clip.frame_time)
         rot = Q.fix_hemisphere(rot)
         rot[kept] = clip.rotations[kept]  # hemisphere fixing may flip a kept frame's sign: put it back
         meta = {}
@@ -243,7 +252,6 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     rot[dense_keys], pos[dense_keys] = controls.key_rotations, controls.key_positions
     template = np.asarray(controls.template, dtype=np.float32)
     out_rot, out_pos = rot.copy(), pos.copy()
-    base_rot, base_pos = rot.copy(), pos.copy()
     for si, (a, b) in enumerate(controls.segments):
         lo, hi = a * s, b * s
         m = hi - lo + 1
@@ -260,24 +268,33 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = poses_from_features(feat, engine.layout, origin[0], template,
                                                                      skel.num_joints)
-        if engine.guard:
-            base_rot[lo:hi + 1], base_pos[lo:hi + 1] = poses_from_features(
-                engine.norm.inverse(base_n)[0], engine.layout, origin[0], template, skel.num_joints)
     if engine.guard:
-        out_rot, out_pos = blend((out_rot, out_pos), (base_rot, base_pos), engine.guard_for(controls, skel))
+        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
+                                 engine.guard_for(controls, skel))
     if uses_mirror(engine, keys):
         c_rot, c_pos = mirror_correction(engine, controls, skel)
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
             c_rot, c_pos = T.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = Q.mul(c_rot, out_rot), out_pos + c_pos
-    out_rot = Q.fix_hemisphere(out_rot)
+    out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
+    out_rot = Q.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
 
 
+def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
+    """The fill's rotations with its planted feet held (``backend.contacts``) unless ``engine.contacts``
+    is off; key frames are not changed."""
+    if not getattr(engine, "contacts", False):
+        return rot
+    return plant_feet(skeleton.parents, skeleton.names, rot, pos, keys, frame_time)
+
+
 def uses_mirror(engine, keys) -> bool:
     """Whether ``inbetween`` answered these keys with the mirror average (``fill_symmetric``): a
-    symmetric engine where the guard hides no key."""
+    symmetric engine where the guard hides no key of a doubled gap up to ``guard.MAX_HIDDEN_GAP`` frames
+    (with those passes the mirror would double a cost already twice the model's: the 10 ms budget per
+    window)."""
     return bool(getattr(engine, "symmetric", False)) and not (
         engine.guard and holdout_passes(list(keys), engine.ckpt.window - 1))
 
@@ -287,8 +304,8 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
     points to the mirror-averaged fill ``inbetween`` wrote: the mirrored half depends on the keys
     only, so a re-decode (edited or not) applies the same correction and unedited control points
     give the written fill again.  Cached per keys like the guard's weights."""
-    key = ("mirror",) + (engine._guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
-    cache = engine._guard_weights
+    key = ("mirror",) + (engine.guard_key(controls.keys, controls.key_rotations, controls.key_positions),)
+    cache = engine.guard_cache
     if key not in cache:
         clip, keys = keys_clip(controls, skeleton), list(controls.keys)
         own, = fill(engine, [(clip, keys)], with_base=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import quat_torch as QT
+from . import quat_torch
 from .features import horizontal_mask, to_features
 from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401  (numpy: the
 # bookkeeping both twins share, kept importable from here)
@@ -38,7 +38,7 @@ def interpolate(rot: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor):
     def take(x, i):
         return torch.gather(x, 1, i[..., None, None].expand(-1, -1, *x.shape[2:]))
     a = alpha[..., None, None].to(rot.dtype)
-    r = QT.slerp(take(rot, prev), take(rot, nxt), a[..., 0])
+    r = quat_torch.slerp(take(rot, prev), take(rot, nxt), a[..., 0])
     p = take(pos, prev) * (1 - a) + take(pos, nxt) * a
     return r, p
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quat_np as Q
+from . import quat_np
 from .features_np import to_features
 
 
@@ -83,7 +83,7 @@ def interpolate(rot: np.ndarray, pos: np.ndarray, mask: np.ndarray):
     """SLERP of local rotations and LERP of local positions between keys (only key frames are read)."""
     prev, nxt, alpha = bracket(mask)
     a = alpha[..., None, None]
-    r = Q.slerp(_take(rot, prev), _take(rot, nxt), alpha[..., None])
+    r = quat_np.slerp(_take(rot, prev), _take(rot, nxt), alpha[..., None])
     p = _take(pos, prev) * (1 - a) + _take(pos, nxt) * a
     return r.astype(np.float32), p.astype(np.float32)
 

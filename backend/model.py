@@ -10,6 +10,8 @@ Shapes: B batch, N frames, K control points, c model width, d latent size.
 No positional encoding anywhere in the spline model: time lives in the latent curve.
 Baselines share every block: ``alibi`` has one latent token, repeated, plus sinusoids;
 ``alibi_cat`` concatenates the sinusoids instead of adding them.
+
+Longer than 300 lines: the model beside its inference shortcuts, which must compute what the plain modules do.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from torch import nn
 
 from . import splines
 
-from .model_config import MODEL_KINDS, ModelConfig  # noqa: F401  (torch-free, read with checkpoints)
+from .model_config import MODEL_FAMILIES, ModelConfig  # noqa: F401  (torch-free, read with checkpoints)
 
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's linear, attention as batched products,
@@ -241,7 +243,7 @@ def least_squares_fit(num_controls: int, num_frames: int) -> np.ndarray:
 
 
 class SplineTransformer(nn.Module):
-    """Autoencoder over pose sequences; ``kind`` picks the latent-sequence mechanism.
+    """Autoencoder over pose sequences; ``family`` picks the latent-sequence mechanism.
 
     With ``linear_path`` the model is a residual over a linear code: control points = the
     least-squares Bezier fit of the first m = min(d, in, out) input dimensions + the encoder's
@@ -255,12 +257,12 @@ class SplineTransformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         c, d = cfg.width, cfg.latent
-        n_tokens = cfg.controls if cfg.kind == "spline" else 1
+        n_tokens = cfg.controls if cfg.family == "spline" else 1
         self.mlp_enc = mlp(cfg.input_dim, c, c)
         self.control_tokens = nn.Parameter(torch.randn(n_tokens, c))  # normal init, as in the paper
         self.enc = Transformer(c, cfg.heads, cfg.layers, cfg.ffn_factor, cfg.dropout)
         self.to_latent = nn.Linear(c, d)
-        self.from_latent = nn.Linear(2 * d if cfg.kind == "alibi_cat" else d, c)
+        self.from_latent = nn.Linear(2 * d if cfg.family == "alibi_cat" else d, c)
         self.dec = Transformer(c, cfg.heads, cfg.decoder_depth, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
         if cfg.linear_path:
@@ -288,7 +290,7 @@ class SplineTransformer(nn.Module):
 
     def latents(self, controls: torch.Tensor, times: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """The latent sequence the decoder reads: [B,N,d] (or [B,N,2d] for ALiBi-Cat)."""
-        if self.cfg.kind == "spline":
+        if self.cfg.family == "spline":
             t = times.detach().cpu().numpy()
 
             def basis():
@@ -299,7 +301,7 @@ class SplineTransformer(nn.Module):
             return basis() @ controls
         z = controls[:, :1].expand(-1, positions.shape[-1], -1)
         pe = sinusoids(positions.to(controls.dtype), self.cfg.latent).expand_as(z)
-        return z + pe if self.cfg.kind == "alibi" else torch.cat([z, pe], -1)
+        return z + pe if self.cfg.family == "alibi" else torch.cat([z, pe], -1)
 
     def decode(self, controls: torch.Tensor, num_frames: int | None = None, *,
                times: torch.Tensor | None = None, positions: torch.Tensor | None = None) -> torch.Tensor:
@@ -338,7 +340,7 @@ class SplineTransformer(nn.Module):
         groups = list(alike.values())
         if len(groups) == 1:  # (one length: the batched decode itself, its rows already in order)
             return self.decode(controls, times=times[0], positions=positions[0]).flatten(0, 1)
-        if not (_fast(controls) and self.cfg.kind == "spline" and all(p.is_cpu for p in positions)):
+        if not (_fast(controls) and self.cfg.family == "spline" and all(p.is_cpu for p in positions)):
             out = torch.cat([self.decode(controls[idx], times=times[idx[0]], positions=positions[idx[0]]).flatten(0, 1)
                              for idx in groups])  # (not on the CPU at inference: the batched decode per group)
         else:

@@ -1,4 +1,4 @@
-"""The model registry: a model config's ``kind`` -> the module that implements it.
+"""The model registry: a model config's ``family`` -> the module that implements it.
 
 The one place that knows every model family, so the families (``model``: the autoencoder and its
 baselines; ``keyframe_model``: the in-betweener) never import each other's factory.
@@ -16,4 +16,4 @@ MODELS = {"spline": SplineTransformer, "alibi": SplineTransformer, "alibi_cat": 
 
 def build_model(cfg: ModelConfig) -> nn.Module:
     """The module for a config: the autoencoder family or the keyframe in-betweener."""
-    return MODELS[cfg.kind](cfg)
+    return MODELS[cfg.family](cfg)

@@ -112,7 +112,7 @@ class OnnxModel:
         jpath, graphs, weights = checkpoint_files(json_path)
         doc = json.loads(jpath.read_text(encoding="utf-8"))
         self.cfg = ModelConfig.from_json(doc["model"])
-        self.keyframe = self.cfg.kind == "keyframe"
+        self.keyframe = self.cfg.family == "keyframe"
         self.sessions = {c: _session(p, threads) for c, p in graphs.items()}
         self._regression_weight = None  # [F, D]: the in-betweener's linear path (KeyRegression), run in numpy
         if self.keyframe and self.cfg.linear_path:

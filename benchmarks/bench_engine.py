@@ -59,7 +59,8 @@ def bench_autoencoder(path):
 
 def bench_inbetween(path):
     """One 61-frame window at keys every 5, 15 and 30: as shipped (the guard where keys are <= 10 frames
-    apart, the mirror average elsewhere) and the model alone (neither), next to SLERP/LERP."""
+    apart, the mirror average elsewhere, planted feet), as shipped without planted feet, and the model
+    alone (none of them), next to SLERP/LERP."""
     eng = Engine(path, "cpu")
     symmetric = eng.symmetric
     clip = read_bvh(CLIP).slice(0, 61)
@@ -68,16 +69,16 @@ def bench_inbetween(path):
         keys = every_k(61, k)
         mask = torch.from_numpy(key_mask(61, keys))[None]
         sl = median_ms(lambda: interpolate(rot, pos, mask))
-        for shipped in (False, True):
-            eng.guard, eng.symmetric = shipped, shipped and symmetric
+        for label, shipped, feet in (("model alone", False, False), ("as shipped", True, True),
+                                     ("feet free", True, False)):  # feet free: as shipped, planted feet off
+            eng.guard, eng.symmetric, eng.contacts = shipped, shipped and symmetric, feet
             ib = median_ms(lambda: eng.inbetween(clip, keys))
             t = time.perf_counter()
             eng.inbetween([clip] * 120, [keys] * 120)
             per = 1e3 * (time.perf_counter() - t) / 120
-            label = "as shipped" if shipped else "model alone"
             print(f"inbetween one 61-frame window, keys every {k:2d}, {label:11s}: {ib:5.2f} ms (budget 10 ms) | "
                   f"SLERP/LERP baseline {sl:.2f} ms | ratio {ib / sl:5.1f}x | batched x120: {per:.2f} ms/window")
-    eng.guard, eng.symmetric = True, symmetric
+    eng.guard, eng.symmetric, eng.contacts = True, symmetric, True
     return clip
 
 

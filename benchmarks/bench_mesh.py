@@ -53,23 +53,22 @@ def main(argv=None) -> int:
 
     from addon_helpers import bpy
     bpy = bpy()
-    import mesh_addon_helpers as H
+    import mesh_addon_helpers
     from backend.mesh import join_frames
     from blender_addon import bridge
     from blender_addon.io import cache as mesh_cache
     from blender_addon.io import mesh as mesh_io
-    from blender_addon.latent.mesh import adapter as mesh_latent
-    ckpt = Path(args.autoencoder) if args.autoencoder else H.MESH_AUTOENCODER
+    ckpt = Path(args.autoencoder) if args.autoencoder else mesh_addon_helpers.MESH_AUTOENCODER
     if not ckpt.exists():
         raise SystemExit(f"bench_mesh: no mesh autoencoder at {ckpt} (pass --autoencoder)")
-    flag = H.flag()
-    H.setup_scene()
-    H.prefs().mesh_autoencoder = str(ckpt)
-    obj = H.cached_grid(flag["pc2"], "Flag")
+    flag = mesh_addon_helpers.flag()
+    mesh_addon_helpers.setup_scene()
+    mesh_addon_helpers.prefs().mesh_autoencoder = str(ckpt)
+    obj = mesh_addon_helpers.cached_grid(flag["pc2"], "Flag")
     frames = mesh_io.read_mesh_sequence(bpy.context, obj, 1, 60)
     settings = bridge.BackendSettings(mode="IN_PROCESS", device="cpu")
     header = {"op": "mesh_encode", "checkpoint": str(ckpt), "name": "flag", "decode": True}
-    out_path = H.session_dir() / "bench.pc2"
+    out_path = mesh_addon_helpers.session_dir() / "bench.pc2"
     rows: dict[str, float] = {}
 
     bridge.request(settings, header, {"frames": frames})  # load the model

@@ -36,7 +36,7 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from bench_latent import clip_300
     import blender_addon
-    from blender_addon.latent import core as latent
+    from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
     assert Path(blender_addon.__file__).resolve().is_relative_to(tree.resolve()), blender_addon.__file__
     fresh_scene_with_addon()
@@ -48,7 +48,7 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
     segs = [st.segments[s - 1] for s in segments]
 
     def change(value: float) -> None:
-        with latent.suspended():
+        with latent_core.suspended():
             for seg in segs:
                 seg.amplify = value
         slider.sync_quietly(obj)

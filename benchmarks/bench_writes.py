@@ -28,6 +28,8 @@ by stage; ``--only slider`` (or inbetween, encode, mesh) runs only those cases.
 Everything goes through operators, properties and public functions, so the script measures
 whatever writer the add-on has: ``--tree DIR`` measures the add-on of another source tree (e.g.
 ``git archive main | tar -x -C DIR``), to set a change beside what it replaces.
+
+Longer than 300 lines: a benchmark script: every case beside its floor from the same run.
 """
 from __future__ import annotations
 
@@ -126,7 +128,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     import bpy
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
-    from blender_addon.latent import core as latent
+    from blender_addon.latent import core as latent_core
     try:
         from blender_addon.latent import slider
     except ImportError:  # a tree before the latent wings (--tree): the same functions in ``kinds``
@@ -145,7 +147,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
         if len(segs) == 1:
             segs[0].amplify = value
             return
-        with latent.suspended():
+        with latent_core.suspended():
             for seg in segs:
                 seg.amplify = value
         slider.sync_quietly(obj)

@@ -41,8 +41,8 @@ def main():
     batcher = Batcher(ms, layout, norm, True)
     if args.task == "inbetween":
         batcher = InbetweenBatcher(batcher, layout, norm, 0)
-    kind = "keyframe" if args.task == "inbetween" else "spline"
-    model = build_model(ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind))
+    family = "keyframe" if args.task == "inbetween" else "spline"
+    model = build_model(ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family))
     opt = torch.optim.RAdam(model.parameters(), lr=3e-4)
     t = {k: [] for k in ("data", "forward", "loss (features + FK)", "backward", "optimiser")}
     for step in range(args.steps):

@@ -15,6 +15,9 @@ bundled copy (``<add-on>/backend``, put there by build.py) when present, else th
 * ``AUTO``: in-process PyTorch where it imports (the batch's workers, a developer's Blender), else
   built-in when the request's checkpoint has current exported graphs (and no GPU is asked for), else
   the backend process.  In Blender's own Python: Built-in unless a checkpoint has no exported model.
+
+Longer than 300 lines: the door and the backend process behind it are one protocol (handshake, timeouts,
+the process's life), read together.
 """
 from __future__ import annotations
 
@@ -90,7 +93,7 @@ _backend_package = None
 
 def backend_package():
     """The bundled ``backend`` subpackage inside the extension, else the source tree's (found once: a
-    slider change asks for it twice, and a search of the import path costs 0.03 ms)."""
+    slider change asks for it twice, and each would search the import path)."""
     global _backend_package
     if _backend_package is None:
         if importlib.util.find_spec(f"{__package__}.backend") is not None:

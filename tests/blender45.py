@@ -25,7 +25,7 @@ SELECT = "blender and not torch"
 FILES = [f"tests/test_{name}.py" for name in (
     "build",
     "addon_operator", "addon_refusals", "addon_scene_io", "addon_ui", "addon_writer", "addon_keys",
-    "addon_fps", "addon_constraints",
+    "addon_fps", "addon_constraints", "addon_contacts",
     "latent_encode", "latent_inbetween", "latent_lifecycle", "latent_refusals", "latent_ui", "latent_hand_edits",
     "addon_mesh_cloth", "addon_mesh_inbetween", "addon_mesh_io", "addon_mesh_latent", "addon_mesh_reader",
     "addon_mesh_refusals", "addon_mesh_ui",

@@ -24,14 +24,14 @@ def example_clips():
     return [read_bvh(p) for p in EXAMPLES]
 
 
-def _tiny(tmp_path_factory, clip, kind, task):
+def _tiny(tmp_path_factory, clip, family, task):
     from backend import checkpoint
     from backend.features import Normalizer, detect_layout, to_features
     from backend.model import ModelConfig
     from backend.registry import build_model
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
-    cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=32, heads=4, layers=1, latent=8)
+    cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=32, heads=4, layers=1, latent=8)
     torch.manual_seed(0)
     model = build_model(cfg)
     path = tmp_path_factory.mktemp("ckpt") / f"tiny_{task}"

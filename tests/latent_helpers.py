@@ -174,3 +174,23 @@ def ui_edit(obj, name: str, index: int, value: float) -> None:
     obj[name][index] = value
     obj.path_resolve(f'["{name}"]', False).update()
     bpy().context.view_layer.update()
+
+
+EDIT_CURVE = ('pose.bones["UpperLeg_L"].rotation_euler', 0)  # a curve every latent test armature drives
+
+
+def key_value(obj, frame, path=EDIT_CURVE[0], index=EDIT_CURVE[1]) -> np.float32 | None:
+    """The key value on ``frame`` (None: no key there)."""
+    co = curves(obj)[path, index]
+    hit = np.abs(co[:, 0] - frame) < 1e-3
+    return co[hit, 1][0] if hit.any() else None
+
+
+def edit_by_hand(obj, frame, value, path=EDIT_CURVE[0], index=EDIT_CURVE[1]) -> np.float32:
+    """Move one key to ``value`` as the Graph Editor does (handles go with it); -> the value as stored."""
+    fc = channelbag(obj).fcurves.find(path, index=index)
+    kp = next(k for k in fc.keyframe_points if abs(k.co.x - frame) < 1e-3)
+    kp.co_ui = (kp.co.x, value)
+    fc.update()
+    bpy().context.view_layer.update()
+    return key_value(obj, frame, path, index)

@@ -13,8 +13,8 @@ from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, channelbag, copy_ar
                            fresh_scene_with_addon, import_bvh, keys_on, prefs, snapshot, thin_keys, use_test_backend)
 
 bpy = bpy()
-from backend import quat_np as Q  # noqa: E402
-from backend import timebase as T  # noqa: E402
+from backend import quat_np  # noqa: E402
+from backend import timebase  # noqa: E402
 from blender_addon import bridge  # noqa: E402
 from blender_addon.inbetween import fill  # noqa: E402
 
@@ -30,7 +30,7 @@ def _write_at(folder, fps: float):
     from backend.bvh import read_bvh, write_bvh
     clip = read_bvh(TEST_CLIP)
     n = int(SECONDS * fps) + 1
-    rot, pos = T.sample(Q.fix_hemisphere(clip.rotations), clip.positions, np.arange(n) * 30.0 / fps)
+    rot, pos = timebase.sample(quat_np.fix_hemisphere(clip.rotations), clip.positions, np.arange(n) * 30.0 / fps)
     path = folder / f"walk_{fps:g}.bvh"
     write_bvh(path, replace(clip, rotations=rot, positions=pos, frame_time=1.0 / fps, meta={}, name=path.stem))
     return path
@@ -100,7 +100,7 @@ def test_24_fps_fills_like_30_fps_at_the_same_times(copy_of, record_property):
     frames24 = np.arange(1, 24 * SECONDS + 2)
     r24, h24 = _pose(a24, frames24)
     r30, h30 = _pose(a30, 1 + (frames24 - 1) * 30 / 24)  # the same seconds in the 30 fps scene
-    deg = np.degrees(Q.angle_between(Q.normalize(r24), Q.normalize(r30)))
+    deg = np.degrees(quat_np.angle_between(quat_np.normalize(r24), quat_np.normalize(r30)))
     cm = np.linalg.norm(h24 - h30, axis=-1)
     record_property("rot_diff_deg_mean_max", f"{deg.mean():.3f} {deg.max():.3f}")
     record_property("head_diff_cm_mean_max", f"{cm.mean():.3f} {cm.max():.3f}")
@@ -113,7 +113,7 @@ def test_24_fps_fills_like_30_fps_at_the_same_times(copy_of, record_property):
     run = fill.run(old, prefs_settings(), fill.Options(), 30.0)
     assert run.startswith("Inbetweened")
     r_old, _ = _pose(old, frames24)
-    assert np.degrees(Q.angle_between(Q.normalize(r_old), Q.normalize(r30))).mean() > 3 * deg.mean()
+    assert np.degrees(quat_np.angle_between(quat_np.normalize(r_old), quat_np.normalize(r30))).mean() > 3 * deg.mean()
 
 
 def prefs_settings():

@@ -99,3 +99,17 @@ def test_listed_key_frames_and_undo(truth):
     assert np.array_equal(mesh_data(obj), data) and np.array_equal(evaluated_range(obj, 1, 40), shown)
     path.unlink()  # undo leaves the cache file on disk (documented)
     bpy.data.objects.remove(obj)
+
+
+def test_a_mesh_checkpoint_names_its_model_family_under_either_name(truth, tmp_path):
+    """A checkpoint trained today says "family" where the shipped ones say "kind": Inbetween Mesh takes both."""
+    import json
+    from pathlib import Path
+    from blender_addon.latent.mesh import adapter
+    shipped = Path(__file__).resolve().parents[1] / "backend" / "checkpoints" / "cloth_inbetween.json"
+    doc = json.loads(shipped.read_text())
+    assert doc["model"]["kind"] == "keyframe"
+    doc["model"]["family"] = doc["model"].pop("kind")
+    (tmp_path / "new.json").write_text(json.dumps(doc))
+    assert adapter.meta(tmp_path / "new.json", "inbetween") == adapter.meta(shipped, "inbetween")
+    assert adapter.meta(shipped, "inbetween")["task"] == "inbetween"

@@ -15,7 +15,7 @@ from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, dis
                            use_test_backend)
 
 bpy = bpy()
-from blender_addon.core import rig_math as R  # noqa: E402
+from blender_addon.core import rig_math  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
 from blender_addon.io.compat import new_fcurve  # noqa: E402
 
@@ -79,7 +79,7 @@ def test_matches_the_engine_on_the_file(walk, thinned):
     assert OP() == {"FINISHED"}
     bag, names = channelbag(thinned), list(clip.skeleton.names)
     rig = scene_io.rig_frames(thinned, names, clip.skeleton.offsets)
-    rot, pos = R.blender_to_bvh(rig, *scene_io.read_pose(thinned, bag, names, np.arange(1, walk["n"] + 1)))
+    rot, pos = rig_math.blender_to_bvh(rig, *scene_io.read_pose(thinned, bag, names, np.arange(1, walk["n"] + 1)))
     from backend import quat_np
     _, ours = quat_np.fk(rot, pos, clip.skeleton.parents)
     _, theirs = quat_np.fk(out.rotations, out.positions, clip.skeleton.parents)
@@ -203,7 +203,7 @@ def test_blend(walk, thinned):
     qh, lh = pose(thinned)
     np.testing.assert_allclose(np.abs(np.sum(q0 * start[0], -1)), 1, atol=1e-6)  # blend 0: curves as they were
     np.testing.assert_allclose(l0, start[1], atol=1e-4)
-    np.testing.assert_allclose(np.abs(np.sum(qh * R.slerp(q0, q1, 0.5), -1)), 1, atol=1e-6)
+    np.testing.assert_allclose(np.abs(np.sum(qh * rig_math.slerp(q0, q1, 0.5), -1)), 1, atol=1e-6)
     np.testing.assert_allclose(lh, 0.5 * (l0 + l1), atol=1e-4)
     for obj in (full, none):
         bpy.data.objects.remove(obj)
@@ -240,7 +240,7 @@ def _to_quaternion_curves(obj, bone):
     path = scene_io.bone_path(bone, "rotation_euler")
     frames = channelbag(obj).fcurves.find(path, index=0).keyframe_points
     x = np.array([k.co.x for k in frames])
-    q = R.euler_to_quat(scene_io.read_channel(obj, bag, bone, "rotation_euler", 3, x), "ZXY")
+    q = rig_math.euler_to_quat(scene_io.read_channel(obj, bag, bone, "rotation_euler", 3, x), "ZXY")
     for i in range(3):
         bag.fcurves.remove(bag.fcurves.find(path, index=i))
     for i in range(4):
@@ -261,10 +261,10 @@ def test_quaternion_bones_and_bones_without_curves(walk, thinned):
     _to_quaternion_curves(thinned, "Spine")
     bag = channelbag(thinned)
     hand = scene_io.bone_path("Hand_R", "rotation_euler")
-    static = R.euler_to_quat(scene_io.read_channel(thinned, bag, "Hand_R", "rotation_euler", 3, [20])[0], "ZXY")
+    static = rig_math.euler_to_quat(scene_io.read_channel(thinned, bag, "Hand_R", "rotation_euler", 3, [20])[0], "ZXY")
     for i in range(3):
         bag.fcurves.remove(bag.fcurves.find(hand, index=i))
-    thinned.pose.bones["Hand_R"].rotation_euler = R.quat_to_euler(static, "ZXY")
+    thinned.pose.bones["Hand_R"].rotation_euler = rig_math.quat_to_euler(static, "ZXY")
     select_keys(thinned, walk["keys"][:5])
     select_keys(euler, walk["keys"][:5])
     assert OP(all_bones=True) == {"FINISHED"}

@@ -10,7 +10,7 @@ from addon_helpers import (TEST_CLIP, bpy, channelbag, copy_armature, disable_ad
 
 bpy = bpy()
 from backend.bvh import read_bvh  # noqa: E402
-from blender_addon.core import rig_math as R  # noqa: E402
+from blender_addon.core import rig_math  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -31,7 +31,7 @@ def convert(obj, names, frames):
     bag = channelbag(obj)
     rig = scene_io.rig_frames(obj, list(names), read_bvh(TEST_CLIP).skeleton.offsets)
     basis, loc = scene_io.read_pose(obj, bag, list(names), frames)
-    return rig, R.blender_to_bvh(rig, basis, loc)
+    return rig, rig_math.blender_to_bvh(rig, basis, loc)
 
 
 def angle(a, b):
@@ -60,7 +60,7 @@ def test_keys_convert_to_the_files_motion(imported):
     assert angle(rot, clip.rotations).max() < ROT_TOL
     assert np.abs(pos - clip.positions).max() < POS_TOL
     # the wrong convention is far off: the comparison has teeth
-    assert np.abs(R.qrotate(R.BVH_TO_BLENDER, pos) - clip.positions).max() > 10
+    assert np.abs(rig_math.qrotate(rig_math.BVH_TO_BLENDER, pos) - clip.positions).max() > 10
 
 
 def test_back_to_channels_reproduces_the_keys(imported):
@@ -70,11 +70,11 @@ def test_back_to_channels_reproduces_the_keys(imported):
     frames = np.arange(1, 60)
     rig = scene_io.rig_frames(obj, names, clip.skeleton.offsets)
     basis, loc = scene_io.read_pose(obj, bag, names, frames)
-    b2, l2 = R.bvh_to_blender(rig, *R.blender_to_bvh(rig, basis, loc))
+    b2, l2 = rig_math.bvh_to_blender(rig, *rig_math.blender_to_bvh(rig, basis, loc))
     np.testing.assert_allclose(l2, loc, atol=1e-9)
     for j, name in enumerate(names):
         keyed = scene_io.read_channel(obj, bag, name, "rotation_euler", 3, frames)
-        again = R.quat_to_channels(b2[:, j], "ZXY", keyed[0])
+        again = rig_math.quat_to_channels(b2[:, j], "ZXY", keyed[0])
         np.testing.assert_allclose(again, keyed, atol=1e-9, err_msg=name)  # same Euler numbers, no flips
 
 
@@ -125,16 +125,16 @@ def test_location_frames_and_rotation_modes_follow_blender(imported):
         obj.pose.bones["Hips"].location = (3.0, -2.0, 5.0)
         obj.pose.bones["Hips"].rotation_euler = (0.3, -0.2, 0.5)
         spine.location = (1.0, 2.0, -1.5)
-        spine.rotation_quaternion = R.qnormalize(np.array([0.9, 0.1, -0.3, 0.2]))
+        spine.rotation_quaternion = rig_math.qnormalize(np.array([0.9, 0.1, -0.3, 0.2]))
         obj.pose.bones["Chest"].rotation_axis_angle = (0.7, 0.2, 0.9, -0.3)
         bpy.context.view_layer.update()
         rig = scene_io.rig_frames(obj, names, clip.skeleton.offsets)
-        basis = np.stack([R.channels_to_quat(np.array(getattr(obj.pose.bones[n], scene_io.rotation_property(
+        basis = np.stack([rig_math.channels_to_quat(np.array(getattr(obj.pose.bones[n], scene_io.rotation_property(
             obj.pose.bones[n].rotation_mode)[0])), obj.pose.bones[n].rotation_mode) for n in names])
         loc = np.array([tuple(obj.pose.bones[n].location) for n in names])
-        rot, pos = R.blender_to_bvh(rig, basis, loc)
+        rot, pos = rig_math.blender_to_bvh(rig, basis, loc)
         grot, gpos = quat_np.fk(rot, pos, clip.skeleton.parents)
-        c = R.q_to_matrix(R.BVH_TO_BLENDER)
+        c = rig_math.q_to_matrix(rig_math.BVH_TO_BLENDER)
         ours = gpos @ c.T
         theirs = np.array([tuple(obj.pose.bones[n].head) for n in names])
         np.testing.assert_allclose(ours, theirs, atol=1e-4)

@@ -5,6 +5,8 @@ Encode Mesh and Inbetween Mesh read), without blocking Blender.
 Real bpy and the real ``python -m training.train mesh``, on a tiny model (a 10x10 grid waving
 over 70 frames, 20 steps of a one-layer transformer) so a run takes seconds.  Headless bpy has
 no event loop, so the tests call the timer function themselves, as Blender would.
+
+Longer than 300 lines: one job's life (start, cancel, resume, the result) on shared fixtures.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import batch_helpers as H
+import batch_helpers
 from addon_helpers import ROOT, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, snapshot, use_test_backend
 
 bpy = bpy()
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.blender
 
 @pytest.fixture(scope="module")
 def blends():
-    made = H.shared_blends()  # (built before the add-on is enabled here)
+    made = batch_helpers.shared_blends()  # (built before the add-on is enabled here)
     fresh_scene_with_addon()  # the add-on's properties, to read and to redo what the batch did
     use_test_backend()
     yield made
@@ -40,8 +40,8 @@ def _open(path: Path):
 
 
 def _raw(obj) -> np.ndarray:
-    from blender_addon.latent import core as latent
-    return latent.read_raw(obj, obj.splinetween_latent)
+    from blender_addon.latent import core as latent_core
+    return latent_core.read_raw(obj, obj.splinetween_latent)
 
 
 @pytest.mark.torch
@@ -49,13 +49,14 @@ def test_edit(blends, engine, tmp_path):
     from backend.bvh import format_bvh, read_bvh
     from backend.edits import edit_points
     from blender_addon import preferences
-    from blender_addon.latent import core as latent
+    from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
     from blender_addon.latent.armature import encode
     src, out = tmp_path / "in", tmp_path / "out"
-    (blend,) = H.copy_inputs(blends, ["run"], src)
+    (blend,) = batch_helpers.copy_inputs(blends, ["run"], src)
     bvh = Path(shutil.copy2(blends["turn"]["clip"], src / "turn.bvh"))
-    r = H.run_batch("edit", src, "--amplify", 1.5, "--timing", 0.25, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = batch_helpers.run_batch("edit", src, "--amplify", 1.5, "--timing", 0.25, "--out-dir", out, "--jobs", 1,
+                                "--device", "cpu")
     assert r.returncode == 0, r.stderr
 
     clip = read_bvh(bvh)
@@ -70,7 +71,7 @@ def test_edit(blends, engine, tmp_path):
     got, raw = snapshot(theirs), _raw(theirs)
     ours = _open(blend)  # the same by hand, with the add-on's own functions
     encode.encode(ours, preferences.settings(), preferences.autoencoder_path(), 1, blends["run"]["frames"], 30.0)
-    with latent.suspended():
+    with latent_core.suspended():
         for seg in ours.splinetween_latent.segments:
             seg.amplify, seg.timing = 1.5, 0.25
     slider.sync(ours)
@@ -79,11 +80,11 @@ def test_edit(blends, engine, tmp_path):
     for k in want:
         assert_same_keys(want[k], got[k])
     np.testing.assert_array_equal(raw, _raw(ours))
-    entry = H.by_name(H.load_report(out, "edit"))["run.blend"]
+    entry = batch_helpers.by_name(batch_helpers.load_report(out, "edit"))["run.blend"]
     assert entry["frames_written"] == blends["run"]["frames"]
 
     baked = tmp_path / "baked"
-    r = H.run_batch("edit", out / "run.blend", "--amplify", 0.5, "--bake", "--out-dir", baked, "--jobs", 1)
+    r = batch_helpers.run_batch("edit", out / "run.blend", "--amplify", 0.5, "--bake", "--out-dir", baked, "--jobs", 1)
     assert r.returncode == 0, r.stderr
     obj = _open(baked / "run.blend")  # the existing controls edited, then plain keys only
     assert not obj.splinetween_latent.active and not any(k.startswith("splinetween_s") for k in obj.keys())
@@ -93,10 +94,10 @@ def test_edit(blends, engine, tmp_path):
 def test_encode_and_info(blends, engine, tmp_path):
     from backend.bvh import read_bvh
     src, out = tmp_path / "in", tmp_path / "out"
-    H.build_blends(src, [blends["run"]["clip"]], dense=True)  # every imported key: the clip's own motion
-    H.build_no_armature(src / "props.blend")
+    batch_helpers.build_blends(src, [blends["run"]["clip"]], dense=True)  # every imported key: the clip's own motion
+    batch_helpers.build_no_armature(src / "props.blend")
     bvh = Path(shutil.copy2(blends["run"]["clip"], src / "run.bvh"))
-    r = H.run_batch("encode", src / "run.blend", bvh, "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    r = batch_helpers.run_batch("encode", src / "run.blend", bvh, "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "run.bvh.controls.json").read_text())
     (controls,) = doc["clips"].values()
@@ -104,10 +105,10 @@ def test_encode_and_info(blends, engine, tmp_path):
     obj = _open(out / "run.blend")  # Latent Controls on the armature, as the Encode button leaves them
     assert obj.splinetween_latent.active and len(obj.splinetween_latent.segments) == len(controls["segments"])
     np.testing.assert_allclose(_raw(obj), controls["points"], atol=2e-3)  # the rig's curves give back the clip
-    (rep,) = [f for f in H.load_report(out, "encode")["files"] if f["input"].endswith("run.blend")]
+    (rep,) = [f for f in batch_helpers.load_report(out, "encode")["files"] if f["input"].endswith("run.blend")]
     fit = rep["objects"][0]["latent_controls"]["fidelity"]  # the panel's readout, per segment
-    from blender_addon.latent import core as latent
-    stored = latent.fidelity(obj.splinetween_latent)
+    from blender_addon.latent import core as latent_core
+    stored = latent_core.fidelity(obj.splinetween_latent)
     assert len(fit["rotation_deg"]) == len(controls["segments"]) and fit["warning"] is None
     np.testing.assert_allclose(fit["rotation_deg"], stored[:, 0], atol=1e-3)
     np.testing.assert_allclose(fit["position_cm"], stored[:, 1], atol=1e-3)
@@ -143,7 +144,7 @@ def test_largest_files_go_first_and_the_report_names_the_start_up(tmp_path):
     src.mkdir()
     clips = [Path(shutil.copy2(p, src / p.name)) for p in sorted((ROOT / "examples" / "bvh").glob("*.bvh"))]
     report = tmp_path / "info.json"
-    r = H.run_batch("info", src, "--jobs", 1, "--report", report)
+    r = batch_helpers.run_batch("info", src, "--jobs", 1, "--report", report)
     assert r.returncode == 0, r.stderr
     rep = json.loads(report.read_text())
     finished = [Path(f["input"]).name for f in sorted(rep["files"], key=lambda f: f["done_s"])]

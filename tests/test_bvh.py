@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 
-from backend import quat_np as Q  # noqa: E402
+from backend import quat_np  # noqa: E402
 from backend.bvh import BVHError, format_bvh, parse_bvh, read_bvh, write_bvh  # noqa: E402
 
 FIXTURES = sorted(ROOT.glob("examples/bvh/*.bvh")) + sorted(ROOT.glob("tests/fixtures/*.bvh"))
@@ -75,7 +75,7 @@ def test_without_the_source_values_the_pose_still_round_trips(path):
     clip = read_bvh(path)
     clip.meta.pop("source_channels")  # as for a generated clip: Euler solutions are chosen afresh
     again = parse_bvh(format_bvh(clip))
-    assert Q.angle_between(clip.rotations, again.rotations).max() < 1e-6
+    assert quat_np.angle_between(clip.rotations, again.rotations).max() < 1e-6
     assert np.abs(clip.positions - again.positions).max() <= PRINTED
 
 
@@ -135,8 +135,8 @@ def test_synthetic_channel_layout_round_trips():
     np.testing.assert_allclose(clip.positions[:, 0], values[:, 0:3])
     np.testing.assert_allclose(clip.positions[:, 2], values[:, [10, 11, 9]])
     np.testing.assert_allclose(clip.positions[:, 1], np.broadcast_to([0, 10, 0.5], (30, 3)))
-    q = Q.from_euler(np.radians(values[:, [12, 13, 14]]), "ZYX")
-    assert Q.angle_between(clip.rotations[:, 2], q).max() < 1e-7
+    q = quat_np.from_euler(np.radians(values[:, [12, 13, 14]]), "ZYX")
+    assert quat_np.angle_between(clip.rotations[:, 2], q).max() < 1e-7
     out = format_bvh(clip)
     assert_same_hierarchy(text, out)
     _, ft, v = motion(out)

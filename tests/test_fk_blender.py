@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 bpy = pytest.importorskip("bpy")
 from bpy_extras.io_utils import axis_conversion  # noqa: E402
 
-from backend import quat_np as Q  # noqa: E402
+from backend import quat_np  # noqa: E402
 from backend.bvh import read_bvh, write_bvh  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -73,7 +73,7 @@ def blender_heads(obj, scene, names, frame):
 
 
 def our_heads(clip, frames):
-    _, gpos = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    _, gpos = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     return gpos[frames] @ BVH_TO_BLENDER.T
 
 
@@ -104,20 +104,20 @@ def test_bone_heads_match_our_fk(imported, blender):
         worst = max(worst, err)
     assert worst < TOL_CM, f"max head error {worst:.2e} cm"
     # the wrong axis convention is far off: the check has teeth
-    _, gpos = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    _, gpos = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     assert np.abs(blender_heads(obj, blender, names, 1) - gpos[0]).max() > 10
 
 
 def test_bone_orientations_match_our_fk(imported, blender):
     clip, obj = imported
-    grot, _ = Q.fk(clip.rotations, clip.positions, clip.skeleton.parents)
+    grot, _ = quat_np.fk(clip.rotations, clip.positions, clip.skeleton.parents)
     frame = clip.num_frames // 3
     blender.frame_set(1 + frame)
     for j, name in enumerate(clip.skeleton.names):
         pb = obj.pose.bones[name]
         # pose matrix = (global BVH rotation, in Blender axes) @ (the bone's rest orientation)
         posed = np.array(pb.matrix.to_3x3()) @ np.array(pb.bone.matrix_local.to_3x3()).T
-        expected = BVH_TO_BLENDER @ Q.to_matrix(grot[frame, j]) @ BVH_TO_BLENDER.T
+        expected = BVH_TO_BLENDER @ quat_np.to_matrix(grot[frame, j]) @ BVH_TO_BLENDER.T
         np.testing.assert_allclose(posed, expected, atol=1e-5, err_msg=name)
 
 

@@ -174,7 +174,7 @@ def test_evaluation_reports_familiar_and_unfamiliar_columns(both_archives, tmp_p
     from training.evaluate import main
     out = tmp_path / "eval"
     assert main([str(DEFAULT_INBETWEEN), "--data", both_archives, "--split", "test", "--out", str(out),
-                 "--device", "cpu"]) == 0
+                 "--device", "cpu", "--other-data", ""]) == 0  # (the other studio: tests/test_cmu_data.py)
     import json
     report = json.loads((out / "eval-test.json").read_text())
     fam, unf = report["columns"]["familiar"], report["columns"]["unfamiliar"]
@@ -183,9 +183,11 @@ def test_evaluation_reports_familiar_and_unfamiliar_columns(both_archives, tmp_p
         for k in ("5", "15", "30"):
             row = col["inbetween"][k]
             assert {"model", "model_unguarded", "lerp_slerp"} <= set(row)
-            assert all(np.isfinite(row[m]["l2q"]) and row[m]["l2q"] > 0 for m in row if m != "keys")
+            assert all(np.isfinite(row[m]["l2q"]) and row[m]["l2q"] > 0 for m in row
+                       if m not in ("keys", "capture_foot_cm_s"))
+            assert row["capture_foot_cm_s"] >= 0 and row["model"]["foot_cm_s"] >= 0  # foot sliding, cm/s
     md = (out / "eval-test.md").read_text()
-    assert "unfamiliar L2Q ÷ SLERP" in md and "Splinetween without the guard" in md
+    assert "unfamiliar L2Q ÷ SLERP" in md and "Splinetween without the guard" in md and "familiar feet (cm/s)" in md
     assert report["left_out_in_training"] is False  # the shipped model saw every kind
 
 

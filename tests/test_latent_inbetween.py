@@ -1,5 +1,6 @@
 """From in-betweening: Inbetween keeps the model's control points, so the filled range is editable
-at once; its keys never change, Remove gives back the keys as they were before Inbetween."""
+at once; its keys never change, Remove gives back the keys as they were before Inbetween (or, when the fill
+was edited by hand, keeps the fill with the edits and takes only the sliders' offset away)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, driven, keys_on, select_keys,
                            snapshot, thin_every)
-from latent_helpers import changed_frames, curves, segment_frames, setup_scene
+from latent_helpers import changed_frames, curves, edit_by_hand, key_value, segment_frames, setup_scene
 
 bpy = bpy()
 
@@ -67,6 +68,34 @@ def test_remove_gives_back_the_keys_before_inbetween(walk, thinned):
     assert after.keys() == before.keys()
     for k in before:
         assert_same_keys(before[k], after[k])
+
+
+def test_remove_after_hand_edits_of_the_fill_keeps_them_and_takes_the_offset_away(walk, thinned):
+    """Remove on an in-betweened range whose fill was edited by hand: nothing the user did is lost (the
+    fill with the hand edits, exactly as set); only the sliders' offset goes (every other key is the
+    fill as Inbetween wrote it, every attribute)."""
+    assert OP() == {"FINISHED"}
+    st = thinned.splinetween_latent
+    fill = snapshot(thinned)
+    st.segments[1].amplify = 2.0
+    a, b = segment_frames(thinned, 1)
+    f1 = next(f for f in range(a + 2, b) if f not in walk["keys"])  # a layer key (segment 2 is edited)
+    f3 = next(f for f in range(segment_frames(thinned, 3)[0] + 2, b + 200) if f not in walk["keys"])  # neutral
+    v1 = edit_by_hand(thinned, f1, float(key_value(thinned, f1)) + 0.3)
+    v3 = edit_by_hand(thinned, f3, float(key_value(thinned, f3)) - 0.2)
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert not thinned.splinetween_latent.active
+    assert key_value(thinned, f1) == v1 and key_value(thinned, f3) == v3
+    after = snapshot(thinned)
+    assert after.keys() == fill.keys()
+    edited = 'pose.bones["UpperLeg_L"].rotation_euler', 0
+    for k in fill:
+        if k == edited:  # (moving a key by hand, Blender recomputes the curve's auto handles: the user's now)
+            rows_a = ~np.isin(np.round(fill[k]["co"][:, 0]), [f1, f3])
+            rows_b = ~np.isin(np.round(after[k]["co"][:, 0]), [f1, f3])
+            assert_same_keys(fill[k], after[k], rows_a, rows_b, skip=("handle_left", "handle_right"))
+        else:
+            assert_same_keys(fill[k], after[k])
 
 
 def test_resample_by_whole_factors_moves_the_keys_exactly(walk, thinned):

@@ -26,15 +26,15 @@ def clip():
 @pytest.fixture(scope="module")
 def pca_checkpoint(tiny_checkpoint, tmp_path_factory):
     """The tiny autoencoder with made-up principal directions (orthonormal rows)."""
-    from backend import checkpoint as ck
-    c = ck.load(tiny_checkpoint)
+    from backend import checkpoint
+    c = checkpoint.load(tiny_checkpoint)
     k = 4 * c.config.latent
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(k, 3)))
     c.extra.update({"pca.components": torch.tensor(q.T, dtype=torch.float32),
                     "pca.std": torch.tensor([3.0, 2.0, 1.0]), "pca.mean": torch.zeros(k)})
     c.info["principal_names"] = ["legs", "arms", "root travel"]
     c.info["principal_descriptions"] = ["Moves the legs.", "Moves the arms.", "Carries the body."]
-    return ck.save(tmp_path_factory.mktemp("pca") / "tiny_pca", c)
+    return checkpoint.save(tmp_path_factory.mktemp("pca") / "tiny_pca", c)
 
 
 def _encode_request(path, clip, frames=40):
@@ -84,13 +84,14 @@ def test_decode_applies_the_edits_of_backend_edits(pca_checkpoint, clip):
     segs = [tuple(s) for s in reply["segments"]]
     controls = Controls(out["points"], out["origins"], segs, out["template"], clip.frame_time)
     _, neutral = service.handle(*_decode_request(pca_checkpoint, reply, out))
-    from backend import quat_np as Q
+    from backend import quat_np
     from backend.engine import _join_segments
     at = np.cumsum([0] + [b - a + 1 for a, b in segs])
     rot, pos = _join_segments([(neutral["rotations"][at[s]:at[s + 1]], neutral["positions"][at[s]:at[s + 1]])
                                for s in range(3)])
     ref = engine.decode(controls)  # batched by length and joined by the engine: the same motion
-    assert np.degrees(Q.angle_between(rot, ref.rotations)).max() < 1e-3 and np.abs(pos - ref.positions).max() < 1e-3
+    assert np.degrees(quat_np.angle_between(rot, ref.rotations)).max() < 1e-3
+    assert np.abs(pos - ref.positions).max() < 1e-3
     pts = edit_points(out["points"].astype(np.float64), amplify_by=2.0, principal=engine.principal(),
                       amounts=[0.5, -1.0, 0.0])
     _, edited = service.handle(*_decode_request(pca_checkpoint, reply, out, 2.0, 0.0, (0.5, -1.0, 0.0)))

@@ -15,6 +15,7 @@ from blender_addon.latent import slider  # noqa: E402
 from blender_addon.latent import state  # noqa: E402
 from blender_addon.latent.armature import adapter  # noqa: E402
 from blender_addon.latent import core as latent  # noqa: E402
+from blender_addon.core.errors import Refusal  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -82,8 +83,8 @@ def test_a_rotation_mode_change_is_seen_by_the_next_slider_change(source):
         bone = next(b for b in st["bones"] if obj.pose.bones[b].rotation_mode != "QUATERNION")
         before = adapter.channels_of(obj, st)
         obj.pose.bones[bone].rotation_mode = "QUATERNION"
-        now = adapter.channels_of(obj, st)
-        assert now != before and any(c[0] == bone and c[1] == "rotation_quaternion" for c in now)
+        with pytest.raises(Refusal, match=f"rotation mode of {bone} on .* is QUATERNION now"):
+            adapter.channels_of(obj, st)  # (the original is in the encoded mode: refused, never mixed)
         obj.pose.bones[bone].rotation_mode = before[[c[0] for c in before].index(bone)][3]
         assert adapter.channels_of(obj, st) == before
         st.segments[1].amplify = 1.5

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend import model as M
+import backend.model
 from backend.engine import Engine
 from backend.keyframes import every_k
 from tests.conftest import ROOT, TEST_CLIP
@@ -17,11 +17,11 @@ SHIPPED = ROOT / "backend" / "checkpoints"
 def plain():
     """Run a block with the shortcuts off; they are back on afterwards."""
     def run(fn):
-        M.FAST_INFERENCE = False
+        backend.model.FAST_INFERENCE = False
         try:
             return fn()
         finally:
-            M.FAST_INFERENCE = True
+            backend.model.FAST_INFERENCE = True
     return run
 
 
@@ -107,7 +107,8 @@ def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcut
 
 
 def test_training_keeps_the_plain_modules_and_their_gradients():
-    model = M.SplineTransformer(M.ModelConfig(input_dim=12, output_dim=12, width=32, latent=8, layers=1, heads=4))
+    cfg = backend.model.ModelConfig(input_dim=12, output_dim=12, width=32, latent=8, layers=1, heads=4)
+    model = backend.model.SplineTransformer(cfg)
     x = torch.randn(2, 9, 12)
     y = model(x)
     assert y.requires_grad
@@ -119,7 +120,7 @@ def test_linear_through_onednn_matches_torch_linear():
     layer = torch.nn.Linear(128, 384)
     x = torch.randn(2, 31, 128)
     with torch.inference_mode():
-        fast, gelu = M.linear(layer, x), M.linear(layer, x, gelu=True)
+        fast, gelu = backend.model.linear(layer, x), backend.model.linear(layer, x, gelu=True)
         ref = torch.nn.functional.linear(x, layer.weight, layer.bias)
     torch.testing.assert_close(fast, ref, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(gelu, torch.nn.functional.gelu(ref), rtol=1e-6, atol=1e-6)
@@ -128,7 +129,7 @@ def test_linear_through_onednn_matches_torch_linear():
 def test_hidden_tokens_with_nothing_left_to_attend_to_give_the_fused_kernels_numbers(plain):
     """A row whose every key is hidden (the in-betweening encoder's padding) must come out as the fused
     kernel makes it (zeros), not NaN: the batched products are not used there."""
-    block = M.Transformer(32, 4, 2, 1, 0.0).eval()
+    block = backend.model.Transformer(32, 4, 2, 1, 0.0).eval()
     x, pos = torch.randn(2, 6, 32), torch.arange(6.0)
     hidden = torch.zeros(2, 6, dtype=torch.bool)
     hidden[1] = True  # the second sequence: nothing any token may attend to
@@ -175,5 +176,5 @@ def test_the_row_product_packs_each_weight_it_is_given():
     for _ in range(6):
         w = torch.randn(135, 135)  # (made as a checkpoint's tensors are: outside inference mode)
         with torch.inference_mode():
-            assert torch.allclose(M.rows_product(x, w), x @ w.T, atol=1e-4)
+            assert torch.allclose(backend.model.rows_product(x, w), x @ w.T, atol=1e-4)
         del w

@@ -4,6 +4,8 @@
 safetensors; ``backend.runtime`` runs them with numpy around them (``features_np``, ``keyframes_np``:
 the torch twins' numbers).  Agreement is within 1e-5 of the values' scale (float32 rounding: the
 graphs sum in another order than torch's kernels).
+
+Longer than 300 lines: every call of every shipped model against torch, on shared fixtures.
 """
 import json
 import shutil
@@ -17,7 +19,7 @@ import torch
 
 from backend import checkpoint as ck
 from backend import features, features_np, keyframes, keyframes_np, model, runtime, safetensors_np
-from backend import quat_np as Q
+from backend import quat_np
 from backend.splines import uniform_times
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
@@ -114,7 +116,7 @@ def test_the_numpy_twins_give_the_torch_twins_numbers():
     rng = np.random.default_rng(0)
     j = c.skeleton.num_joints
     mask = _mask(3, 21, rng)
-    rot = Q.normalize(rng.standard_normal((3, 21, j, 4))).astype(np.float32)
+    rot = quat_np.normalize(rng.standard_normal((3, 21, j, 4))).astype(np.float32)
     pos = (50 * rng.standard_normal((3, 21, j, 3))).astype(np.float32)
     norm_np = features_np.ArrayNormalizer(c.normalizer.mean.numpy(), c.normalizer.std.numpy())
     t = torch.from_numpy

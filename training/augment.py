@@ -1,5 +1,5 @@
-"""Augmentations that create motion the data lacks: mirroring, time reversal, speed changes and
-upper/lower body mixing.  Pure functions over local rotations [..., F, J, 4] and local positions
+"""Augmentations that create motion the data lacks: mirroring, time reversal, speed changes,
+upper/lower body mixing and other proportions (another performer: body and legs scaled).  Pure functions over local rotations [..., F, J, 4] and local positions
 [..., F, J, 3] (torch), in the (lrot, lpos, parents) layout of ``backend.skeleton``.
 
 Mirroring (the per-joint frame corrections, fitted to the skeleton) is ``backend.mirror``'s; here it is
@@ -77,11 +77,39 @@ def mix_bodies(rot: torch.Tensor, upper: np.ndarray, partner: torch.Tensor, whic
     return out
 
 
+def proportion_groups(parents) -> tuple[int, np.ndarray, np.ndarray]:
+    """(hips, root chain [J] bool: the hips and the joints above them, legs [J] bool): the hips are the
+    first joint with more than one child; the legs are what hangs below them besides the upper body."""
+    parents = np.asarray(parents)
+    j = 0
+    while len(np.flatnonzero(parents == j)) == 1:
+        j = int(np.flatnonzero(parents == j)[0])
+    chain = np.zeros(len(parents), dtype=bool)
+    k = j
+    while k >= 0:
+        chain[k], k = True, int(parents[k])
+    legs = descendants(parents, j) & ~upper_body(parents)
+    legs[j] = False
+    return j, chain, legs
+
+
+def scale_proportions(pos: torch.Tensor, chain: np.ndarray, legs: np.ndarray, body: torch.Tensor,
+                      leg: torch.Tensor) -> torch.Tensor:
+    """Local positions [B, F, J, 3] of another performer: every offset times ``body`` [B], the legs' and
+    the root chain's (the hips' height and travel) times ``body * leg``."""
+    f = body[:, None].expand(-1, pos.shape[2]).clone()
+    sel = torch.as_tensor(legs | chain)
+    f[:, sel] *= leg[:, None]
+    return pos * f[:, None, :, None].to(pos.dtype)
+
+
 class Augmenter:
     """The training recipe's augmentations, drawn per window with the loop's torch generator."""
 
-    def __init__(self, skeleton, ms, mirror: float = 0.0, reverse: float = 0.0, mix: float = 0.0):
-        self.p_mirror, self.p_reverse, self.p_mix = mirror, reverse, mix
+    def __init__(self, skeleton, ms, mirror: float = 0.0, reverse: float = 0.0, mix: float = 0.0,
+                 scale: float = 0.0):
+        self.p_mirror, self.p_reverse, self.p_mix, self.scale = mirror, reverse, mix, scale
+        _, self.chain, self.legs = proportion_groups(skeleton.parents)
         sample = ms.rotations[:: max(1, len(ms.rotations) // 4096)]
         self.mirror = fit_mirror(skeleton.names, skeleton.parents, ms.positions.mean(0), sample) if mirror else None
         if mirror and self.mirror is None:
@@ -103,6 +131,9 @@ class Augmenter:
         x = u[:, 2] < self.p_mix
         if x.any():
             rot = mix_bodies(rot, self.upper, torch.randperm(rot.shape[0], generator=gen), x)
+        if self.scale:
+            s = 2 * torch.rand(rot.shape[0], 2, generator=gen, dtype=torch.float64) - 1
+            pos = scale_proportions(pos, self.chain, self.legs, 1 + self.scale * s[:, 0], 1 + 0.5 * self.scale * s[:, 1])
         return rot, pos
 
 

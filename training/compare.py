@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.model import MODEL_KINDS, ModelConfig, SplineTransformer, count_parameters
+from backend.model import MODEL_FAMILIES, ModelConfig, SplineTransformer, count_parameters
 
 from .data import DEFAULT_DATA
 from .loop import optimizer_step
@@ -42,7 +42,7 @@ def train_synthetic(family: str, kind: str, *, steps: int, batch_size: int, test
     """
     fam = FAMILIES[family]
     torch.manual_seed(seed)
-    cfg = ModelConfig(input_dim=2, output_dim=2, kind=kind, width=width or fam.width, latent=fam.latent,
+    cfg = ModelConfig(input_dim=2, output_dim=2, family=kind, width=width or fam.width, latent=fam.latent,
                       layers=layers, heads=heads, ffn_factor=1)
     model = SplineTransformer(cfg)
     opt = torch.optim.RAdam(model.parameters(), lr=lr)
@@ -166,7 +166,7 @@ def run_motion(*, data: str, cache: str, steps: int, latents, kinds=TABLE_KINDS,
 
     out_dir = Path(out_dir)
     cfgs = [load_config(None, [f"--data={data}", f"--cache={cache}", f"--out={out_dir / f'{k}-d{d}'}",
-                               f"--kind={k}", f"--latent={d}", f"--steps={steps}", "--threads=1", *overrides])
+                               f"--family={k}", f"--latent={d}", f"--steps={steps}", "--threads=1", *overrides])
             for d in latents for k in kinds]  # every override is checked before the first run
     # the generalisation protocol's two columns (train with --leave_out=protocol for a true unfamiliar one)
     windows = {name: load_windows(data, sel, cache or None) for name, sel in columns("test").items()}
@@ -175,13 +175,13 @@ def run_motion(*, data: str, cache: str, steps: int, latents, kinds=TABLE_KINDS,
                      "the left-out kinds' val+test clips (unfamiliar)"}
     for cfg in cfgs:
         if log:
-            log(f"motion {cfg.kind} d={cfg.latent}: {cfg.out}")
+            log(f"motion {cfg.family} d={cfg.latent}: {cfg.out}")
         t0 = time.time()
         train(cfg)
         train_s = time.time() - t0
         t1 = time.time()
         err = {name: motion_errors(Path(cfg.out) / "final.json", w) for name, w in windows.items()}
-        doc["runs"].append({"kind": cfg.kind, "latent": cfg.latent, "run": cfg.out, "train_s": round(train_s, 1),
+        doc["runs"].append({"kind": cfg.family, "latent": cfg.latent, "run": cfg.out, "train_s": round(train_s, 1),
                             "eval_s": round(time.time() - t1, 1), "config": vars(cfg).copy(),
                             "parameters": err["familiar"]["parameters"], **err})
         write_doc(out_dir / "results-motion.json", doc, motion_markdown(doc))
@@ -235,9 +235,9 @@ def main(argv=None) -> int:
     args, extra = ap.parse_known_args(argv)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     kinds = [k for k in args.kinds.split(",") if k]
-    bad = [k for k in kinds if k not in MODEL_KINDS]
+    bad = [k for k in kinds if k not in MODEL_FAMILIES]
     if bad:
-        ap.error(f"unknown kind(s) {', '.join(bad)}; use {', '.join(MODEL_KINDS)}")
+        ap.error(f"unknown kind(s) {', '.join(bad)}; use {', '.join(MODEL_FAMILIES)}")
     if args.what == "synthetic":
         if extra:
             ap.error(f"unrecognised arguments: {' '.join(extra)}")

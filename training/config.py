@@ -20,7 +20,7 @@ class TrainConfig:
     init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
     base: str = "hermite"  # inbetween: interpolation under the residual (hermite | slerp)
-    kind: str = "spline"  # spline | alibi | alibi_cat
+    family: str = "spline"  # the autoencoder's model family: spline | alibi | alibi_cat
     latent: int = 64  # d
     width: int = 128  # c
     layers: int = 4  # n
@@ -44,6 +44,9 @@ class TrainConfig:
     augment_reverse: float = 0.0
     augment_speed: float = 0.0
     augment_mix: float = 0.0
+    # Another performer's proportions: each window's body scaled by 1 +- augment_scale and its legs (and
+    # the hips' travel with them) by a further 1 +- augment_scale / 2 (0 = off; 0.1 is a child to a tall adult)
+    augment_scale: float = 0.0
     # inbetween: "absolute" (MSE) or "relative" (each window's error divided by its base's: confident
     # wrong motion never pays, and short gaps count as much as long ones)
     loss: str = "absolute"
@@ -61,8 +64,8 @@ class TrainConfig:
     device: str = "cpu"
 
     def validate(self):
-        if self.kind not in ("spline", "alibi", "alibi_cat"):
-            raise ConfigError(f"kind={self.kind!r}: use spline, alibi or alibi_cat")
+        if self.family not in ("spline", "alibi", "alibi_cat"):
+            raise ConfigError(f"family={self.family!r}: use spline, alibi or alibi_cat")
         if self.task not in ("autoencoder", "inbetween"):
             raise ConfigError(f"task={self.task!r}: use autoencoder or inbetween")
         if self.base not in ("hermite", "slerp"):
@@ -72,6 +75,8 @@ class TrainConfig:
         for k in ("augment_mirror", "augment_reverse", "augment_speed", "augment_mix"):
             if not 0.0 <= getattr(self, k) <= 1.0:
                 raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
+        if not 0.0 <= self.augment_scale < 0.5:
+            raise ConfigError(f"augment_scale={self.augment_scale}: a relative size change from 0 to below 0.5")
         if not (2 <= self.min_window <= self.window):
             raise ConfigError(f"min_window={self.min_window} must be between 2 and window={self.window}")
         if self.width % self.heads:
@@ -170,6 +175,9 @@ class MeshTrainConfig:
         path.write_text(json.dumps(asdict(self), indent=1))
 
 
+RENAMED = {"kind": "family"}  # keys older config files (and --kind) use -> their name now
+
+
 def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
     known = {f.name: f.type for f in fields(cls)}
     values = {}
@@ -177,6 +185,8 @@ def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
         p = Path(path)
         try:
             values = json.loads(p.read_text())
+            if isinstance(values, dict):
+                values = {RENAMED.get(k, k) if RENAMED.get(k) in known else k: v for k, v in values.items()}
         except OSError as e:
             raise ConfigError(f"{p}: cannot read the config ({e.strerror})") from None
         except ValueError as e:
@@ -189,6 +199,7 @@ def load_config(path: str | None, overrides: list[str], cls=TrainConfig):
             raise ConfigError(f"{o}: overrides look like --key=value")
         k, v = o[2:].split("=", 1)
         k = k.replace("-", "_")
+        k = RENAMED.get(k, k) if RENAMED.get(k) in known else k
         if k not in known:
             raise ConfigError(f"--{k}: unknown config key (known: {', '.join(sorted(known))})")
         values[k] = _coerce(k, known[k], v)

@@ -19,6 +19,7 @@ import numpy as np
 from backend.atomic import replacing
 from backend.bvh import BVHError, parse_bvh
 from backend.skeleton import Skeleton
+from backend.timebase import MODEL_FRAME_TIME, same_rate
 
 SPLITS = ("train", "val", "test")
 # Both archives of the data README, read together by default (paths from the repository root).
@@ -26,6 +27,10 @@ DEFAULT_DATA = "../shared/data/bandai-namco-2.tar.xz,../shared/data/bandai-namco
 # The data README's generalisation protocol: kinds left out entirely from training, measured apart.
 LEAVE_OUT = ("run", "wave-both-hands", "raise-up-left-hand", "guide", "dash")
 DATASET1_VAL_STYLES = ("happy", "tired")
+# Another studio (the data README's cmu-mocap-part, names SS_TT.bvh): these subjects are validation.
+CMU_DATA = "../shared/data/cmu-mocap-part.tar.xz"
+CMU_VAL_SUBJECTS = ("05", "09")
+_CMU_NAME = re.compile(r"^(\d\d)_(\d\d)$")
 
 
 class DataError(ValueError):
@@ -45,10 +50,14 @@ def clip_kind(name: str) -> str:
 
 def split_of(name: str) -> str:
     """The data README's splits.  Dataset-1: style happy or tired is validation, the rest train
-    (no test split).  Dataset-2 (and any other name): id % 10 == 5 test, == 8 validation, else train."""
+    (no test split).  CMU (``SS_TT``): subjects 05 and 09 are validation, the rest train (no test
+    split).  Dataset-2 (and any other name): id % 10 == 5 test, == 8 validation, else train."""
     f = _name_fields(name)
     if len(f) == 4 and f[0] == "dataset-1":
         return "val" if f[2] in DATASET1_VAL_STYLES else "train"
+    cmu = _CMU_NAME.match(Path(name).name.removesuffix(".bvh"))
+    if cmu:
+        return "val" if cmu.group(1) in CMU_VAL_SUBJECTS else "train"
     m = re.search(r"(\d+)(?:\.bvh)?$", Path(name).name)
     if not m:
         raise DataError(f"{name}: no numeric clip id at the end of the name, cannot assign a split")
@@ -177,9 +186,12 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         skel = max(groups, key=lambda g: g[1])[0]  # max keeps the first of equal counts
     rots, poss, names, frame_time = [], [], [], None
     for where, clip_skel, rot, pos, name, ft in clips:
-        if not skel.same_hierarchy(clip_skel):
-            skipped.append(f"{where}: different skeleton ({skel.describe_mismatch(clip_skel)})")
-            continue
+        if not skel.same_hierarchy(clip_skel) or (frame_time is not None and not same_rate(ft, frame_time)):
+            try:  # another studio's skeleton or frame rate: the motion on the reference skeleton and rate
+                rot, pos, ft = _converted(clip_skel, rot, pos, name, ft, skel, frame_time or MODEL_FRAME_TIME)
+            except ValueError as e:
+                skipped.append(f"{where}: different skeleton, not converted ({e})")
+                continue
         if frame_time is None:
             frame_time = ft
         rots.append(rot)
@@ -198,6 +210,19 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
     if cache:
         _save_cache(cache, ms)
     return ms
+
+
+def _converted(clip_skel, rot, pos, name, ft, skel, frame_time):
+    """A clip of another skeleton or rate on ``skel`` at ``frame_time`` (``backend.humanoid.bvh_rig.to_model``,
+    the conversion the add-on and the batch use; ``backend.timebase``): float32 (rot, pos, frame time)."""
+    from backend.humanoid.bvh_rig import to_model
+    from backend.skeleton import Clip
+    from backend.timebase import to_model_rate
+    clip = Clip(clip_skel, rot.astype(np.float64), pos.astype(np.float64), ft, name)
+    if not skel.same_hierarchy(clip_skel):
+        clip = to_model(clip, skel)
+    clip = to_model_rate(clip, frame_time)
+    return clip.rotations.astype(np.float32), clip.positions.astype(np.float32), frame_time
 
 
 def fold_root_translation(rot: np.ndarray, pos: np.ndarray, parents) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +248,7 @@ def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton
         return None
     ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{ids}|{sel.key()}|v3{ref}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v4{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 

@@ -1,18 +1,23 @@
-"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in two columns.
+"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in three columns.
 
-    python -m training.evaluate CHECKPOINT [--data PATHS] [--split test|val] [--cache DIR] [--out DIR]
-                                [--limit N] [--device cpu] [--baselines-only] [--blender-baseline]
+    python -m training.evaluate CHECKPOINT [--data PATHS] [--other-data PATHS] [--split test|val]
+                                [--cache DIR] [--out DIR] [--limit N] [--device cpu] [--baselines-only]
+                                [--blender-baseline]
 
 The data README's generalisation protocol: *familiar* is the split (test, or val for choosing
 designs) without the left-out kinds (training.data.LEAVE_OUT); *unfamiliar* is the clips of the
 left-out kinds in the validation and test splits (validation only with --split val).  A model
 trained with --leave_out=protocol has never seen the unfamiliar kinds; the report says whether
-this checkpoint's training did.
+this checkpoint's training did.  *Other studio* is another studio's capture (``--other-data``, by
+default the CMU part: its validation subjects 05 and 09, whatever the split, as it has no test split),
+converted to the model's skeleton by ``backend.humanoid`` as the add-on and the batch convert it.
 
 Reconstruction (Engine.encode + decode of each window, segments as the add-on cuts them): local
 joint-rotation error and MPJPE of global positions.  In-betweening (keys every k frames plus the
 last frame): MPJPE, L2Q and NPSS on the non-key frames, for the model with its guard (as shipped)
-and without, next to LERP/SLERP (and Blender's Bezier with --blender-baseline) on the same windows.
+and without (and without planted feet, and with the guard at every spacing), next to LERP/SLERP (and
+Blender's Bezier with --blender-baseline) on the same windows; beside them the foot-sliding figure
+(``foot_sliding``: cm/s of a foot the capture plants).
 Writes OUT/eval-<split>.md and .json (OUT defaults to the checkpoint's folder).
 """
 from __future__ import annotations
@@ -28,7 +33,7 @@ import torch
 from backend import quat_np as Q
 
 from . import metrics as M
-from .data import DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
+from .data import CMU_DATA, DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
 SPACINGS = (5, 15, 30)
@@ -44,10 +49,11 @@ def columns(split: str) -> dict[str, Selection]:
             "unfamiliar": Selection(("val", "test") if split == "test" else (split,), kinds=LEAVE_OUT)}
 
 
-def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=None):
-    """Protocol windows of a split (or Selection): (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet)."""
+def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=None, every=1):
+    """Protocol windows of a split (or Selection): (rot [W, F, J, 4], pos [W, F, J, 3] float64, MotionSet);
+    ``every`` n: every n-th window only (a quicker reading of every clip)."""
     ms = load_split(data, split, cache, verbose=False, skeleton=skeleton)
-    idx = protocol_windows(ms, length, length)
+    idx = protocol_windows(ms, length, length)[::max(1, every)]
     if limit:
         idx = idx[:limit]
     if len(idx) == 0:
@@ -85,13 +91,29 @@ def _inbetween_scores(pred_rot, pred_pos, true_grot, true_gpos, parents, nonkey)
             "npss": M.npss(grot, true_grot)}
 
 
-def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPACINGS):
+def foot_sliding(skeleton, windows_rot, windows_pos, pred_rot, pred_pos, keys, frame_time: float) -> float:
+    """Mean speed (the data's unit per second: cm/s) of the predicted feet over the frame steps in which
+    the capture plants them (``backend.contacts.planted_steps``: low and still), key-to-key steps aside;
+    NaN where the skeleton has no legs by name."""
+    from backend import contacts as C
+    legs = C.find_legs(skeleton.names, skeleton.parents)
+    if not legs:
+        return float("nan")
+    steps = [C.planted_steps(skeleton.parents, legs, windows_rot[w], windows_pos[w], pred_rot[w], pred_pos[w], keys,
+                             frame_time) for w in range(len(windows_rot))]
+    steps = np.concatenate(steps)
+    return float(steps.mean()) if len(steps) else float("nan")
+
+
+def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPACINGS, skeleton=None,
+                       frame_time: float = 1.0 / 30.0):
     """In-betweening scores on non-key frames: {k: {"lerp_slerp": {...}, "model": {...}}}.
 
     ``predict(rot, pos, key_idx) -> (rot, pos)`` gets the windows with every non-key frame
     set to NaN (so it cannot read them; a leak shows as NaN scores), or is None for the
     baseline alone.  NPSS treats each window's non-key frames, in order, as one sequence;
-    ground-truth global quaternions are made continuous in time first.
+    ground-truth global quaternions are made continuous in time first.  With ``skeleton`` each method
+    also gets ``foot_cm_s`` (``foot_sliding``) and each spacing ``capture_foot_cm_s``, the capture's own.
     """
     out = {}
     f = windows_rot.shape[1]
@@ -100,16 +122,34 @@ def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPAC
         nonkey = np.setdiff1d(np.arange(f), keys)
         true_grot, true_gpos = Q.fk(windows_rot[:, nonkey], windows_pos[:, nonkey], parents)
         true_grot = Q.fix_hemisphere(true_grot, axis=1)
-        res = {"keys": keys.tolist(), "lerp_slerp": _inbetween_scores(
-            *M.lerp_slerp_inbetween(windows_rot, windows_pos, keys), true_grot, true_gpos, parents, nonkey)}
+        sr, sp = M.lerp_slerp_inbetween(windows_rot, windows_pos, keys)
+        res = {"keys": keys.tolist(), "lerp_slerp": _inbetween_scores(sr, sp, true_grot, true_gpos, parents, nonkey)}
+        feet = [("lerp_slerp", sr, sp)]
         if predict is not None:
             rot, pos = windows_rot.copy(), windows_pos.copy()
             rot[:, nonkey], pos[:, nonkey] = np.nan, np.nan
             pr, pp = predict(rot, pos, keys)
-            res["model"] = _inbetween_scores(np.asarray(pr, np.float64), np.asarray(pp, np.float64),
-                                             true_grot, true_gpos, parents, nonkey)
+            pr, pp = np.asarray(pr, np.float64), np.asarray(pp, np.float64)
+            res["model"] = _inbetween_scores(pr, pp, true_grot, true_gpos, parents, nonkey)
+            feet.append(("model", pr, pp))
+        if skeleton is not None:
+            for name, r, p in feet:
+                res[name]["foot_cm_s"] = foot_sliding(skeleton, windows_rot, windows_pos, r, p, keys, frame_time)
+            res["capture_foot_cm_s"] = foot_sliding(skeleton, windows_rot, windows_pos, windows_rot, windows_pos,
+                                                    keys, frame_time)
         out[k] = res
     return out
+
+
+def curves_predictor(skeleton):
+    """``predict(rot, pos, keys)``: Blender's default F-curves through the keys (``backend.fcurves``, the
+    numpy twin of ``training.blender_baseline``'s real-bpy curves; tests/test_fcurves.py holds them equal)."""
+    from backend import fcurves
+
+    def predict(rot, pos, keys):
+        out = [fcurves.fill(skeleton, rot[w], pos[w], keys) for w in range(len(rot))]
+        return np.stack([r for r, _ in out]), np.stack([p for _, p in out])
+    return predict
 
 
 def inbetween_predictor(engine, batch: int = 256):
@@ -129,6 +169,8 @@ def inbetween_predictor(engine, batch: int = 256):
 
 LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Splinetween without the guard",
           "model_asymmetric": "Splinetween without the mirror average",
+          "model_free_feet": "Splinetween without planted feet (contacts off)",
+          "model_guard_every_gap": "Splinetween, guard hiding keys at every spacing",
           "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
 
 
@@ -136,7 +178,7 @@ def markdown(report: dict) -> str:
     cols = report["columns"]
     names = list(cols)
     seen = report.get("left_out_in_training")
-    lines = [f"# Evaluation on the {report['split']} split: familiar and unfamiliar kinds", "",
+    lines = [f"# Evaluation on the {report['split']} split: " + ", ".join(names), "",
              f"- checkpoint: `{report.get('checkpoint') or 'none (baselines only)'}`",
              f"- data: `{report['data']}`"]
     for name, c in cols.items():
@@ -156,9 +198,11 @@ def markdown(report: dict) -> str:
             lines.append(f"| {label} | " + " | ".join(f"{cols[n]['reconstruction'][key]:.3f}" for n in names) + " |")
         lines.append("")
     if all("inbetween" in cols[n] for n in names):
-        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP" for n in names)
+        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP | {n} feet (cm/s)" for n in names)
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
-                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (4 * len(names))]
+                  "Feet: mean speed of a foot joint (ankle, toes) over the frame steps in which the capture "
+                  "plants it (low and still, `backend.contacts`); the capture's own speed there is the floor.", "",
+                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (5 * len(names))]
         for k in cols[names[0]]["inbetween"]:
             for method, label in LABELS.items():
                 if not all(method in cols[n]["inbetween"][k] for n in names):
@@ -168,37 +212,52 @@ def markdown(report: dict) -> str:
                     res = cols[n]["inbetween"][k]
                     s = res[method]
                     cells.append(f"{s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} | "
-                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f}")
+                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f} | {s.get('foot_cm_s', float('nan')):.2f}")
                 lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
+            if all("capture_foot_cm_s" in cols[n]["inbetween"][k] for n in names):
+                lines.append(f"| {k} | the capture itself | " + " | ".join(
+                    f"0 | 0 | 0 | — | {cols[n]['inbetween'][k]['capture_foot_cm_s']:.2f}" for n in names) + " |")
         lines.append("")
     return "\n".join(lines)
 
 
-def _column(engine, args, sel, skeleton, bezier):
+def _column(engine, args, data, sel, skeleton, bezier):
     """One column's scores: {windows, clips, what, reconstruction | inbetween}."""
-    rot, pos, ms = load_windows(args.data, sel, args.cache, args.limit, skeleton=skeleton)
+    rot, pos, ms = load_windows(data, sel, args.cache, args.limit, skeleton=skeleton, every=args.every)
     parents = ms.skeleton.parents
     what = (f"{'+'.join(sel.splits)} split(s), " + (f"kinds {', '.join(sel.kinds)}" if sel.kinds else
-                                                    f"every kind but {', '.join(sel.exclude)}"))
+                                                    f"every kind but {', '.join(sel.exclude)}" if sel.exclude
+                                                    else "every clip"))
+    if data != args.data:
+        what += f" of `{data}`, converted to the model's skeleton (backend.humanoid) and 30 fps"
     out = {"windows": len(rot), "clips": len(ms.names), "what": what}
     task = engine.task if engine is not None else None
     if task == "autoencoder" and not args.baselines_only:
         pr, pp = reconstruct_windows(engine, rot, pos)
         out["reconstruction"] = evaluate_reconstruction(pr, pp, rot, pos, parents, engine.layout.rotation_joints)
         return out
-    inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents).items()}
+    ft = float(getattr(ms, "frame_time", None) or 1.0 / 30.0)
+    inb = {str(k): v for k, v in evaluate_inbetween(None, rot, pos, parents, skeleton=ms.skeleton,
+                                                    frame_time=ft).items()}
     if task == "inbetween" and not args.baselines_only:
         symmetric = engine.symmetric
-        variants = [("model", True, symmetric), ("model_unguarded", False, symmetric)]
+        variants = [("model", True, symmetric, True), ("model_unguarded", False, symmetric, True),
+                    ("model_free_feet", True, symmetric, False),  # what backend.contacts adds
+                    ("model_guard_every_gap", True, symmetric, True)]  # keys hidden at every spacing
+        limit = engine.guard_limit
         if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
-            variants.append(("model_asymmetric", True, False))
-        for name, guard, sym in variants:
-            engine.guard, engine.symmetric = guard, sym
-            for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents).items():
+            variants.append(("model_asymmetric", True, False, True))
+        if args.shipped_only:
+            variants = variants[:1]
+        for name, guard, sym, feet in variants:
+            engine.guard, engine.symmetric, engine.contacts = guard, sym, feet
+            engine.guard_limit = engine.ckpt.window - 1 if name == "model_guard_every_gap" else limit
+            for k, v in evaluate_inbetween(inbetween_predictor(engine), rot, pos, parents, skeleton=ms.skeleton,
+                                           frame_time=ft).items():
                 inb[str(k)][name] = v["model"]
-        engine.guard, engine.symmetric = True, symmetric
+        engine.guard, engine.symmetric, engine.contacts, engine.guard_limit = True, symmetric, True, limit
     if bezier is not None:
-        for k, v in evaluate_inbetween(bezier, rot, pos, parents).items():
+        for k, v in evaluate_inbetween(bezier, rot, pos, parents, skeleton=ms.skeleton, frame_time=ft).items():
             inb[str(k)]["blender_bezier"] = v["model"]
     out["inbetween"] = inb
     return out
@@ -213,10 +272,9 @@ def run(args) -> dict:
         engine = Engine(args.checkpoint, args.device)
     skeleton = engine.skeleton if engine is not None else None
     bezier = None
+    ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
     if args.blender_baseline and (engine is None or engine.task == "inbetween"):
-        from .blender_baseline import bezier_predictor
-        ref = skeleton or load_split(args.data, Selection((args.split,)), args.cache, verbose=False).skeleton
-        bezier = bezier_predictor(ref)
+        bezier = curves_predictor(ref)
     report = {"checkpoint": str(engine.path) if engine else None, "data": str(args.data), "split": args.split,
               "window": WINDOW, "columns": {}}
     if engine is not None:
@@ -224,9 +282,12 @@ def run(args) -> dict:
         report["info"] = {k: info.get(k) for k in ("task", "steps", "val_rot_deg", "parameters")}
         left = set(info.get("left_out_kinds") or [])
         report["left_out_in_training"] = bool(left) and set(LEAVE_OUT) <= left
-    for name, sel in columns(args.split).items():
+    todo = {name: (args.data, sel, skeleton) for name, sel in columns(args.split).items()}
+    if args.other_data:  # another studio: its validation subjects whatever the split (it has no test split)
+        todo["other studio"] = (args.other_data, Selection(("val",)), ref)
+    for name, (data, sel, skel) in todo.items():
         try:
-            report["columns"][name] = _column(engine, args, sel, skeleton, bezier)
+            report["columns"][name] = _column(engine, args, data, sel, skel, bezier)
         except (EvalError, DataError) as e:
             raise EvalError(f"{name} column: {e}") from None
     return report
@@ -251,16 +312,23 @@ def main(argv=None) -> int:
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")
     ap.add_argument("--data", default=DEFAULT_DATA,
                     help="BVH folders or .tar.xz archives, comma-separated (default: both archives in ../shared/data)")
+    ap.add_argument("--other-data", default=CMU_DATA,
+                    help="another studio's capture for the third column, its validation subjects (default: the CMU "
+                         "part in ../shared/data; '' leaves the column out)")
     ap.add_argument("--split", default="test", choices=("val", "test"),
                     help="test: report; val: choose designs (the unfamiliar column then reads validation only)")
     ap.add_argument("--cache", default=None, help="parsed-data cache folder")
     ap.add_argument("--out", default=None, help="report folder (default: the checkpoint's folder)")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N windows")
+    ap.add_argument("--every", type=int, default=1, metavar="N", help="use every N-th window (all clips, fewer windows)")
+    ap.add_argument("--shipped-only", action="store_true",
+                    help="the in-betweener as shipped only (not without its guard, contacts or mirror average)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     ap.add_argument("--baselines-only", action="store_true", help="LERP/SLERP in-betweening scores, no model")
     ap.add_argument("--blender-baseline", action="store_true",
-                    help="also score Blender's default F-curve interpolation (Bezier, auto-clamped), via bpy")
+                    help="also score Blender's default F-curve interpolation (Bezier, auto-clamped, continuous "
+                         "acceleration: backend.fcurves, equal to real bpy's)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,4 +1,7 @@
-"""The training loop: windows -> features -> model -> loss, with validation and resume."""
+"""The training loop: windows -> features -> model -> loss, with validation and resume.
+
+Longer than 300 lines: one training procedure (data, model, validation, resume), read in order.
+"""
 from __future__ import annotations
 
 import math
@@ -186,8 +189,9 @@ def train(cfg: TrainConfig) -> Path:
                             f"(the longest has {ms.lengths.max()}); lower --window")
     layout = detect_layout(within_clip_position_std(train_ms), train_ms.skeleton.channels)
     augmenter = None
-    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix:
-        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix)
+    if cfg.augment_mirror or cfg.augment_reverse or cfg.augment_mix or cfg.augment_scale:
+        augmenter = Augmenter(train_ms.skeleton, train_ms, cfg.augment_mirror, cfg.augment_reverse, cfg.augment_mix,
+                              cfg.augment_scale)
     # statistics (and the principal axes of a linear path) of what the model will see: augmented windows
     stats_sampler = WindowSampler(train_ms, cfg.window, cfg.window, cfg.seed + 1)
     stats_gen = torch.Generator().manual_seed(cfg.seed + 1)
@@ -208,8 +212,8 @@ def train(cfg: TrainConfig) -> Path:
         fixed = val_key_masks(val_windows)
         val_batcher = _FixedKeys(InbetweenBatcher(val_batcher, layout, normalizer, cfg.seed, cfg.base),
                                  val_windows, fixed)
-    kind = "keyframe" if cfg.task == "inbetween" else cfg.kind
-    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, kind=kind, width=cfg.width,
+    family = "keyframe" if cfg.task == "inbetween" else cfg.family
+    mcfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=cfg.width,
                        latent=cfg.latent, layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor,
                        decoder_layers=cfg.decoder_layers if cfg.task == "autoencoder" else 0,
                        base=cfg.base if cfg.task == "inbetween" else "slerp",
@@ -238,7 +242,7 @@ def train(cfg: TrainConfig) -> Path:
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     parents = train_ms.skeleton.parents
     info_base = {"data": str(cfg.data), "split": "train (dataset-2: id % 10 not in {5, 8}; dataset-1: style not "
-                 "happy or tired)", "left_out_kinds": list(left_out), "task": cfg.task,
+                 "happy or tired; CMU: subjects other than 05 and 09)", "left_out_kinds": list(left_out), "task": cfg.task,
                  "parameters": count_parameters(model), "train_clips": len(train_ms.names),
                  "train_frames": int(train_ms.starts[-1]), "skipped_clips": len(train_ms.skipped),
                  "val_clips": len(val_ms.names), "skipped_val_clips": len(val_ms.skipped),

@@ -6,6 +6,8 @@
 
 ``curves`` reads RUN_DIR/history.json, or, for a run still in progress, the history kept in
 RUN_DIR/last.json.  Every figure is ``--size`` pixels exactly (default per plot).
+
+Longer than 300 lines: short plots sharing the run's reading and one figure style.
 """
 from __future__ import annotations
 
@@ -130,9 +132,9 @@ def _engine_and_clip(ckpt, clip_path):
 def latent_spline(engine, clip, segment: int = 0, features: int = 8, samples: int = 256) -> dict:
     """The latent Bezier spline of one segment, densely sampled, and its most varying features."""
     from backend import splines
-    if engine.ckpt.config.kind != "spline":
-        raise PlotError(f"{engine.path}: a {engine.ckpt.config.kind!r} checkpoint has no latent spline "
-                        "(the latent plot needs kind=spline)")
+    if engine.ckpt.config.family != "spline":
+        raise PlotError(f"{engine.path}: a {engine.ckpt.config.family!r} checkpoint has no latent spline "
+                        "(the latent plot needs the spline family)")
     controls = engine.encode(clip)
     n_seg = len(controls.segments)
     if not -n_seg <= segment < n_seg:

@@ -24,8 +24,8 @@ import sys
 import numpy as np
 import torch
 
-from backend import checkpoint as ck
-from backend import quat_np as Q
+from backend import checkpoint
+from backend import quat_np
 from backend.atomic import write_text
 from backend.engine import Engine
 from backend.skeleton import Clip
@@ -116,7 +116,7 @@ def measure(engine: Engine, clips, component: np.ndarray, std: float) -> Effect:
     way, yaw, height = 0.0, 0.0, 0.0
     for c in engine.encode(list(clips)):
         step = std * component.reshape(c.points.shape[1:])
-        base, plus, minus = (Q.fk(d.rotations, d.positions, parents)[1] for d in
+        base, plus, minus = (quat_np.fk(d.rotations, d.positions, parents)[1] for d in
                              (engine.decode(c, points=c.points + k * step) for k in (0.0, 1.0, -1.0)))
         fwd, left, upv = _heading(base, names, up)
         frame = np.stack([fwd, left, np.broadcast_to(upv, fwd.shape)], axis=1)  # [F, (fwd, left, up), 3]
@@ -204,12 +204,12 @@ def main(argv=None) -> int:
                                         f"(seed {args.seed + 1}) and named by what changes (training.principal_names)"}
     c.info.update(naming)
     if args.names_only:  # the config alone: the weights file (and the directions in it) stays byte for byte
-        jpath = ck.paths_for(c.path)[0]
+        jpath = checkpoint.paths_for(c.path)[0]
         doc = json.loads(jpath.read_text(encoding="utf-8"))
         doc["info"].update(naming)
         write_text(jpath, json.dumps(doc, indent=1))
     else:
-        ck.save(c.path, c)
+        checkpoint.save(c.path, c)
         from backend.export_onnx import export_saved
         print(export_saved(c.path))  # (the weights file changed: the graphs point into it again)
     for i, (n, e, d) in enumerate(zip(names, c.info.get("principal_explained", []), descriptions)):

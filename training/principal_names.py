@@ -8,6 +8,8 @@ heading (forward, left, up).  The name says the body part that moves most *and* 
 how far, what else moves and when in the segment, and what negative values do.  Names are unique:
 directions that would share one are told apart by what differs between them (a second effect, the
 time in the segment, the strength), never by a number.
+
+Longer than 300 lines: one table of cases that put measured directions into words.
 """
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ The presets are data (``PRESETS``), written for the left side; ``_sided`` makes 
 names.  The names follow each tool's own output: Mixamo's FBX (``mixamorig:`` or another namespace),
 Rigify's generated rig (FK controls) and its deform bones (``DEF-``), Unreal's mannequin (UE4 and
 UE5 spines), Auto-Rig Pro (deform bones and ``c_`` FK controls), BVH/CMU captures.
+
+Longer than 300 lines: presets, name hints and the structural match are one detection, tried in order.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import numpy as np
 from .. import quat_np
 from ..skeleton import Clip, Skeleton
 from . import axes
-from . import bone_map as BM
+from . import bone_map
 from . import rest_pose, retarget
 
 FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
@@ -51,7 +51,7 @@ def rig_of(skeleton: Skeleton) -> tuple[dict, dict]:
 class Found:
     """A file's skeleton against the model's: the conversion and the map it was built from."""
     retarget: retarget.Retarget
-    bone_map: BM.BoneMap
+    bone_map: bone_map.BoneMap
 
 
 def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given: dict | None = None,
@@ -63,11 +63,11 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
     names, parents = list(names), [int(p) for p in parents]
     geometry, rig = rig_of(clip.skeleton)
     moving = posed(clip)
-    bm = BM.detect(names, parents, geometry, moving)
+    bm = bone_map.detect(names, parents, geometry, moving)
     if given:
-        bm = BM.BoneMap({**bm.bones, **given}, "Custom",
+        bm = bone_map.BoneMap({**bm.bones, **given}, "Custom",
                         reasons={**bm.reasons, **{j: "given" for j, b in given.items() if b}})
-    joint_bones = BM.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
+    joint_bones = bone_map.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
     rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
                         tuple(position_joints))
     turn = up_turn(names, joint_bones, {b: g[1] for b, g in geometry.items()}, moving)

@@ -16,6 +16,8 @@ of leg lengths for another body, the power of ten of ``rig_math.cm_per_unit`` fo
 
 For a rig that *is* the model's skeleton (every joint on a bone parented to its parent joint's bone,
 the same rest posture) every ``D`` is the identity and this is ``rig_math.blender_to_bvh`` exactly.
+
+Longer than 300 lines: one conversion both ways, whose halves must stay exact inverses of each other.
 """
 from __future__ import annotations
 
@@ -230,7 +232,7 @@ class Retarget:
 
 
 # Quaternions component by component (``[4, ...]``, vectors ``[3, ...]``): ``qmul``/``qrotate``'s arithmetic
-# term for term (the same floats) on contiguous arrays, a third faster than on the last axis.
+# term for term (the same floats) on contiguous arrays, quicker than on the last axis.
 def _comp(x) -> np.ndarray:
     """``[..., k]`` -> ``[k, ...]``."""
     return np.ascontiguousarray(np.moveaxis(np.asarray(x, dtype=np.float64), -1, 0))

@@ -15,8 +15,8 @@ def request_threads(torch_threads: bool = True):
     """PyTorch's math threads for one request, put back afterwards (in-process, Blender's Python and
     whatever else runs torch there keep theirs): ``SPLINETWEEN_THREADS`` when set (0: torch's own
     default, every core), else one.  A request of the add-on is a few segments: spreading its small
-    products over threads costs more than it wins (a 61-frame slider change in Blender: 3.9 ms on one
-    thread, 7.8 on two; Encode of 300 frames 43 vs 48 ms; docs/results.md section 10).  Not for a request on
+    products over threads costs more than it wins (a slider change and Encode in Blender, one thread against
+    two: docs/results.md, *Speed*, *Blender: Inbetween, sliders, Encode*).  Not for a request on
     ONNX Runtime (``torch_threads`` False: its sessions run on one thread, ``backend.runtime``), which must
     not import torch at all."""
     if not torch_threads:

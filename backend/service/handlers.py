@@ -39,8 +39,10 @@ def inbetween(header: dict, arrays: dict) -> tuple[dict, dict]:
         time.sleep(delay)
     engine = get_engine(header.get("checkpoint"), _device(header), runtime=_runtime(header))
     t0 = time.perf_counter()
-    rot, pos, c = motion.inbetween_with_controls(engine, arrays["offsets"], header["keys"], arrays["key_rotations"],
-                                                 arrays["key_positions"], float(header.get("frame_time", 1.0 / 30.0)))
+    with motion.contacts_as(engine, header):
+        rot, pos, c = motion.inbetween_with_controls(engine, arrays["offsets"], header["keys"],
+                                                     arrays["key_rotations"], arrays["key_positions"],
+                                                     float(header.get("frame_time", 1.0 / 30.0)))
     reply = {"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0,
              **motion.segments_reply(header["keys"], c)}
     return reply, {"rotations": rot, "positions": pos, "points": c.points, "origins": c.origins, "template": c.template}
@@ -58,7 +60,8 @@ def decode(header: dict, arrays: dict) -> tuple[dict, dict]:
     engine = get_engine(header.get("checkpoint"), _device(header), header.get("task", "autoencoder"),
                         runtime=_runtime(header))
     t0 = time.perf_counter()
-    rot, pos = motion.decode_parts(engine, header, arrays)
+    with motion.contacts_as(engine, header):
+        rot, pos = motion.decode_parts(engine, header, arrays)
     return ({"ok": True, "device": str(engine.device), "seconds": time.perf_counter() - t0},
             {"rotations": rot, "positions": pos})
 

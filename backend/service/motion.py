@@ -2,11 +2,27 @@
 in-process mode: key poses or clips in the checkpoint's convention -> frames and latent splines."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import quat_np
 from .. import timebase
 from .engines import check_gaps, check_reply_size, principal_amounts
+
+
+@contextlib.contextmanager
+def contacts_as(engine, header: dict):
+    """The request's ``"contacts"`` (default on: planted feet held, ``backend.contacts``) on the shared
+    engine for the request's length."""
+    before = getattr(engine, "contacts", None)
+    if before is not None:
+        engine.contacts = bool(header.get("contacts", True))
+    try:
+        yield
+    finally:
+        if before is not None:
+            engine.contacts = before
 
 
 def inbetween_keys(engine, offsets: np.ndarray, keys, key_rotations: np.ndarray, key_positions: np.ndarray,

@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-editable", dest="editable", action="store_false",
                    help=".blend: plain keys only; by default, as the button, a range filled on every frame of every "
                         "bone keeps the model's control points as Latent Controls")
+    b.add_argument("--no-contacts", dest="contacts", action="store_false",
+                   help=".blend: leave the feet as the model moves them; by default, as the button, a foot planted "
+                        "at two keys (or by the model) stays planted between them")
     b.add_argument("--replace-latent", action="store_true",
                    help=".blend: an armature that has Latent Controls gets them baked (their motion kept as keys) "
                         "and is in-betweened; by default it is left as it is and the report says why")
@@ -176,7 +179,7 @@ def _options(args) -> dict:
                else args.key_source or "selected")
         opts["keys"] = {"source": src, "every": args.every, "marker": args.marker, "frames": args.keys}
         opts.update(all_bones=args.all_bones, write_every=args.write_every, blend=args.blend, editable=args.editable,
-                    replace_latent=args.replace_latent)
+                    replace_latent=args.replace_latent, contacts=args.contacts)
     if args.command in ("encode", "edit", "mesh-encode", "mesh-inbetween"):
         opts["range"] = args.range
     if args.command == "mesh-inbetween":

@@ -1,5 +1,8 @@
 """The commands on a .blend file, in a worker (real bpy): open safely, work per armature, save a copy
-(opening and saving: ``blend_file``)."""
+(opening and saving: ``blend_file``).
+
+Longer than 300 lines: each command's work per armature beside the safe open and save they share.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +18,7 @@ from ..inbetween import fill
 from ..io import bone_map as bone_map_io
 from ..io import nla
 from ..io import scene as scene_io
-from ..latent import core as latent
+from ..latent import core as latent_core
 from ..latent.armature import encode as latent_encode
 from ..latent import slider
 from .blend_file import blend_writer, open_blend
@@ -158,6 +161,7 @@ def inbetween(job: dict, state, entry: dict, progress):
                              all_bones=bool(opts.get("all_bones")) or keys["source"] in ("every", "marker", "frames"),
                              editable=bool(opts.get("editable", True)),
                              replace_latent=bool(opts.get("replace_latent")),
+                             contacts=bool(opts.get("contacts", True)),
                              name_map=dict(opts.get("bone_map") or {}))
     skip_linked(opts.get("objects") or [], entry)
     for obj in armatures(opts.get("objects") or [], entry):
@@ -216,8 +220,8 @@ def _latent_summary(obj) -> dict | None:
         return None
     out = {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
            "amplify": [round(seg.amplify, 6) for seg in st.segments],
-           "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent.names(st)}
-    fit = latent.fidelity(st)
+           "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent_core.names(st)}
+    fit = latent_core.fidelity(st)
     if fit is not None:  # the panel's readout: how well the model reconstructs each segment
         out["fidelity"] = {"rotation_deg": [round(float(r[0]), 3) for r in fit],
                            "position_cm": [round(float(r[1]), 3) for r in fit],
@@ -275,12 +279,12 @@ def _encode_each(job: dict, state, entry: dict, progress, edit_opts: dict | None
 def _edit(obj, state, opts: dict) -> tuple[str, int]:
     """The sliders (every segment alike), then Resample and Bake as asked; -> (what, frames written)."""
     st = obj.splinetween_latent
-    names = latent.names(st)
+    names = latent_core.names(st)
     pcs = [float(v) for v in opts.get("pc") or []]
     if len(pcs) > len(names):
         raise JobError(f"--pc: the checkpoint has {len(names)} principal direction(s)"
                        + (f" ({', '.join(names)})" if names else ""))
-    with latent.suspended():  # one decode below, not one per slider
+    with latent_core.suspended():  # one decode below, not one per slider
         for seg in st.segments:
             seg.amplify = float(opts.get("amplify", 1.0))
             seg.timing = float(opts.get("timing", 0.0))

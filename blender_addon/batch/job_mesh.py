@@ -1,6 +1,6 @@
 """The mesh-sequence commands on a .blend file, in a worker (real bpy): Inbetween Mesh and Encode Mesh.
 
-Each chosen mesh object goes through the operators' own code (``latent.mesh.inbetween`` /
+Each chosen mesh object goes through the operators' own code (``latent_core.mesh.inbetween`` /
 ``encode``: the evaluated mesh read over the frames, the model, a MeshCache modifier added last
 and the decode written as PC2).  The PC2 files go to ``splinetween/`` beside the *output* .blend
 (``<name>_<object>_<what>.pc2``, the add-on's own layout), and the modifier reads them through a
@@ -17,8 +17,8 @@ from ..core import layer_math, mesh_math
 from ..core.errors import Refusal
 from ..io import cache as mesh_cache
 from ..io import mesh_checkpoints
-from ..latent import core as latent
-from ..latent.mesh import adapter as mesh_latent
+from ..latent import core as latent_core
+from ..latent.mesh import adapter as mesh_adapter
 from .errors import JobError
 from .blend_file import blend_writer, open_blend
 from .job_blend import objects_of_type
@@ -71,9 +71,9 @@ def _run(job: dict, state, entry: dict, progress, what: str):
         try:  # --checkpoint for every mesh, else each mesh's own (Train Mesh Model's), else the preference's
             path = ckpt if opts.get("checkpoint") else mesh_checkpoints.for_object(obj, task, context)
             if what == "inbetween":
-                message = mesh_latent.inbetween(context, obj, state.backend, path, frames)
+                message = mesh_adapter.inbetween(context, obj, state.backend, path, frames)
             else:
-                message = mesh_latent.encode(context, obj, state.backend, path, frames[0], frames[-1])
+                message = mesh_adapter.encode(context, obj, state.backend, path, frames[0], frames[-1])
         except Refusal as e:
             rec = {"name": obj.name, "status": "skipped", "reason": str(e)}
             entry["objects"].append(rec)
@@ -88,7 +88,7 @@ def _run(job: dict, state, entry: dict, progress, what: str):
             rec["keys"] = frames
             rec["gaps"] = len(frames) - 1
         else:  # the panel's readout: how well the model reconstructs each segment
-            fit = latent.fidelity(st)
+            fit = latent_core.fidelity(st)
             rec["fidelity"] = {"vertex_error": [round(float(r[0]), 6) for r in fit],
                                "percent_of_size": [round(float(r[1]), 4) for r in fit],
                                "warning": layer_math.fidelity_problem(fit, mesh=True)}
@@ -117,7 +117,7 @@ def preload(state, task: str) -> str:
     from .. import bridge, preferences
     path = preferences.mesh_checkpoint_path(task)
     try:
-        m = mesh_latent.meta(path, task)
+        m = mesh_adapter.meta(path, task)
     except Refusal as e:
         return f"not loaded: {e}"
     still = np.zeros((max(2, m["min_frames"]), m["vertices"], 3), np.float32)

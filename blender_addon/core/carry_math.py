@@ -21,25 +21,43 @@ EPS = LM.FRAME_EPS
 
 
 def layer_keys(base_x: np.ndarray, lo: int, hi: int, shown: np.ndarray, values: np.ndarray,
-               base_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(scene frames, values) of the keys the layer writes on one curve: its ``shown`` frames (scene,
-    sorted) with ``values`` and the frames the write widens them to (``layer_math.written_frames``)
-    with the original's ``base_values`` (one per frame of the range)."""
+               base_values: np.ndarray, holes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scene frames, values, offsets) of the keys the layer writes on one curve: its ``shown`` frames
+    (scene, sorted) with ``values`` and the frames the write widens them to (``layer_math.written_frames``)
+    with the original's ``base_values`` (one per frame of the range), and what the layer adds on each;
+    never ``holes`` (scene frames whose key the user deleted) unless the original has a key there again."""
     if not len(shown):
-        return np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     keyed = L.written_frames(base_x, shown, lo, hi)
-    vals = np.asarray(base_values, np.float64)[keyed - lo].copy()
+    under = np.asarray(base_values, np.float64)[keyed - lo]
+    vals = under.copy()
     vals[np.searchsorted(keyed, shown)] = values
-    return keyed, vals
+    if holes is not None and len(holes):
+        keep = ~np.isin(keyed, holes) | np.isin(keyed, _whole(base_x))
+        keyed, vals, under = keyed[keep], vals[keep], under[keep]
+    return keyed, vals, vals - under
+
+
+def _whole(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return np.round(x[np.abs(x - np.round(x)) < EPS]).astype(np.int64)
+
+
+def deleted_keys(want_x: np.ndarray, now_x: np.ndarray) -> np.ndarray:
+    """Whole frames (scene) on which the curve had a key as the layer left it (``want_x``: a layer key or
+    the original's) and has none now: the user deleted them."""
+    had = _whole(want_x)
+    return had[~np.isin(had, _whole(now_x))]
 
 
 def in_range(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (x >= lo - EPS) & (x <= hi + EPS)
 
 
-def expected_co(base: dict | None, lo: int, hi: int, keyed: np.ndarray, vals: np.ndarray) -> np.ndarray:
+def expected_co(base: dict | None, lo: int, hi: int, keyed: np.ndarray, vals: np.ndarray,
+                offsets: np.ndarray) -> np.ndarray:
     """``co`` ``[n, 2]`` (float32) of the curve's keys inside the range as the layer left it."""
-    keys = L.layered_curve(None, base, lo, hi, keyed, vals, _NO_ENUMS, attrs=("co",))
+    keys = L.layered_curve(None, base, lo, hi, keyed, vals, _NO_ENUMS, attrs=("co",), offsets=offsets)
     if keys is None:
         return np.zeros((0, 2), np.float32)
     co = keys["co"]
@@ -53,14 +71,43 @@ def _rows(keys: dict, mask: np.ndarray) -> dict:
     return {a: v[mask] for a, v in keys.items()}
 
 
+def _under(x: np.ndarray, keyed: np.ndarray) -> np.ndarray:
+    """Which of ``x`` lie within the runs of the layer's ``keyed`` frames."""
+    out = np.zeros(len(x), bool)
+    for a, b in L.runs(np.asarray(keyed, np.int64)):
+        out |= (x >= a - EPS) & (x <= b + EPS)
+    return out
+
+
+def _subframe_match(now: dict, base: dict, nsub: np.ndarray, bsub: np.ndarray, keyed, offsets) -> tuple:
+    """The original's sub-frame keys under the layer (``bsub``) against the curve's (``nsub``): (base
+    rows shown as the layer left them, now rows that are those) -- the rest were changed, inserted or
+    deleted by the user."""
+    b_same, n_same = np.zeros(len(bsub), bool), np.zeros(len(nsub), bool)
+    bi, ni = np.flatnonzero(bsub), np.flatnonzero(nsub)
+    if not len(bi) or not len(ni):
+        return b_same, n_same
+    shown = L.moved_keys({"co": base["co"][bi]}, np.asarray(keyed, np.float64), offsets)["co"]
+    nco = now["co"][ni]
+    for j, (x, y) in enumerate(shown):
+        hit = np.flatnonzero((np.abs(nco[:, 0] - x) < EPS) & (nco[:, 1] == y))
+        if len(hit):
+            b_same[bi[j]], n_same[ni[hit[0]]] = True, True
+    return b_same, n_same
+
+
 def carried(now: dict, base: dict | None, lo: int, hi: int, keyed: np.ndarray, vals: np.ndarray,
-            keyframe: int) -> dict:
+            keyframe: int, offsets: np.ndarray) -> dict:
     """The original's keys of one curve with the user's changes carried in: ``now`` (every attribute
-    of the curve's keys now), ``base`` (the original's), the layer's ``keyed`` frames and ``vals``;
-    ``keyframe``: the integer of key type KEYFRAME (a layer key the user changed is the user's now)."""
+    of the curve's keys now), ``base`` (the original's), the layer's ``keyed`` frames, ``vals`` and
+    ``offsets`` (``layer_keys``); ``keyframe``: the integer of key type KEYFRAME (a layer key the user
+    changed is the user's now).  The original's sub-frame keys under the layer are shown moved by it
+    (``layer_math.moved_keys``): one left so stays the original's, one changed or inserted there is the
+    user's at the value set, one deleted goes."""
     eps = EPS
     nx = now["co"][:, 0].astype(np.float64)
     inside = in_range(nx, lo, hi)
+    nsub = inside & _under(nx, keyed) & (np.abs(nx - np.round(nx)) >= eps)
     at = np.searchsorted(keyed, np.round(nx)) if len(keyed) else np.zeros(len(nx), np.int64)
     at = np.minimum(at, max(len(keyed) - 1, 0))
     on_layer = inside & (len(keyed) > 0) & (np.abs(nx - np.round(nx)) < eps)
@@ -69,18 +116,15 @@ def carried(now: dict, base: dict | None, lo: int, hi: int, keyed: np.ndarray, v
     expect = np.float32(vals)[at] if len(keyed) else np.zeros(len(nx), np.float32)
     edited = on_layer & (now["co"][:, 1] != expect)
     user = inside & ~on_layer  # the user's keys as they are: kept, changed, inserted or moved
-    parts = [_rows(now, ~inside), _rows(now, user)]
     if base is not None and len(base["co"]):
         bx = base["co"][:, 0].astype(np.float64)
-        hidden = in_range(bx, lo, hi)  # the original's keys under the layer's runs (not shown now)
-        under = np.zeros(len(bx), bool)
-        for a, b in L.runs(np.asarray(keyed, np.int64)):
-            under |= (bx >= a - eps) & (bx <= b + eps)
-        hidden &= under
+        hidden = in_range(bx, lo, hi) & _under(bx, keyed)  # the original's keys under the layer's runs
         on_frame = hidden & (np.abs(bx - np.round(bx)) < eps)
+        b_same, n_same = _subframe_match(now, base, nsub, hidden & ~on_frame, keyed, offsets)
+        user &= ~n_same  # (a sub-frame key as the layer left it is the original's, not the user's value)
         present = np.isin(np.round(bx), np.round(nx[on_layer]))
         gone = on_frame & ~present  # a layer key the user deleted: the original's key there goes too
-        kept = _rows(base, hidden & ~gone)
+        kept = _rows(base, (on_frame & ~gone) | b_same)
         changed_frames = np.round(nx[edited])
         hit = np.isin(np.round(kept["co"][:, 0]), changed_frames) & \
             (np.abs(kept["co"][:, 0] - np.round(kept["co"][:, 0])) < eps)
@@ -91,9 +135,10 @@ def carried(now: dict, base: dict | None, lo: int, hi: int, keyed: np.ndarray, v
             for a in ("co", "handle_left", "handle_right"):
                 kept[a][hit, 1] += dy
             kept["co"][hit, 1] = new_y
-        parts.append(kept)
+        parts = [_rows(now, ~inside), _rows(now, user), kept]
         fresh = edited & ~np.isin(np.round(nx), np.round(bx[on_frame]))
     else:
+        parts = [_rows(now, ~inside), _rows(now, user)]
         fresh = edited
     if fresh.any():  # a layer key changed where the original had none: a key of the user's now
         rows = _rows(now, fresh)

@@ -2,6 +2,9 @@
 
 Pure Python + numpy (tested on its own in tests/test_latent_math.py).  Frames here are 0-based
 and relative to the start of the encoded range.
+
+Longer than 300 lines: the range bookkeeping both wings share (names, frame maps, seams, signatures),
+whose parts use each other.
 """
 from __future__ import annotations
 

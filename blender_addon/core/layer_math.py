@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math as LM
-from . import rig_math as R
+from . import latent_math
+from . import rig_math
 
 # Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
 # is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs
-# unfamiliar kinds of motion at 2.6 deg / 1.8 cm on average (docs/results.md section 9); twice that
+# unfamiliar kinds of motion at 2.6 deg / 1.8 cm on average (docs/results.md, *Autoencoder*); twice that
 # is well outside what it does on any kind it was tested on.
 WARN_DEG = 5.0
 WARN_CM = 4.0
@@ -36,7 +36,7 @@ def mesh_ramp(m: int) -> int:
 
 
 def armature_ramp(m: int) -> int:
-    return len(LM.ramp(m))
+    return len(latent_math.ramp(m))
 
 
 def reach(bounds, segments, seams: bool, ramp=armature_ramp, protected=()) -> np.ndarray:
@@ -98,7 +98,7 @@ def joined(parts: dict, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np
     ``latent_math.segment_values``), frames in the order of ``plan``: -> rot ``[n, J, 4]``, pos ``[n, J, 3]``."""
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
-        rot, pos = LM.segment_values(parts, s, len(bounds), seams, sides)
+        rot, pos = latent_math.segment_values(parts, s, len(bounds), seams, sides)
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])
     return np.concatenate(rots), np.concatenate(poss)
@@ -107,8 +107,8 @@ def joined(parts: dict, bounds, plan: dict, seams: bool) -> tuple[np.ndarray, np
 def compose(o_rot, o_pos, n_rot, n_pos, e_rot, e_pos) -> tuple[np.ndarray, np.ndarray]:
     """Original ``o`` moved by the edit: rotations ``o * (n^-1 * e)`` (the edit in each bone's local
     frame), positions ``o + (e - n)``."""
-    delta = R.qmul(R.qconj(n_rot), e_rot)
-    return R.qnormalize(R.qmul(o_rot, delta)), o_pos + (e_pos - n_pos)
+    delta = rig_math.qmul(rig_math.qconj(n_rot), e_rot)
+    return rig_math.qnormalize(rig_math.qmul(o_rot, delta)), o_pos + (e_pos - n_pos)
 
 
 # -- channel values -----------------------------------------------------------------------------------
@@ -118,15 +118,15 @@ def channels_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     original's turns, quaternions its sign, axis-angle its axis direction and turns."""
     ref = np.asarray(ref, dtype=np.float64)
     if mode == "QUATERNION":
-        return R.align_hemisphere(q, ref)
+        return rig_math.align_hemisphere(q, ref)
     if mode == "AXIS_ANGLE":
-        aa = R.quat_to_axis_angle(R.align_hemisphere(q, R.axis_angle_to_quat(ref)))
+        aa = rig_math.quat_to_axis_angle(rig_math.align_hemisphere(q, rig_math.axis_angle_to_quat(ref)))
         flip = np.sum(aa[..., 1:] * ref[..., 1:], -1, keepdims=True) < 0
         aa = np.where(flip, -aa, aa)
         turn = 2 * np.pi * np.round((ref[..., 0] - aa[..., 0]) / (2 * np.pi))
         aa[..., 0] += turn
         return aa
-    return R.quat_to_euler(q, mode, compat=ref)
+    return rig_math.quat_to_euler(q, mode, compat=ref)
 
 
 def extend(base_x: np.ndarray, run: tuple[int, int], lo: int, hi: int) -> tuple[int, int]:
@@ -135,10 +135,10 @@ def extend(base_x: np.ndarray, run: tuple[int, int], lo: int, hi: int) -> tuple[
     inside a run changes the curve between it and the nearest kept keys, so those frames are keyed
     too, with the original's own values.  Every whole frame then shows what it should."""
     a, b = run
-    x = base_x[(base_x >= lo - LM.FRAME_EPS) & (base_x <= hi + LM.FRAME_EPS)]
-    before, after = x[x < a - LM.FRAME_EPS], x[x > b + LM.FRAME_EPS]
-    a2 = int(np.floor(before.max() + LM.FRAME_EPS)) + 1 if len(before) else lo
-    b2 = int(np.ceil(after.min() - LM.FRAME_EPS)) - 1 if len(after) else hi
+    x = base_x[(base_x >= lo - latent_math.FRAME_EPS) & (base_x <= hi + latent_math.FRAME_EPS)]
+    before, after = x[x < a - latent_math.FRAME_EPS], x[x > b + latent_math.FRAME_EPS]
+    a2 = int(np.floor(before.max() + latent_math.FRAME_EPS)) + 1 if len(before) else lo
+    b2 = int(np.ceil(after.min() - latent_math.FRAME_EPS)) - 1 if len(after) else hi
     return min(a, max(lo, a2)), max(b, min(hi, b2))
 
 
@@ -171,14 +171,28 @@ def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
     return rows
 
 
+def moved_keys(rows: dict, frames: np.ndarray, offsets: np.ndarray) -> dict:
+    """Keys of the original between two of the layer's whole ``frames`` (sub-frames) moved by the layer's
+    ``offsets`` there (per frame, linear between the two around each key): value and handles alike."""
+    d = np.interp(rows["co"][:, 0].astype(np.float64), frames, offsets).astype(np.float32)
+    out = dict(rows)
+    for a in ("co", "handle_left", "handle_right"):
+        if a in out:
+            out[a] = out[a].copy()
+            out[a][:, 1] += d
+    return out
+
+
 def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, frames: np.ndarray,
-                  values: np.ndarray, enums: dict, attrs=None) -> dict | None:
+                  values: np.ndarray, enums: dict, attrs=None, offsets: np.ndarray | None = None) -> dict | None:
     """One curve's keys: the current keys outside the range ``lo..hi``, the original (``base``) keys
     inside it, and LINEAR keys of type Generated on ``frames`` (scene frames), which replace the
     original's keys there and keep their ``INHERITED`` attributes (a frame without one: unselected,
     AUTO_CLAMPED).  None: there is nothing to key (no original curve and nothing written or kept).
-    ``attrs``: only these attributes (the others are not computed)."""
-    eps = LM.FRAME_EPS
+    ``attrs``: only these attributes (the others are not computed).  ``offsets``: what the layer adds on
+    each of ``frames`` (``values`` minus the original's): the original's keys between two of them are
+    kept, moved by it (``moved_keys``); None: they go (a resampled range keys every frame anew)."""
+    eps = latent_math.FRAME_EPS
     if attrs is not None:
         pick = (lambda d: d if d is None else {a: d[a] for a in attrs if a in d})
         current, base = pick(current), pick(base)
@@ -190,11 +204,15 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
             parts.append({a: v[out] for a, v in current.items()})
     if base is not None and len(base["co"]):
         x = base["co"][:, 0]
-        keep = (x >= lo - eps) & (x <= hi + eps)
+        inside = (x >= lo - eps) & (x <= hi + eps)
+        keep = inside.copy()
         for a, b in runs(np.asarray(frames, np.int64)):
             keep &= (x < a - eps) | (x > b + eps)
         if keep.any():
             parts.append(base if keep.all() else {k: v[keep] for k, v in base.items()})
+        sub = inside & ~keep & (np.abs(x - np.round(x)) >= eps) if offsets is not None else None
+        if sub is not None and sub.any():  # the original's sub-frame keys under the layer: moved with it
+            parts.append(moved_keys({k: v[sub] for k, v in base.items()}, np.asarray(frames, np.float64), offsets))
     if len(frames):
         rows = new_rows(np.asarray(frames, np.float64), values, enums)
         if attrs is not None:

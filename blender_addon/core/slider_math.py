@@ -19,7 +19,7 @@ import numpy as np
 
 from . import continuity
 from . import layer_math
-from . import rig_math as R
+from . import rig_math
 
 _SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
 
@@ -42,9 +42,9 @@ def right_matrix(q: np.ndarray) -> np.ndarray:
                      np.stack([y, -z, w, x], -1), np.stack([z, y, -x, w], -1)], -2)
 
 
-def rest_turns(rig: R.RigFrames) -> np.ndarray:
+def rest_turns(rig: rig_math.RigFrames) -> np.ndarray:
     """``A = C^-1 * rest`` per joint ``[J, 4]``: the model's frame of each bone in its rest frame."""
-    return R.qmul(R.qconj(R.BVH_TO_BLENDER), rig.rest)
+    return rig_math.qmul(rig_math.qconj(rig_math.BVH_TO_BLENDER), rig.rest)
 
 
 def rotation_maps(original: np.ndarray, neutral: np.ndarray, turns: np.ndarray) -> np.ndarray:
@@ -61,9 +61,10 @@ def layered_rotations(maps: np.ndarray, edited: np.ndarray) -> np.ndarray:
     return np.einsum("...ij,...j->...i", maps, edited)
 
 
-def location_maps(rig: R.RigFrames) -> np.ndarray:
+def location_maps(rig: rig_math.RigFrames) -> np.ndarray:
     """``M [J, 3, 3]``: a model-convention position difference (cm) -> a ``location`` difference."""
-    return R.q_to_matrix(R.qmul(R.qconj(rig.location_frame), R.BVH_TO_BLENDER)) / rig.cm_per_unit
+    turn = rig_math.qmul(rig_math.qconj(rig.location_frame), rig_math.BVH_TO_BLENDER)
+    return rig_math.q_to_matrix(turn) / rig.cm_per_unit
 
 
 def layered_locations(original: np.ndarray, maps: np.ndarray, edited: np.ndarray, neutral: np.ndarray) -> np.ndarray:
@@ -102,7 +103,7 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     Everything runs on rows of all bones and frames (an entry, an angle: one contiguous row each),
     which reads a quarter less memory than columns of a 9-wide matrix (issue 19)."""
     order = mode[::-1]
-    i, j, k = (R._AXIS[ch] for ch in order)
+    i, j, k = (rig_math._AXIS[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
     comps = np.ascontiguousarray(q.reshape(-1, 4).T)  # [4, N]
     m = _MATRIX_OF_PRODUCTS @ (comps[_FIRST] * comps[_SECOND])  # [9, N]: the matrix, entry by entry
@@ -132,6 +133,6 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
 def channels_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     """``layer_math.channels_near`` with the Euler modes through :func:`euler_near` (which takes ratios of
     the rotation matrix's entries: ``q`` need not be normalised there); the other modes get unit ``q``."""
-    if mode in R.EULER_MODES:
+    if mode in rig_math.EULER_MODES:
         return euler_near(q, mode, ref)
     return layer_math.channels_near(q / np.sqrt(np.einsum("...i,...i->...", q, q))[..., None], mode, ref)

@@ -33,6 +33,7 @@ class Options:
     name_map: dict = field(default_factory=dict)  # checkpoint joint -> bone name (else the stored map, else detected)
     editable: bool = False  # keep the control points as latent controls (when every frame of every bone is filled)
     replace_latent: bool = False  # bake the armature's latent controls first (else a latent range is refused)
+    contacts: bool = True  # keep the feet the keys plant on the ground planted between them
 
 
 def prepare(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30.0):
@@ -89,13 +90,11 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         if shared:
             raise Refusal(f"{shared}; or untick Editable; nothing was changed")
     try:
-        if editable:
-            header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps}
-            reply, latent_out = bridge.request(settings, header, {"offsets": rt.offsets, "key_rotations": rot,
-                                                                  "key_positions": pos})
-            out_rot, out_pos = latent_out["rotations"], latent_out["positions"]
-        else:
-            out_rot, out_pos = bridge.inbetween(settings, rt.offsets, keys, rot, pos, 1.0 / fps)
+        header = {"op": "inbetween", "checkpoint": str(info.path), "keys": keys, "frame_time": 1.0 / fps,
+                  "contacts": options.contacts}
+        reply, latent_out = bridge.request(settings, header, {"offsets": rt.offsets, "key_rotations": rot,
+                                                              "key_positions": pos})
+        out_rot, out_pos = latent_out["rotations"], latent_out["positions"]
     except bridge.BridgeError as e:
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     if out_rot.shape != (plan.num_frames, len(info.names), 4) or not np.isfinite(out_rot).all() \

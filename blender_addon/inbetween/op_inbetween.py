@@ -39,6 +39,10 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
     step: bpy.props.IntProperty(name="Every", default=5, min=2, max=30, description="Frames between written keys")
     all_bones: bpy.props.BoolProperty(name="All Bones", default=False,
                                       description="Fill every matched bone, not only the bones with selected keys")
+    contacts: bpy.props.BoolProperty(
+        name="Plant Feet", default=True,
+        description="A foot planted at two keys (or by the model) stays planted between them: the leg is "
+                    "solved so the foot does not slide")
     editable: bpy.props.BoolProperty(
         name="Editable", default=True,
         description="Keep the model's control points as Latent Controls (sliders per segment) when every frame "
@@ -56,6 +60,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
         draw_options(self.layout, self)
+        self.layout.prop(self, "contacts")
         self.layout.prop(self, "editable")
 
     def invoke(self, context: bpy.types.Context, event) -> set[str]:
@@ -70,7 +75,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable,
-                               replace_latent=self.replace_latent)
+                               replace_latent=self.replace_latent, contacts=self.contacts)
         fps = context.scene.render.fps / context.scene.render.fps_base
         wm = context.window_manager
         started = []

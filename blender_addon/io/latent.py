@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import latent_math as LM
+from ..core import latent_math
 from ..core import rig_math
 from . import keys as keys_io
 from . import scene as scene_io
@@ -159,7 +159,7 @@ def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> No
     for (path, index), orig in original.items():
         fc = found.get((path, index))
         cur = None if fc is None else keys_io.read(fc)
-        merged = LM.merge_restore(cur, orig, lo, cur_hi, orig_hi)
+        merged = latent_math.merge_restore(cur, orig, lo, cur_hi, orig_hi)
         if merged is None:
             if fc is not None:
                 bag.fcurves.remove(fc)
@@ -173,11 +173,11 @@ def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> No
 def drop_raw_animation(obj, bag) -> None:
     """Delete F-curves and drivers on the raw control-point properties."""
     if bag is not None:
-        for fc in [fc for fc in bag.fcurves if LM.is_raw_path(fc.data_path)]:
+        for fc in [fc for fc in bag.fcurves if latent_math.is_raw_path(fc.data_path)]:
             bag.fcurves.remove(fc)
     ad = obj.animation_data
     if ad is not None:
-        for fc in [fc for fc in ad.drivers if LM.is_raw_path(fc.data_path)]:
+        for fc in [fc for fc in ad.drivers if latent_math.is_raw_path(fc.data_path)]:
             ad.drivers.remove(fc)
 
 

@@ -1,4 +1,4 @@
-"""ANIM_OT_splinetween_remove: put the original keys back and drop the latent controls."""
+"""ANIM_OT_splinetween_remove: take the sliders' offset away and drop the latent controls."""
 from __future__ import annotations
 
 import bpy
@@ -9,7 +9,7 @@ from .common import poll_latent
 
 
 class ANIM_OT_splinetween_remove(bpy.types.Operator):
-    """Restore the keys the range had before it was encoded (or in-betweened) and remove the latent controls"""
+    """Remove the latent controls and the sliders' offset: the keys from before Encode (or Inbetween) come back, or, where you changed keys by hand since, your keys as they are now"""
 
     bl_idname = "anim.splinetween_remove"
     bl_label = "Remove"

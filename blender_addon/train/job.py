@@ -16,6 +16,8 @@
    CLI saves ``<run>/last`` atomically, so starting again with the same data and settings resumes
    from there; other data or settings train in a run folder of their own.  Nothing is moved or
    renamed, so an object's checkpoint property keeps loading the weights it was given.
+
+Longer than 300 lines: the job's whole life (export, process, events, cancel, resume) around one process handle.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ one job a Blender session runs at a time, polls it from ``bpy.app.timers`` every
 on success, points the object at the trained checkpoint.  (Not the window manager's progress:
 ``WindowManager.progress_update`` turns the mouse cursor into a counter, which suits a blocking
 operator, not minutes of training while the user keeps working.)
+
+Longer than 300 lines: the operators, the timer and the panel share the job's state on the object.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ import textwrap
 
 import bpy
 
-from ..core import latent_math as LM
-from ..core import layer_math as L
-from ..latent import core as latent
+from ..core import latent_math
+from ..core import layer_math
+from ..latent import core as latent_core
 from ..latent.armature import take
 from .panel import poll_armature, sidebar_panels
 
@@ -69,10 +69,11 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     kind = "in-betweened" if st.kind == "INBETWEEN" else "encoded"
     layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
     draw_unavailable(layout, obj, st)
-    path, why = latent.checkpoint_for(st, context)
-    off = take.changed(obj) or take.shared_refusal(obj, "the sliders") if obj.type == "ARMATURE" else None
-    fit = latent.fidelity(st)
-    poor = L.fidelity_problem(fit, mesh=obj.type == "MESH") if fit is not None else None
+    path, why = latent_core.checkpoint_for(st, context)
+    off = (take.changed(obj) or take.modes_changed(obj) or take.shared_refusal(obj, "the sliders")
+           if obj.type == "ARMATURE" else None)
+    fit = latent_core.fidelity(st)
+    poor = layer_math.fidelity_problem(fit, mesh=obj.type == "MESH") if fit is not None else None
     edited = EDITED if st.base_edited else None
     for problem, icon in ((why, "ERROR"), (off, "ERROR"), (st.status if st.status != off else None, "ERROR"),
                           (edited, "INFO"), (poor, "INFO")):
@@ -99,20 +100,21 @@ def label_of(name: str) -> str:
 
 
 def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
-    names, notes = latent.names(st), latent.descriptions(st)
-    fit = latent.fidelity(st)
+    names, notes = latent_core.names(st), latent_core.descriptions(st)
+    fit = latent_core.fidelity(st)
     mesh = obj.type == "MESH"
-    bounds = LM.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
+    bounds = latent_math.output_bounds([(s.start, s.end) for s in st.segments], st.source_frames, st.frames)
     for s, seg in enumerate(st.segments):
         a, b = (st.frame_start + f for f in bounds[s])
         header, panel = layout.panel(f"splinetween_latent_segment_{s}", default_closed=s > 0)
-        poor = fit is not None and L.fidelity_problem(fit[s:s + 1], mesh) is not None
+        poor = fit is not None and layer_math.fidelity_problem(fit[s:s + 1], mesh) is not None
         header.label(text=f"Segment {s + 1}: frames {a}-{b}", icon="ERROR" if poor else "NONE")
         header.operator("anim.splinetween_latent_reset", text="", icon="LOOP_BACK").segment = s
         if panel is None:
             continue
         if fit is not None:
-            panel.label(text=L.fidelity_text(fit[s], mesh).capitalize() + (f": {L.POOR}" if poor else ""),
+            panel.label(text=layer_math.fidelity_text(fit[s], mesh).capitalize()
+                        + (f": {layer_math.POOR}" if poor else ""),
                         icon="ERROR" if poor else "CHECKMARK")
         panel.use_property_split = True
         panel.prop(seg, "amplify")
@@ -125,8 +127,8 @@ def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
         raw_header, raw = panel.panel(f"splinetween_latent_raw_{s}", default_closed=True)
         raw_header.label(text="Control Points")
         if raw is not None:
-            for c in range(LM.POINTS):
-                raw.prop(obj, f'["{LM.raw_name(s, c)}"]', text=f"P{c + 1}")
+            for c in range(latent_math.POINTS):
+                raw.prop(obj, f'["{latent_math.raw_name(s, c)}"]', text=f"P{c + 1}")
 
 
 class ANIM_OT_splinetween_principal_info(bpy.types.Operator):
@@ -142,9 +144,9 @@ class ANIM_OT_splinetween_principal_info(bpy.types.Operator):
     def text(context, index: int) -> str:
         obj = context.active_object
         st = obj.splinetween_latent if obj is not None and hasattr(obj, "splinetween_latent") else None
-        if st is None or not st.active or index >= len(latent.names(st)):
+        if st is None or not st.active or index >= len(latent_core.names(st)):
             return ""
-        name, note = latent.names(st)[index], latent.descriptions(st)[index]
+        name, note = latent_core.names(st)[index], latent_core.descriptions(st)[index]
         return f"{label_of(name)}: {note}" if note else label_of(name)
 
     @classmethod

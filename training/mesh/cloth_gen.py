@@ -19,6 +19,8 @@ Output: ``DIR/{train,val,test}/cloth_XXXX.pc2`` (index % 10 == 8: val, == 9: tes
 solver blows up (NaN, or a vertex beyond 10 m) is reported and left out.  Re-running the same
 command resumes: sequences already written (or already left out) are not simulated again.  This is the one module of ``training`` that
 imports ``bpy``.
+
+Longer than 300 lines: the scenario sampler and the Blender scene it builds share every parameter, read together.
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ coefficients per frame, so a training step costs the same for 500 or 50,000 vert
 Because the basis rows are orthonormal, the squared error of the coefficients *is* the
 squared vertex error (plus the constant part the basis cannot represent); the loss is that,
 per vertex, in (% of the asset's bounding-box diagonal)^2.
+
+Longer than 300 lines: one training procedure (basis, model, validation, resume), read in order.
 """
 from __future__ import annotations
 
@@ -223,10 +225,10 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     t_basis = time.time() - t0
     scale = {"vertices": basis.num_vertices,
              "diag": float(np.median([bbox_diagonal(train_ms.sequence(i)) for i in range(len(train_ms.names))]))}
-    kind = "keyframe" if cfg.task == "inbetween" else "spline"
-    mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, kind=kind, width=cfg.width, latent=cfg.latent,
+    family = "keyframe" if cfg.task == "inbetween" else "spline"
+    mcfg = ModelConfig(input_dim=basis.size, output_dim=basis.size, family=family, width=cfg.width, latent=cfg.latent,
                        layers=cfg.layers, heads=cfg.heads, ffn_factor=cfg.ffn_factor, controls=cfg.controls, dropout=cfg.dropout,
-                       base=cfg.base if kind == "keyframe" else "slerp",
+                       base=cfg.base if family == "keyframe" else "slerp",
                        linear_path=cfg.linear_path)
     model = build_model(mcfg)
     if init is not None:

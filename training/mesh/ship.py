@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend import checkpoint as ck
+from backend import checkpoint
 from backend.mesh_engine import basis_from
 
 from .evaluate import main as evaluate
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--generator", required=True, help="the data generator command")
     ap.add_argument("--dest", type=Path, default=ROOT / "backend" / "checkpoints")
     args = ap.parse_args(argv)
-    loaded = {task: ck.load(run / "best.json") for task, run in (("autoencoder", args.autoencoder),
+    loaded = {task: checkpoint.load(run / "best.json") for task, run in (("autoencoder", args.autoencoder),
                                                                    ("inbetween", args.inbetween))}
     a, b = (basis_from(c.extra) for c in loaded.values())
     if not (np.array_equal(a.components, b.components) and np.array_equal(a.mean, b.mean)):
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
         name = f"{args.name}_{task}"
         c.asset["basis"] = shared
         c.info["command"], c.info["generator"] = commands[task], args.generator
-        dst = ck.save(args.dest / name, c)
+        dst = checkpoint.save(args.dest / name, c)
         from backend.export_onnx import export_saved
         print(export_saved(dst), file=sys.stderr)  # (the add-on's built-in backend runs the graphs)
         evaluate([str(dst), f"--data={args.data}", "--split=test", f"--out={ROOT / 'docs'}", "--threads=1",

@@ -18,6 +18,7 @@ import numpy as np
 
 from ... import preferences
 from ...core import latent_math as LM
+from ...core import carry_math as CM
 from ...core import layer_math as L
 from ...core.errors import Refusal
 from ...io import keys as keys_io
@@ -54,7 +55,11 @@ def channels_of(obj, st) -> list:
         if missing:
             raise Refusal(f"{obj.name} lost bones since encoding ({', '.join(missing[:4])}); Bake or Remove the "
                           "latent controls")
-        return latent_io.channel_list(obj, bones, rj, pj)
+        got = latent_io.channel_list(obj, bones, rj, pj)
+        why = take.modes_changed(obj, len(got))  # (the original is in the encoded modes' channels: never mixed)
+        if why:
+            raise Refusal(why)
+        return got
     return state.of(st).memo("channels", (tuple(pose.keys()), modes.tobytes()), make)
 
 
@@ -81,6 +86,20 @@ def base_keys(st) -> dict:
         g = st["base"] if "base" in st else st["original"]
         return LM.unpack_curves({k: g[k] for k in g.keys()}, latent_io.key_dtypes())
     return state.of(st).memo("base keys", st.base_version, make)
+
+
+def subframe_curves(st) -> set:
+    """``(data_path, index)`` of the curves whose original has keys between whole frames inside the range
+    (the layer moves them with it: ``layer_math.moved_keys``), found once per version of the original."""
+    def make():
+        eps, lo, hi = LM.FRAME_EPS, st.frame_start, st.frame_end
+        out = set()
+        for key, keys in base_keys(st).items():
+            x = keys["co"][:, 0].astype(np.float64)
+            if ((x > lo + eps) & (x < hi - eps) & (np.abs(x - np.round(x)) >= eps)).any():
+                out.add(key)
+        return out
+    return state.of(st).memo("sub-frame curves", (st.base_version, st.frame_start, st.frame_end), make)
 
 
 def every_frame(st, channels, originals) -> dict | None:
@@ -189,9 +208,12 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
-    originals, enums = base_keys(st), latent_io.new_key_enums()
+    originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
     if not whole:
         redo = keys_io.overwrite_values(fcs, absolute, values, co)
+        subs = subframe_curves(st)
+        if subs:  # (curves with sub-frame keys in the range: set whole, those keys move with the layer)
+            redo = sorted(set(redo) | {c for c, k in enumerate(curve_keys(st, channels)) if k in subs})
     else:
         blocks = every_frame(st, channels, originals)
         redo = keys_io.set_every_frame(fcs, blocks, lo, hi, absolute, values, enums) if blocks else \
@@ -204,14 +226,13 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
         fc = curves.get((path, i))
         orig = originals.get((path, i))
         base_x = orig["co"][:, 0].astype(np.float64) if orig is not None else np.zeros(0)
-        keyed = L.written_frames(base_x, absolute, lo, hi)
-        vals = base[keyed - lo, c].copy()
-        vals[np.searchsorted(keyed, absolute)] = values[:, c]
+        keyed, vals, offsets = CM.layer_keys(base_x, lo, hi, absolute, values[:, c], base[:, c], holes.get((path, i)))
         now = keys_io.read_motion(fc) if fc is not None else None  # what a layer key changes ...
-        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION) if now is not None else None
+        keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, keys_io.MOTION, offsets) \
+            if now is not None else None
         if keys is None or not np.array_equal(keys["co"][:, 0], now["co"][:, 0]):
             now = scene_io.read_keys(fc) if fc is not None else None  # ... unless keys come or go: every
-            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums)  # attribute, to set them all
+            keys = L.layered_curve(now, orig, lo, hi, keyed, vals, enums, offsets=offsets)  # attribute, to set all
         latent_io.set_curve(bag, curves, path, i, bone, keys, now)
     return False
 
@@ -247,9 +268,11 @@ def settle(obj, st, bag) -> None:
 
 
 def remove(obj) -> str:
-    """The layer goes: the keys of the range are the original's (an encoded range: the user's keys
-    before Encode, with every key changed since; an in-betweened one: the keys before Inbetween).  The
-    take the range was made on is restored, whichever action the armature plays now, and no curve is
+    """The layer goes and nothing the user did is lost: the sliders' offset is taken away.  Keys changed
+    by hand since the range was made (``st.base_edited``): the original as it is now, those changes
+    carried in (the user's keys, or Inbetween's fill, with every hand edit; a Resample stays).  None: the
+    keys from before (Encode: the user's keys; Inbetween: the keys it filled between; a Resample undone).
+    The take the range was made on is restored, whichever action the armature plays now, and no curve is
     made for a bone that is gone."""
     st = latent.controls_of(obj)
     bag = take.channelbag(obj)
@@ -259,7 +282,7 @@ def remove(obj) -> str:
         note = " (the action is gone: nothing to restore)"
     else:
         settle(obj, st, bag)
-        edited = st.kind == "AUTOENCODER" and st.base_edited
+        edited = st.base_edited
         keys = base_keys(st) if edited else original_keys(st)
         lost = sorted({p.split('"')[1] for p, _ in keys if p.startswith("pose.bones[")
                        and p.split('"')[1] not in obj.pose.bones})
@@ -269,7 +292,11 @@ def remove(obj) -> str:
         latent_io.restore(bag, keys, a, b, b if edited else a + st.source_frames - 1)
         if lost:
             note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
+    st_kind = st.kind
     latent.clear(obj)
-    what = " (with the keys changed since Encode)" if edited else ""
-    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{what}{note}"
+    if edited:
+        made = "Inbetween's fill" if st_kind == "INBETWEEN" else "your keys"
+        return (f"Removed the latent controls of frames {a}-{b}: {made} with the keys you changed since, without "
+                f"the sliders' offset{note}")
+    return f"Removed the latent controls of frames {a}-{b}; the original keys are back{note}"
 

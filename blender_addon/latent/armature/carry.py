@@ -25,6 +25,18 @@ def gone(st) -> set:
     return {(p, int(i)) for p, i in (s.rsplit("|", 1) for s in st["gone"])} if "gone" in st else set()
 
 
+def holes(st) -> dict:
+    """``(data_path, index)`` -> scene frames whose layer key the user deleted: the layer never keys them
+    again (``carry_math.layer_keys``), so a deletion stays in an edited segment too."""
+    if "holes" not in st:
+        return {}
+    out: dict = {}
+    for entry in st["holes"]:
+        path, i, f = entry.rsplit("|", 2)
+        out.setdefault((path, int(i)), []).append(int(f))
+    return {k: np.array(sorted(v), np.int64) for k, v in out.items()}
+
+
 def remember(st, fcs, read: tuple | None = None) -> None:
     """After a write: the curves as the layer left them (the next check's fast path); ``read``: (key counts,
     their ``co`` one curve after the other) as the write left them, when it has them (``reconcile``'s)."""
@@ -77,13 +89,14 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     lo, hi = st.frame_start, st.frame_end
     frames, values = shown
     keyframe = keys_io.enum_value("type", "KEYFRAME")
-    new_keys, new_cols, deleted = {}, {}, []
+    new_keys, new_cols, deleted, new_holes, had = {}, {}, [], [], holes(st)
     for k, ((bone, prop, i, _), fc) in enumerate(zip(channels, fcs)):
         key = (scene_io.bone_path(bone, prop), i)
         base = base_keys.get(key)
         bx = base["co"][:, 0].astype(np.float64) if base is not None else np.zeros(0)
-        keyed, vals = CM.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]])
-        want = CM.expected_co(base, lo, hi, keyed, vals)
+        keyed, vals, offsets = CM.layer_keys(bx, lo, hi, frames + lo, values[:, k], base_values[:, cols[k]],
+                                             had.get(key))
+        want = CM.expected_co(base, lo, hi, keyed, vals, offsets)
         if fc is None:
             if len(want):
                 deleted.append(key)
@@ -93,7 +106,8 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
         if co.shape == want.shape and np.array_equal(co, want):
             continue
         now = keys_io.read(fc)
-        new_keys[key] = CM.carried(now, base, lo, hi, keyed, vals, keyframe)
+        new_keys[key] = CM.carried(now, base, lo, hi, keyed, vals, keyframe, offsets)
+        new_holes += [f"{key[0]}|{key[1]}|{f}" for f in CM.deleted_keys(want[:, 0], now["co"][:, 0])]
         times = np.arange(lo, hi + 1, dtype=np.float64)
         new_cols[cols[k]] = latent_io.evaluate_keys(bag, new_keys[key], times, base_values[0, cols[k]])
     if not new_keys and not deleted:
@@ -102,6 +116,8 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     with latent.suspended():
         if deleted:
             latent.store(st, "gone", [f"{p}|{i}" for p, i in sorted(gone(st) | set(deleted))])
+        if new_holes:
+            latent.store(st, "holes", sorted(set(st["holes"] if "holes" in st else ()) | set(new_holes)))
         if new_keys:
             merged = dict(base_keys)
             merged.update(new_keys)

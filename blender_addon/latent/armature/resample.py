@@ -101,6 +101,8 @@ def resample(obj, settings, frames: int) -> str:
     with latent.suspended():
         latent.store(st, "base", LM.pack_curves(base))
         latent.store(st, "base_values", values.ravel())
+        if "holes" in st:  # (every frame of the new range is keyed: the deletions are in the values read)
+            del st["holes"]
         latent.new_base_version(st)
         for seg, sig in zip(st.segments, nsigs):
             seg.signature = sig  # the curves show the new original: every segment at neutral

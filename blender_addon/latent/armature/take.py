@@ -14,10 +14,35 @@ def _slot(ad) -> str:
 
 
 def remember(obj) -> None:
-    """Store the take the range is made on (called while installing the controls)."""
+    """Store the take the range is made on and its bones' rotation modes (called while installing the
+    controls, after the bones are stored)."""
     st, ad = obj.splinetween_latent, obj.animation_data
     st.action = ad.action if ad is not None else None
     st.action_slot = _slot(ad) if ad is not None else ""
+    st["rotation_modes"] = [obj.pose.bones[b].rotation_mode for b in st["bones"]]
+
+
+def modes_changed(obj, channel_count: int | None = None) -> str | None:
+    """Why the sliders are off because a bone's rotation mode changed since the range was made (its
+    original is in the old mode's channels, and keys in the new mode's cannot be compared with them), or
+    None.  A range made before the modes were remembered: refused when the ``channel_count`` the modes
+    give now is not the original's (Euler to quaternion, say)."""
+    st = obj.splinetween_latent
+    if "rotation_modes" not in st:
+        if channel_count is None or len(st["base_values"]) == st.frames * channel_count:
+            return None
+        return (f"a bone's rotation mode on {obj.name} changed since the latent controls were made (a range from "
+                "before Splinetween remembered the modes): sliders are off and the keys are left as they are. Set "
+                "it back to go on, or Bake / Remove the controls, then Encode again")
+    pose = obj.pose.bones
+    moved = [(b, m) for b, m in zip(st["bones"], st["rotation_modes"]) if b in pose and pose[b].rotation_mode != m]
+    if not moved:
+        return None
+    bone, mode = moved[0]
+    more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""
+    return (f"the rotation mode of {bone}{more} on {obj.name} is {pose[bone].rotation_mode} now, but its latent controls "
+            f"were made with {mode}: sliders are off and the keys are left as they are. Set {bone}'s rotation mode "
+            f"back to {mode} to go on, or Bake / Remove the controls, then Encode again")
 
 
 def sharing(obj) -> list[str]:

@@ -40,7 +40,8 @@ def meta(path: Path, task: str) -> dict:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         asset, info = doc.get("asset") or {}, doc.get("info", {})
         out = {"mesh": asset.get("kind") == "mesh", "vertices": int(asset.get("vertices", 0)),
-               "task": "inbetween" if doc["model"]["kind"] == "keyframe" else "autoencoder",
+               "task": "inbetween" if doc["model"]["family" if "family" in doc["model"] else "kind"] == "keyframe"
+               else "autoencoder",  # (the family: "kind" in checkpoints written before the rename)
                "window": int(doc.get("window", 61)), "min_frames": int(info.get("config", {}).get("min_window", 2))}
     except OSError as e:
         raise Refusal(f"cannot read the mesh checkpoint {path} ({e.strerror}); set Preferences > Add-ons > "

@@ -1,0 +1,292 @@
+"""Feet that stay planted: where the keys (or the fill itself) say a foot is on the ground, the
+in-between frames keep it there.
+
+A learned fill, like SLERP, moves a planted foot (docs/results.md: 40.7 cm/s with keys every 1/2 s,
+the capture's own 4.2), and an animator sees a 2 cm slide.  Per gap between two keys and per foot
+joint (ankle, toes):
+
+* **key contacts**: the joint is low (within ``near_ground`` leg lengths of the lower foot) at both
+  keys, in the same place (within ``still``), and the fill does not lift it in between (``lift``):
+  it is held on the line between its two key positions for the whole gap;
+* **fill contacts**: elsewhere, runs of at least ``min_frames`` frames in which the fill's joint is
+  low and slower than ``slow`` leg lengths per second are held where they are on average (or at
+  the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down.
+
+The leg is then solved for the held joint: two-bone IK (hip, knee, ankle) with the knee in the plane
+of the fill's own leg, the foot turned so a held toe stays put, the hip where the fill puts it.  Only
+the leg's rotations change, only between keys, so the keys stay as given bit for bit and a foot in
+the air is left alone.  Each gap is judged on its own two keys and its own frames, so a re-decode of
+one segment gives what the whole fill gave.  Pure numpy (float64).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat_np as Q
+
+
+@dataclass(frozen=True)
+class ContactConfig:
+    near_ground: float = 0.12  # leg lengths above the lower foot joint at that frame: "on the ground"
+    still: float = 0.06  # leg lengths between the two keys' positions: "the same place"
+    lift: float = 0.15  # leg lengths the fill may raise a key contact above its keys before it is not one
+    slow: float = 1.0  # leg lengths per second: a low joint of the fill moving slower is planted
+    min_frames: int = 3  # a fill contact lasts at least this many frames
+    ease: int = 4  # frames over which a fill contact is eased in and out
+
+
+# The capture's own contacts, which the foot-sliding figure is measured on, are judged stricter than the
+# fill's: a fill's sliding foot is still a foot set down (slow 1.0 against 0.6 cut familiar sliding at keys
+# every 30 from 5.04 to 3.55 cm/s, L2Q 0.495 -> 0.499 x SLERP, every 6th validation window).
+CAPTURE = ContactConfig(slow=0.6)
+
+
+@dataclass(frozen=True)
+class Leg:
+    hip: int  # the thigh's joint (its rotation swings the leg)
+    knee: int
+    ankle: int
+    toe: int | None  # the ankle's first child, when the skeleton has one
+
+
+_FOOT = re.compile(r"foot|ankle", re.I)
+
+
+def find_legs(names, parents) -> list[Leg]:
+    """The legs of a skeleton by its joint names: a joint called *foot* or *ankle* (not a toe) whose
+    parent and grandparent are joints (knee, hip); its first child is the toe."""
+    legs = []
+    for j, n in enumerate(names):
+        if not _FOOT.search(n) or re.search(r"toe|end", n, re.I):
+            continue
+        knee = int(parents[j])
+        hip = int(parents[knee]) if knee >= 0 else -1
+        if hip <= 0:
+            continue
+        kids = [c for c in range(len(names)) if parents[c] == j]
+        legs.append(Leg(hip, knee, j, kids[0] if kids else None))
+    return legs
+
+
+def up_vector(gpos_keys: np.ndarray, legs: list[Leg], parents) -> np.ndarray:
+    """The up direction (a signed world axis) from key poses [K, J, 3] (the legs and the joints above
+    them at least): the axis along which the pelvis stands above the feet (BVH and the add-on's model
+    convention: +Y)."""
+    feet = gpos_keys[:, [leg.ankle for leg in legs]].mean(1)
+    pelvis = gpos_keys[:, sorted({int(parents[leg.hip]) for leg in legs})].mean(1)
+    rise = (pelvis - feet).mean(0)
+    up = np.zeros(3)
+    a = int(np.argmax(np.abs(rise)))
+    up[a] = 1.0 if rise[a] >= 0 else -1.0
+    return up
+
+
+def foot_joints(legs: list[Leg]) -> list[int]:
+    return [j for leg in legs for j in (leg.ankle, leg.toe) if j is not None]
+
+
+def leg_length(pos_key: np.ndarray, leg: Leg) -> float:
+    """Thigh plus shin, from one frame's local offsets [J, 3]."""
+    return float(np.linalg.norm(pos_key[leg.knee]) + np.linalg.norm(pos_key[leg.ankle]))
+
+
+def ground_contacts(gpos: np.ndarray, joints, up, frame_time: float, length: float,
+                    cfg: ContactConfig = ContactConfig()) -> np.ndarray:
+    """[F, len(joints)] bool: the joint is low (``near_ground`` leg lengths above the lowest foot joint
+    of that frame) and still (slower than ``slow`` leg lengths per second, central difference) in
+    global positions ``gpos [F, J, 3]``: the capture's own contacts, and the fill's."""
+    h = gpos[:, joints] @ up
+    low = h - h.min(1, keepdims=True) < cfg.near_ground * length
+    v = np.linalg.norm(np.gradient(gpos[:, joints], axis=0), axis=-1) / frame_time if len(gpos) > 1 \
+        else np.zeros(h.shape)
+    return low & (v < cfg.slow * length)
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """Inclusive (start, end) of each run of True."""
+    d = np.diff(np.r_[0, flags.astype(np.int8), 0])
+    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1))
+
+
+def _smooth(t):
+    return t * t * (3 - 2 * t)
+
+
+def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig):
+    """Per foot joint (``joints``) and frame: held positions [F, N, 3] and weights [F, N] in [0, 1]
+    (0: not held; the keys and the frames outside them always 0).  Each gap is judged on its own two
+    keys and the fill's frames between them."""
+    h = gpos[:, joints] @ up
+    low = h - h.min(1, keepdims=True) < cfg.near_ground * length  # [F, N]
+    moving = ground_contacts(gpos, joints, up, frame_time, length, cfg)
+    target, weight = gpos[:, joints].copy(), np.zeros(h.shape)
+    for a, b in zip(keys, keys[1:]):
+        if b - a < 2:
+            continue
+        t = (np.arange(1, b - a) / (b - a))[:, None]
+        for c in range(len(joints)):
+            pa, pb = gpos[a, joints[c]], gpos[b, joints[c]]
+            lifted = h[a + 1:b, c].max() - max(h[a, c], h[b, c]) > cfg.lift * length
+            if low[a, c] and low[b, c] and np.linalg.norm(pb - pa) < cfg.still * length and not lifted:
+                target[a + 1:b, c], weight[a + 1:b, c] = pa + t * (pb - pa), 1.0
+                continue
+            for s, e in _runs(moving[a + 1:b, c]):
+                if e - s + 1 < cfg.min_frames:
+                    continue
+                at_a, at_b = s == 0 and low[a, c], e == b - a - 2 and low[b, c]
+                s, e = s + a + 1, e + a + 1
+                target[s:e + 1, c] = (pa + t[s - a - 1:e - a] * (pb - pa) if at_a and at_b else pa if at_a else pb
+                                      if at_b else gpos[s:e + 1, joints[c]].mean(0))
+                i, k = np.arange(e - s + 1), max(1, cfg.ease)
+                ramp = np.ones(len(i))
+                if not at_a:
+                    ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
+                if not at_b:
+                    ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
+                weight[s:e + 1, c] = ramp
+    return target, weight
+
+
+def _cross(a, b):
+    """``np.cross`` of [..., 3] rows without its axis bookkeeping (a tenth of the time on short rows)."""
+    a, b = np.broadcast_arrays(a, b)
+    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], -1)
+
+
+def _rotate(q, v):
+    """``quat_np.rotate`` with ``_cross``."""
+    t = 2.0 * _cross(q[..., 1:], v)
+    return v + q[..., :1] * t + _cross(q[..., 1:], t)
+
+
+def chain_fk(lrot, lpos, parents, joints):
+    """Global rotations and positions [F, J, *] of ``joints`` and their ancestors only (the others left
+    zero): forward kinematics for the legs without the arms and head."""
+    need = set()
+    for j in joints:
+        while j >= 0 and j not in need:
+            need.add(j)
+            j = int(parents[j])
+    grot, gpos = np.zeros(lrot.shape), np.zeros(lpos.shape)
+    for j in sorted(need):
+        p = int(parents[j])
+        if p < 0:
+            grot[:, j], gpos[:, j] = lrot[:, j], lpos[:, j]
+        else:
+            grot[:, j] = Q.mul(grot[:, p], lrot[:, j])
+            gpos[:, j] = _rotate(grot[:, p], lpos[:, j]) + gpos[:, p]
+    return grot, gpos
+
+
+def between(u, v) -> np.ndarray:
+    """Shortest-arc quaternions [..., 4] turning directions ``u`` onto ``v`` [..., 3]."""
+    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    d = (u * v).sum(-1, keepdims=True)
+    axis = _cross(u, v)
+    # opposite directions: any axis at right angles to u
+    alt = _cross(u, np.where(np.abs(u[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
+    q = np.concatenate([1.0 + d, axis], -1)
+    q = np.where(1.0 + d < 1e-9, np.concatenate([np.zeros_like(d), alt], -1), q)
+    return Q.normalize(q)
+
+
+def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
+    """Two-bone IK for frames [n]: new global rotations (hip, knee, foot) [n, 4] putting the ankle at
+    ``ankle_goal`` [n, 3] (as near as the leg reaches) with the foot turned to ``foot_goal`` [n, 4].
+    The hip joint stays where it is; the knee bends in the plane of the given pose (or towards the
+    toes where that leg is straight)."""
+    H, K, A = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    l1, l2 = np.linalg.norm(K - H, axis=-1), np.linalg.norm(A - K, axis=-1)
+    to = ankle_goal - H
+    d = np.clip(np.linalg.norm(to, axis=-1), np.abs(l1 - l2) + 1e-6, (l1 + l2) * (1 - 1e-9))
+    u = to / np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-12)
+    u0 = (A - H) / np.maximum(np.linalg.norm(A - H, axis=-1, keepdims=True), 1e-12)
+    bend = (K - H) - ((K - H) * u0).sum(-1, keepdims=True) * u0
+    if leg.toe is not None:  # a straight leg: bend towards the toes
+        fwd = gpos[:, leg.toe] - A
+        bend = np.where(np.linalg.norm(bend, axis=-1, keepdims=True) < 1e-4 * l1[:, None], fwd, bend)
+    pole = _rotate(between(u0, u), bend)
+    pole = pole - (pole * u).sum(-1, keepdims=True) * u
+    pole /= np.maximum(np.linalg.norm(pole, axis=-1, keepdims=True), 1e-12)
+    along = (l1 ** 2 - l2 ** 2 + d ** 2) / (2 * d)
+    knee = H + along[:, None] * u + np.sqrt(np.maximum(l1 ** 2 - along ** 2, 0.0))[:, None] * pole
+    ankle = H + d[:, None] * u
+    hip_turn = between(K - H, knee - H)
+    hip = Q.mul(hip_turn, grot[:, leg.hip])
+    knee_turn = between(_rotate(hip_turn, A - K), ankle - knee)
+    return hip, Q.mul(knee_turn, Q.mul(hip_turn, grot[:, leg.knee])), foot_goal
+
+
+def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig()):
+    """Local rotations [F, J, 4] of the fill ``rot``, ``pos`` with every held foot joint planted
+    between ``keys`` (see the module's docstring); frames outside the gaps and the keys unchanged."""
+    legs = find_legs(names, parents)
+    keys = sorted(int(k) for k in keys)
+    if not legs or len(keys) < 2:
+        return rot
+    out = np.array(rot, dtype=np.float64, copy=True)
+    lrot, lpos = Q.normalize(out), np.asarray(pos, np.float64)
+    joints = foot_joints(legs)
+    grot, gpos = chain_fk(lrot, lpos, parents, joints)
+    up = up_vector(gpos[keys], legs, parents)
+    length = max(leg_length(pos[keys[0]], leg) for leg in legs)  # offsets: the same in every frame
+    target, weight = hold_targets(gpos, keys, joints, up, frame_time, length, cfg)
+    col = {j: c for c, j in enumerate(joints)}
+    for leg in legs:
+        wa = weight[:, col[leg.ankle]]
+        wt = weight[:, col[leg.toe]] if leg.toe is not None else np.zeros_like(wa)
+        fr = np.flatnonzero(np.maximum(wa, wt) > 0)
+        if not len(fr):
+            continue
+        G, P, w = grot[fr], gpos[fr], np.maximum(wa, wt)[fr]
+        A, foot = P[:, leg.ankle], G[:, leg.ankle]
+        ta = target[fr, col[leg.ankle]]
+        goal, turn = ta, foot
+        if leg.toe is not None:
+            tt, held_t = target[fr, col[leg.toe]], (wt[fr] > 0)[:, None]
+            toe_vec = P[:, leg.toe] - A
+            # a held toe: the ankle goes to its own held place as far as it is held, else where the fill's
+            # foot puts it relative to the toe, and the foot turns so the toe reaches its place
+            wa_ = wa[fr][:, None]
+            goal = np.where(held_t, (wa_ * ta + (w[:, None] - wa_) * (tt - toe_vec)) / w[:, None], ta)
+            # a foot that rolls between its keys cannot reach both places: ankle and toe share the miss
+            # by how firmly each is held (evenly when both are)
+            reach = tt - goal
+            dist = np.linalg.norm(reach, axis=-1, keepdims=True)
+            miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
+            wt_ = wt[fr][:, None]
+            goal = goal + np.where(held_t, miss * wt_ / np.maximum(wa_ + wt_, 1e-12), 0.0)
+            turn = np.where(held_t, Q.mul(between(toe_vec, tt - goal), foot), foot)
+        hip, knee, foot_new = solve_leg(G, P, leg, A + w[:, None] * (goal - A), Q.slerp(foot, turn, w))
+        out[fr, leg.hip] = Q.mul(Q.inv(G[:, parents[leg.hip]]), hip)
+        out[fr, leg.knee] = Q.mul(Q.inv(hip), knee)
+        out[fr, leg.ankle] = Q.mul(Q.inv(knee), foot_new)
+    return out.astype(np.asarray(rot).dtype)
+
+
+def planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time: float,
+                  cfg: ContactConfig = CAPTURE) -> np.ndarray:
+    """Speeds (units per second) of the foot joints of a fill ``rot``, ``pos`` [F, J, *] over each frame
+    step in which the capture ``true_rot``, ``true_pos`` has that joint planted (``ground_contacts``) at
+    both ends, leaving out steps from key to key: the foot-sliding figure's samples."""
+    joints = foot_joints(legs)
+    keys = np.asarray(keys, dtype=np.int64)
+    g_true = Q.fk(true_rot, true_pos, parents)[1]
+    g = Q.fk(Q.normalize(rot), pos, parents)[1][:, joints]
+    length = max(leg_length(true_pos[keys[0]], leg) for leg in legs)
+    c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs, parents), frame_time, length, cfg)
+    free = np.ones(len(g), dtype=bool)
+    free[keys] = False
+    steps = c[:-1] & c[1:] & (free[:-1] | free[1:])[:, None]
+    return (np.linalg.norm(np.diff(g, axis=0), axis=-1) / frame_time)[steps]
+
+
+def planted_speed(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time: float) -> float:
+    """Mean of ``planted_steps`` (0 where the capture plants no foot)."""
+    s = planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time)
+    return float(s.mean()) if len(s) else 0.0

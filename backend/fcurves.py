@@ -1,0 +1,137 @@
+"""What Blender draws through keys: F-curves with Bezier interpolation, auto-clamped handles and
+Blender's default handle smoothing (*Continuous Acceleration*), in numpy.
+
+The guard (``backend.guard``) measures the model against "the curves", and the curves a Blender user
+gets without Splinetween are these (``training.blender_baseline`` reads them from real ``bpy``; the
+tests check this module against it).  Blender's rule (``BKE_nurb_handle_smooth_fcurve``): every
+handle is a third of its key span long in time, so a curve is a cubic in the frame; the first and
+last key and every local extreme (a key not between its neighbours' values) have flat handles; the
+handles of the keys between are the C2 spline's (continuous acceleration), except where that would
+overshoot a neighbouring key's value or turn a key's handle against its neighbours: there the handle
+is held at the limit and the rest solved again.  Rotations are keyed as Euler angles in each joint's
+own order, made continuous across keys first (as Blender's BVH importer keys them); positions per
+axis.  Pure numpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import quat_np as Q
+
+
+def _thomas(a, b, c, d):
+    """Tridiagonal solves [C, n] (a: below the diagonal, c: above), one per row."""
+    n = d.shape[1]
+    cp, dp = np.empty_like(d), np.empty_like(d)
+    cp[:, 0], dp[:, 0] = c[:, 0] / b[:, 0], d[:, 0] / b[:, 0]
+    for i in range(1, n):
+        m = b[:, i] - a[:, i] * cp[:, i - 1]
+        cp[:, i], dp[:, i] = c[:, i] / m, (d[:, i] - a[:, i] * dp[:, i - 1]) / m
+    h = np.empty_like(d)
+    h[:, -1] = dp[:, -1]
+    for i in range(n - 2, -1, -1):
+        h[:, i] = dp[:, i] - cp[:, i] * h[:, i + 1]
+    return h
+
+
+def _limits(dy, l):
+    """(hmin, hmax) [C, K] of the right-handle offsets (``bezier_clamp``: no overshoot, no reversal)."""
+    c, k = dy.shape[0], dy.shape[1] + 1
+    hmin, hmax = np.full((c, k), -np.inf), np.full((c, k), np.inf)
+    for i in range(1, k):
+        for j, v in ((i - 1, dy[:, i - 1]), (i, dy[:, i - 1] * l[i])):
+            hmax[:, j] = np.where(v > 0, np.minimum(hmax[:, j], v), np.where(v < 0, 0.0, np.where(v == 0, 0.0,
+                                                                                                  hmax[:, j])))
+            hmin[:, j] = np.where(v > 0, 0.0, np.where(v < 0, np.maximum(hmin[:, j], v), np.where(v == 0, 0.0,
+                                                                                                 hmin[:, j])))
+    return hmin, hmax
+
+
+def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[C, K] right-handle value offsets of keys at frames ``x [K]`` with values ``y [C, K]`` (the left
+    handle's offset is ``-h / l``, ``l`` the ratio of the key's next to previous span)."""
+    ch, k = y.shape
+    if k < 3:
+        return np.zeros((ch, k))
+    dx, dy = np.diff(x), np.diff(y, axis=1)
+    l = np.ones(k)
+    l[1:-1] = dx[1:] / dx[:-1]
+    d1, d2 = -dy[:, :-1], dy[:, 1:]  # previous key minus this one, next minus this one
+    locked = np.ones((ch, k), dtype=bool)
+    locked[:, 1:-1] = ((d1 <= 0) & (d2 <= 0)) | ((d1 >= 0) & (d2 >= 0))  # extremes (and plateaus): flat
+    a0, b0, c0, d0 = np.zeros((ch, k)), np.ones((ch, k)), np.zeros((ch, k)), np.zeros((ch, k))
+    i = np.arange(1, k - 1)
+    free = ~locked
+    a0[:, i] = np.where(free[:, i], l[i] ** 2, 0.0)
+    b0[:, i] = np.where(free[:, i], 2.0 * (l[i] + 1), 1.0)
+    c0[:, i] = np.where(free[:, i], 1.0 / l[i + 1], 0.0)
+    d0[:, i] = np.where(free[:, i], dy[:, :-1] * l[i] ** 2 + dy[:, 1:], 0.0)
+    hmin, hmax = _limits(dy, l)
+    a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
+    held = np.zeros((ch, k), dtype=bool)
+    unlocks = np.zeros((ch, k), dtype=np.int8)
+    active = np.ones(ch, dtype=bool)
+    h = np.zeros((ch, k))
+    for _ in range(4 * k + 8):  # tridiagonal_solve_with_limits: hold overshooting handles, release some
+        if not active.any():
+            break
+        rows = np.flatnonzero(active)
+        h[rows] = _thomas(a[rows], b[rows], c[rows], d[rows])
+        hr = h[rows]
+        over = (hr < hmin[rows]) | (hr > hmax[rows])
+        target = np.where(hr > hmax[rows], hmax[rows], hmin[rows])
+        first = over & (target != 0)  # handles that go the right way first, the others only if none does
+        lock = np.where(first.any(1, keepdims=True), first, over)
+        for arr, v in ((a, 0.0), (c, 0.0), (b, 1.0)):
+            arr[rows] = np.where(lock, v, arr[rows])
+        d[rows] = np.where(lock, target, d[rows])
+        held[rows] |= lock
+        locked_any = lock.any(1)
+        state = (a0[rows] * np.roll(hr, 1, 1) + b0[rows] * hr + c0[rows] * np.roll(hr, -1, 1) - d0[rows])
+        relax = -state * b0[rows]
+        release = (held[rows] & (unlocks[rows] < 2) & ~locked_any[:, None]
+                   & (((relax > 0) & (hr < hmax[rows])) | ((relax < 0) & (hr > hmin[rows]))))
+        for arr, arr0 in ((a, a0), (b, b0), (c, c0), (d, d0)):
+            arr[rows] = np.where(release, arr0[rows], arr[rows])
+        held[rows] &= ~release
+        unlocks[rows] += release
+        active[rows] = over.any(1) | release.any(1)
+    return np.where(locked, 0.0, h)
+
+
+def evaluate(x, y, frames) -> np.ndarray:
+    """The curves through keys ``x [K]``, ``y [K, C]`` at ``frames [N]`` -> [N, C] (constant outside)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(len(x), -1)
+    f = np.clip(np.asarray(frames, dtype=np.float64), x[0], x[-1])
+    if len(x) == 1:
+        return np.repeat(y, len(f), 0)
+    h = right_offsets(x, y.T).T  # [K, C]
+    l = np.ones(len(x))
+    l[1:-1] = np.diff(x)[1:] / np.diff(x)[:-1]
+    s = np.clip(np.searchsorted(x, f, side="right") - 1, 0, len(x) - 2)
+    t = ((f - x[s]) / (x[s + 1] - x[s]))[:, None]  # handles a third of the span long: x is linear in t
+    u = 1 - t
+    p1, p2 = y[s] + h[s], y[s + 1] - h[s + 1] / l[s + 1][:, None]
+    return u ** 3 * y[s] + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t ** 3 * y[s + 1]
+
+
+def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
+    """(rotations [F, J, 4], positions [F, J, 3]) of the curves through the key frames of ``rot``,
+    ``pos`` (only keys are read) over frames keys[0]..keys[-1]; other frames as given; keys exact."""
+    from .bvh import unwrap_euler
+    keys = np.asarray(keys, dtype=np.int64)
+    out_r, out_p = np.array(rot, dtype=np.float64, copy=True), np.array(pos, dtype=np.float64, copy=True)
+    span = np.arange(keys[0], keys[-1] + 1)
+    j = skeleton.num_joints
+    orders = [skeleton.euler_order(i) for i in range(j)]
+    groups = {o: [i for i in range(j) if orders[i] == o] for o in dict.fromkeys(orders)}  # one pass per order
+    euler = np.empty((len(keys), j, 3))
+    for o, js in groups.items():
+        euler[:, js] = unwrap_euler(Q.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
+    dense = evaluate(keys, np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1), span).reshape(-1, j, 6)
+    out_p[span] = dense[..., :3]
+    for o, js in groups.items():
+        out_r[span[:, None], js] = Q.from_euler(dense[:, js, 3:], o)
+    out_r[keys], out_p[keys] = rot[keys], pos[keys]
+    return out_r, out_p

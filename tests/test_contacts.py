@@ -1,0 +1,145 @@
+"""backend.contacts: feet the keys plant stay planted through a gap; keys and feet in the air untouched."""
+import numpy as np
+import pytest
+
+from backend import contacts as C
+from backend import quat_np as Q
+from backend.bvh import read_bvh
+from backend.engine import DEFAULT_INBETWEEN, Engine
+from backend.keyframes import every_k
+from tests.conftest import TEST_CLIP
+
+
+@pytest.fixture(scope="module")
+def walk():
+    """A test-split walk in-betweened with keys every 5 frames, with and without contacts."""
+    engine = Engine(DEFAULT_INBETWEEN, "cpu")
+    clip = read_bvh(TEST_CLIP)
+    keys = every_k(clip.num_frames, 5)
+    held, _ = engine.inbetween(clip, keys)
+    engine.contacts = False
+    free, _ = engine.inbetween(clip, keys)
+    return clip, keys, held, free
+
+
+def _targets(clip, keys, fill):
+    skel = clip.skeleton
+    legs = C.find_legs(skel.names, skel.parents)
+    joints = C.foot_joints(legs)
+    g = Q.fk(fill.rotations, fill.positions, skel.parents)[1]
+    length = max(C.leg_length(fill.positions[0], leg) for leg in legs)
+    target, weight = C.hold_targets(g, keys, joints, C.up_vector(g[keys], legs, skel.parents), clip.frame_time, length,
+                                    C.ContactConfig())
+    return legs, joints, target, weight
+
+
+def test_the_walks_legs_are_found(walk):
+    names = walk[0].skeleton.names
+    legs = C.find_legs(names, walk[0].skeleton.parents)
+    assert [(names[leg.hip], names[leg.knee], names[leg.ankle], names[leg.toe]) for leg in legs] == [
+        ("UpperLeg_L", "LowerLeg_L", "Foot_L", "Toes_L"), ("UpperLeg_R", "LowerLeg_R", "Foot_R", "Toes_R")]
+
+
+def test_a_planted_foot_stays_within_a_millimetre(walk):
+    clip, keys, held, free = walk
+    _, joints, target, weight = _targets(clip, keys, free)
+    g = Q.fk(held.rotations, held.positions, clip.skeleton.parents)[1][:, joints]
+    full = weight == 1.0
+    assert full.sum() > 100  # a walk with keys every 5 frames plants its feet most of the time
+    miss = np.linalg.norm(g - target, axis=-1)[full]
+    assert miss.max() < 0.1, miss.max()  # centimetres
+    # the keys' own contacts: ankle and toes still and low at both ends of a gap stay on the line between them
+    key_held = [(a, b, c) for a, b in zip(keys, keys[1:]) for c in range(len(joints))
+                if b - a > 1 and weight[a + 1:b, c].min() == 1]
+    assert len(key_held) > 10
+    for a, b, c in key_held:
+        t = (np.arange(a + 1, b) - a)[:, None] / (b - a)
+        line = g[a, c] + t * (g[b, c] - g[a, c])
+        assert np.linalg.norm(g[a + 1:b, c] - line, axis=-1).max() < 0.1
+
+
+def test_planting_slows_the_feet_on_the_captures_contacts(walk):
+    clip, keys, held, free = walk
+    legs = C.find_legs(clip.skeleton.names, clip.skeleton.parents)
+    speeds = [C.planted_speed(clip.skeleton.parents, legs, clip.rotations, clip.positions, r, p, keys,
+                              clip.frame_time) for r, p in ((held.rotations, held.positions),
+                                                            (free.rotations, free.positions))]
+    assert speeds[0] < 0.7 * speeds[1], speeds
+
+
+def test_keys_bit_for_bit(walk):
+    clip, keys, held, _ = walk
+    assert np.array_equal(held.rotations[keys], clip.rotations[keys])
+    assert np.array_equal(held.positions[keys], clip.positions[keys])
+    assert np.array_equal(held.positions, walk[3].positions)  # only rotations change: bones keep their lengths
+
+
+def test_a_foot_in_the_air_is_left_alone(walk):
+    clip, keys, held, free = walk
+    legs, joints, _, weight = _targets(clip, keys, free)
+    col = {j: c for c, j in enumerate(joints)}
+    airborne = 0
+    for leg in legs:
+        loose = (weight[:, col[leg.ankle]] == 0) & (weight[:, col[leg.toe]] == 0)
+        chain = [leg.hip, leg.knee, leg.ankle, leg.toe]
+        assert np.array_equal(held.rotations[loose][:, chain], free.rotations[loose][:, chain])
+        airborne += loose.sum()
+    assert airborne > 50
+    body = [j for j in range(clip.skeleton.num_joints) if j not in {x for leg in legs for x in (leg.hip, leg.knee,
+                                                                                                 leg.ankle)}]
+    assert np.array_equal(held.rotations[:, body], free.rotations[:, body])  # the hip follows the model
+
+
+def test_two_bone_ik_reaches_and_keeps_the_knee_plane():
+    rng = np.random.default_rng(0)
+    n = 50
+    names = ("root", "hip", "knee", "foot", "toe")
+    parents = np.array([-1, 0, 1, 2, 3])
+    pos = np.tile([[0.0, 0.0, 0.0], [10.0, 90.0, 0.0], [0.0, -40.0, 0.0], [0.0, -40.0, 0.0], [0.0, -5.0, 10.0]],
+                  (n, 1, 1))
+    rot = Q.normalize(np.concatenate([np.ones((n, 5, 1)), 0.3 * rng.normal(size=(n, 5, 3))], -1))
+    grot, gpos = Q.fk(rot, pos, parents)
+    leg, = C.find_legs(names, parents)
+    goal = gpos[:, 3] + rng.normal(size=(n, 3)) * 5
+    goal = gpos[:, 1] + (goal - gpos[:, 1]) * np.minimum(1, 70 / np.linalg.norm(goal - gpos[:, 1], axis=-1))[:, None]
+    hip, knee, foot = C.solve_leg(grot, gpos, leg, goal, grot[:, 3])
+    out = rot.copy()
+    out[:, 1] = Q.mul(Q.inv(grot[:, 0]), hip)
+    out[:, 2] = Q.mul(Q.inv(hip), knee)
+    out[:, 3] = Q.mul(Q.inv(knee), foot)
+    g2r, g2 = Q.fk(out, pos, parents)
+    assert np.linalg.norm(g2[:, 3] - goal, axis=-1).max() < 1e-6
+    assert np.abs(Q.angle_between(g2r[:, 3], grot[:, 3])).max() < 1e-6  # the foot turned as asked
+    # the knee bends to the same side of the hip-ankle line as before, in the plane turned with it
+    before = np.cross(gpos[:, 2] - gpos[:, 1], gpos[:, 3] - gpos[:, 1])
+    after = np.cross(g2[:, 2] - g2[:, 1], g2[:, 3] - g2[:, 1])
+    assert ((before * after).sum(-1) > 0).all()
+
+
+def test_the_cli_plants_feet_unless_told_not_to(walk, tmp_path):
+    """``python -m backend inbetween``: planted feet by default, ``--no-contacts`` the model's feet as filled."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    clip, _, held, free = walk
+    outs = {}
+    for flag in ((), ("--no-contacts",)):
+        out = tmp_path / ("free" if flag else "held")
+        r = subprocess.run([sys.executable, "-m", "backend", "inbetween", str(TEST_CLIP), "--every", "5", "--out-dir",
+                            str(out), "--device", "cpu", *flag], cwd=ROOT, capture_output=True, text=True,
+                           env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        outs[bool(flag)] = read_bvh(out / TEST_CLIP.name)
+    legs = C.find_legs(clip.skeleton.names, clip.skeleton.parents)
+    feet = [j for leg in legs for j in (leg.hip, leg.knee, leg.ankle)]
+    for written, engine_fill in ((outs[False], held), (outs[True], free)):  # the file holds what the engine made
+        assert np.degrees(Q.angle_between(written.rotations[:, feet], engine_fill.rotations[:, feet])).max() < 0.01
+    assert np.degrees(Q.angle_between(outs[False].rotations[:, feet], outs[True].rotations[:, feet])).max() > 1.0
+
+
+def test_batch_passes_no_contacts_to_the_button():
+    from blender_addon.batch.cli import _options, build_parser
+    for argv, want in ((["inbetween", "x.blend", "--out-dir", "o"], True),
+                       (["inbetween", "x.blend", "--out-dir", "o", "--no-contacts"], False)):
+        assert _options(build_parser().parse_args(argv))["contacts"] is want

@@ -1,0 +1,52 @@
+"""backend.fcurves: the curves Blender draws through keys (auto-clamped Bezier, continuous acceleration), in
+numpy, against real bpy's."""
+import numpy as np
+import pytest
+
+from backend import fcurves
+from backend.bvh import read_bvh
+from tests.conftest import TEST_CLIP
+
+bpy = pytest.importorskip("bpy")
+pytestmark = pytest.mark.blender
+
+
+@pytest.mark.parametrize("keys", [list(range(0, 130, 15)) + [130], [0, 3, 9, 24, 30, 31, 45, 52, 60, 90, 100, 105, 130]])
+def test_a_walk_on_the_same_curves_as_blender(keys):
+    from training.blender_baseline import bezier_predictor
+    clip = read_bvh(TEST_CLIP)
+    rot, pos = clip.rotations[None, :131], clip.positions[None, :131]
+    predict = bezier_predictor(clip.skeleton)
+    try:
+        br, bp = predict(rot, pos, np.array(keys))
+    finally:
+        predict.cleanup()
+    nr, np_ = fcurves.fill(clip.skeleton, rot[0], pos[0], keys)
+    assert np.abs(np_ - bp[0]).max() < 1e-3  # cm; Blender keys and evaluates in float32
+    dot = np.clip(np.abs((nr * br[0]).sum(-1)), 0, 1)
+    assert np.degrees(2 * np.arccos(dot)).max() < 1e-2
+    assert np.array_equal(nr[keys], rot[0, keys]) and np.array_equal(np_[keys], pos[0, keys])
+
+
+def test_jagged_values_hold_their_handles_as_blender_does():
+    """Noisy keys make the smoothing overshoot neighbours: the held (clamped) handles must match."""
+    rng = np.random.default_rng(1)
+    x = np.cumsum(rng.integers(1, 12, size=16)).astype(np.float64)
+    ys = rng.normal(size=(24, 16)) * rng.uniform(0.1, 10, size=(24, 1))
+    act = bpy.data.actions.new("fcurves_test")
+    slot = act.slots.new(id_type="OBJECT", name="t")
+    bag = act.layers.new("t").strips.new(type="KEYFRAME").channelbag(slot, ensure=True)
+    frames = np.arange(x[0], x[-1] + 1)
+    try:
+        theirs = []
+        for c, y in enumerate(ys):
+            fc = bag.fcurves.new("location", index=c % 3, group_name=str(c)) if c < 3 else \
+                bag.fcurves.new(f'["p{c}"]')
+            fc.keyframe_points.add(len(x))
+            fc.keyframe_points.foreach_set("co", np.stack([x, y], -1).astype(np.float32).ravel())
+            fc.update()
+            theirs.append([fc.evaluate(float(f)) for f in frames])
+    finally:
+        bpy.data.actions.remove(act)
+    ours = fcurves.evaluate(x, ys.astype(np.float32).astype(np.float64).T, frames).T
+    assert np.abs(ours - np.array(theirs)).max() < 1e-4 * np.abs(ys).max()
