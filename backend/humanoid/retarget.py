@@ -171,8 +171,8 @@ class Retarget:
         (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
         the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
         same frames (only the bones in between, ``inner_bones``, are used: they keep theirs).
-        ``positions``: the joints whose locations are wanted (the others' stay zero; a third less work
-        where only the hips move), None: all.  All mapped joints at once, padded with the identity as in
+        ``positions``: the joints whose locations are wanted (the others' stay zero and their arithmetic is
+        skipped), None: all.  All mapped joints at once, padded with the identity as in
         ``to_model``."""
         f, j_count = rot.shape[:2]
         pl = self._plan()

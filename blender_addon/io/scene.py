@@ -158,7 +158,7 @@ def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarra
 def _channel(rows: list, pb, bone: str, prop: str, size: int, frames, few, curves) -> None:
     """``read_channel`` for a pose bone already looked up, one list of ``frames.size`` values per
     index appended to ``rows`` (``few``: ``frames`` as a list when ``values_at`` evaluates them one by one;
-    ``map`` looks ``evaluate`` up once per curve: a third faster than once per frame)."""
+    ``map`` looks ``evaluate`` up once per curve, not once per frame)."""
     path, static = bone_path(bone, prop), None
     for i in range(size):
         fc = curves.get(path, i)
