@@ -105,7 +105,7 @@ def main(argv=None) -> int:
             rt = bone_map_io.conversion(obj, info, joint_bones)
             rt.to_model(*scene_io.read_pose(obj, bag, rt.bones, keys))
             own = bone_map_io.inner_pose(obj, bag, rt, np.arange(1, n + 1.0))
-            rt.to_rig(out_rot, out_pos, *own)
+            rt.to_rig(out_rot, out_pos, *own, positions=info.position_joints)  # (as the operator)
         conv = median_ms(conversion, args.repeats)
         teardown(obj)
         print(f"  {name:30s} operator {op:6.1f} ms; mapping + conversion {conv:5.1f} ms = {100 * conv / op:4.1f} %")

@@ -148,3 +148,29 @@ def test_curves_are_looked_up_once_and_made_in_their_group(bag):
     fc = curves.ensure("rotation_quaternion", 3, "Pose")
     assert bag.fcurves.find("rotation_quaternion", index=3) == fc and fc.group.name == "Pose"
     assert curves.ensure("rotation_quaternion", 3) == fc
+
+
+@pytest.mark.parametrize("value", [-0.0, 0.0, 0.3, -1.25])
+@pytest.mark.parametrize("bezier", [True, False])
+def test_values_at_on_a_flat_curve_is_what_evaluate_gives_bit_for_bit(bag, value, bezier):
+    """An unanimated channel keyed with the rest (every key and handle at one value) is read as that value
+    without evaluating each frame: the same floats, the sign of a zero included, between, on and beyond
+    the keys, with either extrapolation, Bezier or linear keys; a curve with one handle off that value is
+    evaluated."""
+    fc = K.Curves(bag).ensure("scale", 1)
+    keys = K.new_rows([1, 16, 31, 46], np.full((1, 4), value), bezier=bezier)
+    K.write(fc, {a: v[0] for a, v in keys.items()})
+    frames = np.linspace(-10.0, 60.0, 121)
+    for extrapolation in ("CONSTANT", "LINEAR"):
+        fc.extrapolation = extrapolation
+        want = np.array([fc.evaluate(f) for f in frames])
+        assert K.values_at(fc, frames).tobytes() == want.tobytes()
+    fc.extrapolation = "CONSTANT"  # (read as flat: the comparison above is the fast path's)
+    assert (K._flat(fc, frames) is None) == (not bezier and value == 0 and np.signbit(value))
+    if bezier:
+        fc.keyframe_points[1].handle_right_type = "FREE"
+        fc.keyframe_points[1].handle_right.y = value + 0.5
+    else:
+        fc.keyframe_points[1].co.y = value + 0.5
+    got = K.values_at(fc, frames)
+    assert got.tobytes() == np.array([fc.evaluate(f) for f in frames]).tobytes() and len(set(got.tolist())) > 1

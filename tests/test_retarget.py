@@ -112,6 +112,14 @@ def test_the_conversion_over_all_joints_at_once_equals_the_per_joint_loops_bit_f
     back_new, back_old = rt.to_rig(rot, pos, basis, loc), retarget_loops.to_rig(rt, rot, pos, basis, loc)
     for a, b in zip(new + back_new, old + back_old):
         assert a.shape == b.shape and np.array_equal(a, b)
+    inner = rt.inner_bones()  # bones in between that keep still (a twist bone, a control root): the same floats
+    basis[:, inner], loc[:, inner] = basis[:1, inner], loc[:1, inner]
+    still_new, still_old = rt.to_rig(rot, pos, basis, loc), retarget_loops.to_rig(rt, rot, pos, basis, loc)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(still_new, still_old))
+    moving = [1] + [j for j in rt.mapped if rt.between[j]][-1:]  # (Inbetween asks only for the hips' locations)
+    only_b, only_l = rt.to_rig(rot, pos, basis, loc, positions=moving)
+    assert only_b.tobytes() == still_new[0].tobytes() and only_l[:, moving].tobytes() == still_new[1][:, moving].tobytes()
+    assert not np.delete(only_l, moving, 1).any()
 
 
 def test_the_data_sets_own_skeleton_converts_as_before():

@@ -64,3 +64,37 @@ def test_an_a_pose_rig_in_betweens_to_the_originals_world_motion(walk):
     print(f"A-pose rig vs the original: joint position error mean {err.mean():.2e} cm, max {err.max():.2e} cm")
     assert err.max() < 1e-3  # cm
     bpy.data.objects.remove(arm)
+
+
+def test_the_conversion_kept_for_a_rig_follows_its_rest_pose(walk):
+    """A rig's conversion is built once and kept; turning its arms in the rest pose (edit mode) or giving a
+    bone another location frame gives the conversion of the new rest, as built afresh."""
+    from mathutils import Matrix
+    from blender_addon import bridge, preferences
+    from blender_addon.io import bone_map as bone_map_io
+    info = bridge.describe(preferences.settings(bpy.context))
+    arm = copy_armature(bpy.data.objects[walk["ref"]], "rest changes")
+
+    def conversion(afresh=False):
+        if afresh:
+            bone_map_io._built.clear()
+        _, bones = bone_map_io.resolve(arm, info.names, info.parents)
+        return bone_map_io.conversion(arm, info, bones)
+    first = conversion()
+    assert conversion() is first and first.rest_diff is None  # kept; the data set's own rest
+    bpy.ops.object.mode_set(mode="EDIT")
+    pivot = arm.data.edit_bones[ARMS["L"][0]].head.copy()
+    for name in ARMS["L"]:
+        arm.data.edit_bones[name].transform(Matrix.Translation(pivot) @ Matrix.Rotation(0.6, 4, "Y")
+                                            @ Matrix.Translation(-pivot))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    turned = conversion()
+    assert turned is not first and turned.rest_diff is not None
+    fresh = conversion(afresh=True)
+    np.testing.assert_array_equal(turned.rest_diff, fresh.rest_diff)
+    np.testing.assert_array_equal(turned.rest, fresh.rest)
+    arm.data.bones[ARMS["L"][1]].use_local_location = False
+    moved = conversion()
+    assert moved is not fresh and not np.array_equal(moved.loc_frame, fresh.loc_frame)
+    np.testing.assert_array_equal(moved.loc_frame, conversion(afresh=True).loc_frame)
+    bpy.data.objects.remove(arm)

@@ -91,20 +91,37 @@ def up_turn(names, joint_bones, rest: dict, posed: dict) -> np.ndarray | None:
     ``{bone: head}``, ``posed``: ``{bone: heads [F, 3]}`` (Blender's axes, as ``bone_map.detect`` reads them).
     A rest lying down under upright motion is the rest-pose difference's business; motion lying or
     crawling over a standing rest is motion, and stays."""
-    at = {n: b for n, b in zip(names, joint_bones) if b}
-    if not all(n in at for n in ("Head", "Foot_L", "Foot_R")):
-        return None
+    axis = rest_axis(names, joint_bones, rest)
+    return None if axis is None else motion_turn(names, joint_bones, axis, posed)
 
-    def up(x):  # head over the feet, BVH axes
-        v = np.asarray(x[at["Head"]], dtype=np.float64) - (np.asarray(x[at["Foot_L"]]) + np.asarray(x[at["Foot_R"]])) / 2
-        return axes.qrotate(axes.qconj(axes.BVH_TO_BLENDER), np.reshape(v, (-1, 3)).mean(0))
-    rest_up, moving_up = up(rest), up(posed)
+
+def rest_axis(names, joint_bones, rest: dict) -> np.ndarray | None:
+    """``up_turn``'s half that reads the rest pose alone (kept with a rig's conversion): the axis its head
+    stands over the feet along, or None when that is Y or no axis within 45 degrees (no turn, whatever
+    the motion)."""
+    if not all(n in _ends(names, joint_bones) for n in ("Head", "Foot_L", "Foot_R")):
+        return None
+    rest_up = _up(names, joint_bones, rest)
     k = int(np.argmax(np.abs(rest_up)))
     axis = np.zeros(3)
     axis[k] = np.sign(rest_up[k])
-    if k == 1 or _angle(rest_up, axis) > 45.0 or _angle(moving_up, axis) > 45.0:
-        return None
-    return rest_pose.swing(axis, UP)
+    return None if k == 1 or _angle(rest_up, axis) > 45.0 else axis
+
+
+def motion_turn(names, joint_bones, axis: np.ndarray, posed: dict) -> np.ndarray | None:
+    """``up_turn``'s half that reads the motion, for a rest standing along ``axis`` (``rest_axis``)."""
+    return None if _angle(_up(names, joint_bones, posed), axis) > 45.0 else rest_pose.swing(axis, UP)
+
+
+def _ends(names, joint_bones) -> dict:
+    return {n: b for n, b in zip(names, joint_bones) if b}
+
+
+def _up(names, joint_bones, x) -> np.ndarray:
+    """Head over the feet, BVH axes (``x``: ``{bone: head(s)}``)."""
+    at = _ends(names, joint_bones)
+    v = np.asarray(x[at["Head"]], dtype=np.float64) - (np.asarray(x[at["Foot_L"]]) + np.asarray(x[at["Foot_R"]])) / 2
+    return axes.qrotate(axes.qconj(axes.BVH_TO_BLENDER), np.reshape(v, (-1, 3)).mean(0))
 
 
 def _angle(a, b) -> float:

@@ -165,12 +165,15 @@ class Retarget:
         return _cat_id(_comp(self.neutral)), _cat_zero(_comp(self.offsets))
 
     # -- model -> rig ---------------------------------------------------------------------------
-    def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None) -> tuple[np.ndarray, np.ndarray]:
+    def to_rig(self, rot: np.ndarray, pos: np.ndarray, basis=None, loc=None,
+               positions=None) -> tuple[np.ndarray, np.ndarray]:
         """The model's motion (``rot [F, J, 4]``, ``pos [F, J, 3]``) -> channels of the mapped bones
         (``[F, J, 4]`` rotation quaternions, ``[F, J, 3]`` locations; the rows of unmapped joints are
         the identity and zero), given the read bones' own channels ``basis``/``loc [F, B, ...]`` on the
         same frames (only the bones in between, ``inner_bones``, are used: they keep theirs).
-        All mapped joints at once, padded with the identity as in ``to_model``."""
+        ``positions``: the joints whose locations are wanted (the others' stay zero and their arithmetic is
+        skipped), None: all.  All mapped joints at once, padded with the identity as in
+        ``to_model``."""
         f, j_count = rot.shape[:2]
         pl = self._plan()
         out_b = np.zeros((f, j_count, 4))
@@ -181,6 +184,8 @@ class Retarget:
         rot_c, pos_c = _comp(rot), _comp(pos)
         r, p = rot_c[:, :, pl.js], pos_c[:, :, pl.js]
         wb, wi = pl.with_between, pl.with_inner  # (only these joints: the identity steps change nothing)
+        cols = list(range(len(pl.js))) if positions is None else [i for i, j in enumerate(pl.js) if j in positions]
+        sel = slice(None) if positions is None else cols  # (no copy for all)
         if wb:  # the model's own motion of unmapped joints in between (neutral above every mapped joint)
             neutral, offsets = self._padded_joints()
             rot_x, pos_x = _cat_id(rot_c), _cat_zero(pos_c)
@@ -193,25 +198,36 @@ class Retarget:
         if pl.diff is not None:
             da = pl.full("da", f, lambda: pl.above_diff)
             r = _qmul_c(_qmul_c(da, r), pl.full("d~", f, lambda: _qconj_c(pl.diff)))
-            p = _qrot_c(da, p)
+            p = _qrot_c(da[:, :, sel], p[:, :, sel])
+        else:
+            p = p[:, :, sel]
         k = _mul_c(_c_mul(_CX, r), -_CX)  # C R C^-1
-        disp = _c_rot(_CX, p) / self.scale
+        disp = _c_rot(_CX, p) / self.scale  # (the ``cols`` joints)
         if wi:  # the bones in between, as they are
             inner = pl.inner
-            c = np.empty((4, f, len(self.bones) + 1))
+            b_in, l_in = basis[:, inner], loc[:, inner]
+            g = 1 if (b_in == b_in[:1]).all() and (l_in == l_in[:1]).all() else f  # (still: one frame's floats
+            # are every frame's, so they are worked out once: an unanimated twist bone or control root)
+            c = np.empty((4, g, len(self.bones) + 1))
             c[:, :, -1] = _ID[:, None]
             rest = pl.rest[:, :, inner]
-            c[:, :, inner] = _qmul_c(_qmul_c(rest, _comp(basis[:, inner])), _qconj_c(rest))
-            kin, din = pl.walk(c, _cat_zero(_comp(loc)), pl.steps[:-1, wi], "inner", f)
-            kin = _qconj_c(kin)
+            c[:, :, inner] = _qmul_c(_qmul_c(rest, _comp(b_in[:g])), _qconj_c(rest))
+            kin, din = pl.walk(c, _cat_zero(_comp(loc[:g])), pl.steps[:-1, wi], "inner", g)
+            kin = _qconj_c(np.broadcast_to(kin, (4, f, kin.shape[2])))
+            din = np.broadcast_to(din, (3, f, din.shape[2]))
             k[:, :, wi] = _qmul_c(kin, k[:, :, wi])
-            disp[:, :, wi] = _qrot_c(kin, disp[:, :, wi] - din)
+            at = {c: i for i, c in enumerate(cols)}
+            both = [i for i, c in enumerate(wi) if c in at]  # (columns of ``kin``, then of ``disp``)
+            moved = [at[wi[i]] for i in both]
+            if both:
+                disp[:, :, moved] = _qrot_c(kin[:, :, both], disp[:, :, moved] - din[:, :, both])
         b = pl.steps[-1]
         rest = pl.full("rest b", f, lambda: pl.rest[:, :, b])
         rest_inv = pl.full("rest b~", f, lambda: _qconj_c(pl.rest[:, :, b]))
         out_b[:, pl.js] = np.moveaxis(_qmul_c(_qmul_c(rest_inv, k), rest), 0, -1)
-        frame_inv = pl.full("loc frame b~", f, lambda: _qconj_c(pl.loc_frame[:, :, b]))
-        out_l[:, pl.js] = np.moveaxis(_qrot_c(frame_inv, disp - pl.full("off b", f, lambda: pl.off[:, :, b])), 0, -1)
+        frame_inv = pl.full("loc frame b~", f, lambda: _qconj_c(pl.loc_frame[:, :, b]))[:, :, sel]
+        off = pl.full("off b", f, lambda: pl.off[:, :, b])[:, :, sel]
+        out_l[:, [pl.js[c] for c in cols]] = np.moveaxis(_qrot_c(frame_inv, disp - off), 0, -1)
         return out_b, out_l
 
 

@@ -102,7 +102,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         raise Refusal("the backend returned an unusable result (wrong size or NaN); nothing was changed")
     frames = np.arange(plan.start, plan.start + plan.num_frames, dtype=np.float64)
     own = bone_map_io.inner_pose(obj, bag, rt, frames)
-    out_basis, out_loc = (x[:, rt.mapped] for x in rt.to_rig(out_rot, out_pos, *own))
+    out_basis, out_loc = (x[:, rt.mapped] for x in rt.to_rig(out_rot, out_pos, *own,
+                                                               positions=info.position_joints))  # (all it writes)
     step(2, total)
     # the IK targets of chains left unwritten: placed now (reads only), written with the bones
     moves, stayed = ik_targets.plan_moves(obj, bones, plan, plan.left_gaps, out_basis, out_loc,

@@ -67,22 +67,34 @@ def posed(obj) -> dict:
     return {b.name: h[None].astype(np.float64) for b, h in zip(bones, buf.reshape(-1, 3))}
 
 
-def rig_bones(obj, mapped=None) -> dict:
-    """``{bone: RigBone}``: what the conversion reads of the rest pose of every bone, or (``mapped``: bone
-    names) of those bones and every bone above them (a Rigify rig has 700 bones; a map needs ~40)."""
+def rest_of(obj) -> tuple:
+    """(names, parents, rest matrices ``[n, 4, 4]`` float64 of the float32 ``matrix_local``, use_local_location
+    ``[n]``) of every bone: two ``foreach_get`` reads and one pass for the parents."""
     data = obj.data.bones
+    mats = _rest(data, "matrix_local", 16).reshape(-1, 4, 4).transpose(0, 2, 1)  # (stored column by column)
+    local = np.empty(len(data), dtype=bool)
+    data.foreach_get("use_local_location", local)
+    return tuple(data.keys()), tuple(p.name if (p := b.parent) else None for b in data), \
+        mats.astype(np.float64), local
+
+
+def rig_bones(rest: tuple, mapped=None) -> dict:
+    """``{bone: RigBone}``: what the conversion reads of the rest pose (``rest_of``) of every bone, or
+    (``mapped``: bone names) of those bones and every bone above them (a Rigify rig has 700 bones; a map
+    needs ~40)."""
+    names, parents, mats, local = rest
+    at = {n: i for i, n in enumerate(names)}
     if mapped is None:
-        chosen = list(data)
+        chosen = list(range(len(names)))
     else:
         chosen, seen = [], set()
         for name in mapped:
-            b = data[name]
-            while b is not None and b.name not in seen:
-                seen.add(b.name)
-                chosen.append(b)
-                b = b.parent
-    return {b.name: retarget.RigBone(p.name if (p := b.parent) else None, np.array(b.matrix_local),
-                                     b.use_local_location) for b in chosen}
+            i = at[name]
+            while i is not None and i not in seen:
+                seen.add(i)
+                chosen.append(i)
+                i = at[parents[i]] if parents[i] is not None else None
+    return {names[i]: retarget.RigBone(parents[i], mats[i], bool(local[i])) for i in chosen}
 
 
 # -- stored map -----------------------------------------------------------------------------------
@@ -161,29 +173,37 @@ def unmapped_note(joint_names, bones) -> str:
     return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
 
 
-_built: dict = {}  # (model, map, rest pose) -> Retarget: the same rig converts the same way until it changes
+_built: dict = {}  # (model, map, the rig's rest) -> (Retarget, its rest's up axis, {turn: upright Retarget})
 
 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
-    """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted."""
-    rig = rig_bones(obj, [b for b in joint_bones if b])
+    """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted.
+    Built once per rig and map: kept until the model, the map or any bone's rest (matrix, parent, name,
+    location frame) changes; only a rig whose rest is not Y up reads its pose (``up_turn``) each time."""
+    rest = rest_of(obj)
+    key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones), rest[0],
+           rest[1], rest[2].tobytes(), rest[3].tobytes())
+    got = _built.get(key)
     ends = [b for j, b in zip(info.names, joint_bones) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
-    turn = _RIG.up_turn(info.names, joint_bones, {b: rig[b].matrix[:3, 3] for b in ends},
-                        {b: np.array(obj.pose.bones[b].head, dtype=np.float64)[None] for b in ends})
-    key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones),
-           tuple((n, b.parent, b.local_location, b.matrix.tobytes()) for n, b in rig.items()),
-           None if turn is None else turn.tobytes())
-    if key not in _built:
+    if got is None:
+        rig = rig_bones(rest, [b for b in joint_bones if b])
         try:
             rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         except rest_pose.RestPoseError as e:
             raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
-        if turn is not None:  # a capture lying in the scene (a Z-up file imported as Y up): stood up, as the batch
-            rt = rt.upright(turn)
         if len(_built) > 32:
             _built.clear()
-        _built[key] = rt
-    return _built[key]
+        got = _built[key] = (rt, _RIG.rest_axis(info.names, joint_bones, {b: rig[b].matrix[:3, 3] for b in ends}), {})
+    rt, axis, turned = got
+    if axis is None:
+        return rt
+    turn = _RIG.motion_turn(info.names, joint_bones, axis,
+                            {b: np.array(obj.pose.bones[b].head, dtype=np.float64)[None] for b in ends})
+    if turn is None:
+        return rt
+    if turn.tobytes() not in turned:  # a capture lying in the scene (a Z-up file imported as Y up): stood up, as the batch
+        turned[turn.tobytes()] = rt.upright(turn)
+    return turned[turn.tobytes()]
 
 
 def inner_pose(obj, bag, rt: retarget.Retarget, frames) -> tuple:

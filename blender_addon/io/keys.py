@@ -234,7 +234,10 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
     frames = np.asarray(frames, dtype=np.float64)
     if frames.size < FEW or (co is None and 4 * len(fc.keyframe_points) < frames.size):
         # (evaluate costs less than reading the keys; with few keys, most frames fall between them anyway)
-        return np.array([fc.evaluate(f) for f in frames.tolist()], dtype=np.float64).reshape(frames.shape)
+        flat = None if frames.size < FEW else _flat(fc, frames)
+        if flat is not None:
+            return np.full(frames.shape, flat)
+        return np.array(list(map(fc.evaluate, frames.tolist())), dtype=np.float64).reshape(frames.shape)
     if co is None:
         co = read(fc, ("co",))["co"]
     out = np.empty(frames.shape)
@@ -246,8 +249,33 @@ def values_at(fc, frames, co: np.ndarray | None = None) -> np.ndarray:
         on = x[at] == f32
         out[on] = co[at[on], 1]
     if not on.all():
-        out[~on] = [fc.evaluate(f) for f in frames[~on].tolist()]
+        out[~on] = list(map(fc.evaluate, frames[~on].tolist()))
     return out
+
+
+def _flat(fc, frames) -> float | None:
+    """The value ``evaluate`` gives at every one of ``frames`` on a flat curve (an unanimated control keyed with
+    the rest: every key and handle at one value, bit for bit, Bezier, linear or constant interpolation, no
+    modifier, and constant extrapolation or no frame outside the keys), else None."""
+    if len(fc.modifiers) or not len(fc.keyframe_points):
+        return None
+    k = read(fc, ("co", "handle_left", "handle_right", "interpolation"))
+    y = np.concatenate([k["co"][:, 1], k["handle_left"][:, 1], k["handle_right"][:, 1]])
+    if not np.isfinite(y[0]) or not (y.view(np.int32) == y[:1].view(np.int32)).all():
+        return None
+    bezier, const, linear = _INTERPOLATIONS()
+    ipo = k["interpolation"][:-1]
+    if not ((ipo == bezier) | (ipo == const) | ((ipo == linear) & (y[0] != 0 or not np.signbit(y[0])))).all():
+        return None  # (a linear segment adds +0.0 to its first value: -0.0 becomes 0.0)
+    x = k["co"][:, 0]
+    if fc.extrapolation != "CONSTANT" and (frames.min() < x[0] or frames.max() > x[-1]):
+        return None  # (and so may linear extrapolation)
+    return float(y[0])
+
+
+@lru_cache(maxsize=None)
+def _INTERPOLATIONS() -> tuple:
+    return tuple(enum_value("interpolation", n) for n in ("BEZIER", "CONSTANT", "LINEAR"))
 
 
 # -- the latent layer's writes (io/latent and latent/ call these: the one module that touches keys) --

@@ -157,12 +157,13 @@ def read_pose(obj, bag, bones: list[str], frames) -> tuple[np.ndarray, np.ndarra
 
 def _channel(rows: list, pb, bone: str, prop: str, size: int, frames, few, curves) -> None:
     """``read_channel`` for a pose bone already looked up, one list of ``frames.size`` values per
-    index appended to ``rows`` (``few``: ``frames`` as a list when ``values_at`` evaluates them one by one)."""
+    index appended to ``rows`` (``few``: ``frames`` as a list when ``values_at`` evaluates them one by one;
+    ``map`` looks ``evaluate`` up once per curve, not once per frame)."""
     path, static = bone_path(bone, prop), None
     for i in range(size):
         fc = curves.get(path, i)
         if fc is not None and len(fc.keyframe_points):
-            rows.append([fc.evaluate(f) for f in few] if few is not None else keys_io.values_at(fc, frames))
+            rows.append(list(map(fc.evaluate, few)) if few is not None else keys_io.values_at(fc, frames))
         else:
             static = getattr(pb, prop) if static is None else static
             rows.append([static[i]] * frames.size if few is not None else np.full(frames.size, static[i]))
