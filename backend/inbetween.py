@@ -208,13 +208,15 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             alpha = guard_weight(engine, work, wkeys, mine[1:])
             engine.remember_guard(wkeys, work, alpha)
             rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys), alpha)
+        # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
+        # reads the same motion at its own times (tests/test_timebase.py)
+        rot = planted(engine, work.skeleton, rot, pos, wkeys, work.frame_time)
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
         # keys exactly as given; frames before the first key and after the last copied as they are
         kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
         rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
-        rot = planted(engine, clip.skeleton, rot, pos, keys, clip.frame_time)
         rot = quat_np.fix_hemisphere(rot)
         rot[kept] = clip.rotations[kept]  # hemisphere fixing may flip a kept frame's sign: put it back
         meta = {}
