@@ -1,7 +1,9 @@
 """The user's animation is the truth (issue 29): keys changed, inserted or deleted by hand after
 Encode survive the sliders in any segment, save and reload, Bake, Resample and undo; a deleted curve
 is not made again; another take is never written; a renamed bone is named and never re-created
-(real bpy, headless)."""
+(real bpy, headless).
+
+Longer than 300 lines: one scene and one encoded walk serve every case of the promise, read together."""
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,9 @@
 
 Clips are concatenated into flat arrays (rotations [T, J, 4], positions [T, J, 3]) with
 per-clip offsets; a window is then a gather of indices, which keeps batches cheap.
+
+Longer than 300 lines: the archives, the split rules of both studios and the conversion of another
+skeleton are one loading path (``load_split``), read together.
 """
 from __future__ import annotations
 
