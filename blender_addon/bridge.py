@@ -369,7 +369,7 @@ class BackendProcess:
             self.svc.write_message(self.proc.stdin, header, arrays)
             item = self.replies.get(timeout=timeout)
         except (BrokenPipeError, OSError, ValueError):
-            item = EOFError("the backend process closed its input")
+            item = self._why_closed()
         except queue.Empty:
             self.stop(keep_log=True)
             if starting:
@@ -391,6 +391,15 @@ class BackendProcess:
         if not reply.get("ok"):
             raise BridgeError(reply.get("error", "the backend failed without a message"))
         return reply, out
+
+    def _why_closed(self) -> BaseException:
+        """The process closed its input before the request was written: the reader has (or soon has) what
+        ended its output, garbage it read or the end of the stream; that says more than the closed pipe."""
+        try:
+            item = self.replies.get(timeout=5)
+        except queue.Empty:
+            item = None
+        return item if isinstance(item, BaseException) else EOFError("the backend process closed its input")
 
     def _tail(self) -> str:
         try:
