@@ -25,8 +25,6 @@ Pure numpy: the passes that produce the predictions live in ``backend.inbetween`
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import quat_np
@@ -63,9 +61,8 @@ def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
     ref = truth[0]
     t, m, h = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, curves))
     c, r = (m - h).ravel(), (t - h).ravel()
-    # exactly rounded sums (a BLAS dot product's rounding may depend on where the arrays fall in memory)
-    den = math.fsum((c * c).tolist())
-    return float(np.clip(math.fsum((c * r).tolist()) / den, 0.0, 1.0)) if den > 0 else 1.0
+    den = float(c @ c)
+    return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0
 
 
 def blend(model, curves, alpha: float):

@@ -177,10 +177,11 @@ def to_scene_grid(clip: Clip, keys, mkeys, rot, pos) -> tuple[np.ndarray, np.nda
 def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """-> list of (clip, controls); raises ValueError naming the clip for bad keys.
 
-    With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and its
-    Hermite base (``backend.guard``); the hidden-key passes run in the same batches.  With
-    ``engine.symmetric`` a fill the guard does not judge is the mean of the model and its mirror image
-    (``fill_symmetric``).
+    With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and the curves
+    Blender draws through the keys (``backend.guard``, ``backend.fcurves``); the hidden-key passes run in
+    the same batches.  With ``engine.symmetric`` a fill the guard does not judge is the mean of the model
+    and its mirror image (``fill_symmetric``).  With ``engine.contacts`` the feet the keys plant are held
+    (``planted``), on the model's grid.
     """
     ck = engine.ckpt
     mft = getattr(engine, "frame_time", timebase.MODEL_FRAME_TIME)
