@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
 
-from . import safetensors_np
+from . import json_limits, safetensors_np
 from .model_config import ModelConfig
 from .splines import bezier_basis
 
@@ -61,7 +60,7 @@ def weights_digest(path) -> str:
 def checkpoint_files(json_path) -> tuple[Path, dict[str, Path], Path]:
     """(config, {call: its graph}, weights) of a checkpoint: ``NAME.<call>.onnx`` next to ``NAME.json``."""
     jpath = Path(json_path).with_suffix(".json")
-    doc = json.loads(jpath.read_text(encoding="utf-8"))
+    doc = json_limits.read(jpath)
     weights = jpath.with_name(Path(doc.get("weights") or jpath.with_suffix(".safetensors").name).name)
     return jpath, {c: jpath.with_name(f"{jpath.stem}.{c}.onnx") for c in CALLS}, weights
 
@@ -110,7 +109,7 @@ class OnnxModel:
         if why:
             raise RuntimeModelError(why)
         jpath, graphs, weights = checkpoint_files(json_path)
-        doc = json.loads(jpath.read_text(encoding="utf-8"))
+        doc = json_limits.read(jpath)
         self.cfg = ModelConfig.from_json(doc["model"])
         self.keyframe = self.cfg.family == "keyframe"
         self.sessions = {c: _session(p, threads) for c, p in graphs.items()}

@@ -152,3 +152,13 @@ def test_fuzz_batch_done_markers(tmp_path, raw, doc, as_raw):
     assert got is None or isinstance(got, (dict, list, str, int, float, bool))
     shutil.rmtree(tmp_path, ignore_errors=True)
     tmp_path.mkdir()
+
+
+def test_the_built_in_runtime_reads_a_checkpoint_within_the_limits(tmp_path):
+    """bridge.exported asks backend.runtime.stale about the user's checkpoint on every request: a file
+    nested too deep is named, never a RecursionError."""
+    from backend import runtime
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    why = runtime.stale(bad)
+    assert why.startswith("cannot read the checkpoint") and "deep.json" in why
