@@ -8,7 +8,6 @@ knows how a kind writes its frames.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,19 +57,12 @@ def descriptions(st) -> list[str]:
 
 
 def checkpoint_meta(path) -> dict:
-    """Task, minimum frames, latent size and principal-direction names and descriptions, from a checkpoint's JSON."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        info = doc.get("info", {})
-        return {"task": info.get("task", "autoencoder"), "min_frames": int(info.get("config", {}).get("min_window", 2)),
-                "latent": int(doc["model"]["latent"]), "principal_names": list(info.get("principal_names", [])),
-                "principal_descriptions": list(info.get("principal_descriptions", [])),
-                "frame_time": info.get("frame_time")}
-    except OSError as e:
-        raise Refusal(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > Add-ons > "
-                      "Splinetween") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise Refusal(f"{path} is not a Splinetween checkpoint ({e})") from None
+    """Task, minimum frames, latent size, principal-direction names and descriptions and the model's frame
+    time of a checkpoint: ``bridge.read_model`` (the one reader, within the JSON limits), as a dict."""
+    info = bridge.read_model(path)
+    return {"task": info.task, "min_frames": info.min_frames, "latent": info.latent,
+            "principal_names": list(info.principal_names), "principal_descriptions": list(info.principal_descriptions),
+            "frame_time": info.frame_time}
 
 
 def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
