@@ -13,7 +13,6 @@ first change: a refusal leaves the object, its modifiers and the files as they w
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -34,20 +33,15 @@ from .layer import layered, prime
 
 
 def meta(path: Path, task: str) -> dict:
-    """A mesh checkpoint's task, vertex count, window, minimum frames (from its JSON, no torch)."""
+    """A mesh checkpoint's task, vertex count, window, minimum frames: ``bridge.read_model`` (the one
+    reader, within the JSON limits, no torch), with the mesh preference named where it cannot be read."""
     where = "Mesh Inbetween" if task == "inbetween" else "Mesh Autoencoder"
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        asset, info = doc.get("asset") or {}, doc.get("info", {})
-        out = {"mesh": asset.get("kind") == "mesh", "vertices": int(asset.get("vertices", 0)),
-               "task": "inbetween" if doc["model"]["family" if "family" in doc["model"] else "kind"] == "keyframe"
-               else "autoencoder",  # (the family: "kind" in checkpoints written before the rename)
-               "window": int(doc.get("window", 61)), "min_frames": int(info.get("config", {}).get("min_window", 2))}
-    except OSError as e:
-        raise Refusal(f"cannot read the mesh checkpoint {path} ({e.strerror}); set Preferences > Add-ons > "
-                      f"Splinetween > {where} to a mesh checkpoint trained on this mesh") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise Refusal(f"{path} is not a Splinetween checkpoint ({e})") from None
+    if not Path(path).with_suffix(".json").is_file():
+        raise Refusal(f"cannot read the mesh checkpoint {path} (no such file); set Preferences > Add-ons > "
+                      f"Splinetween > {where} to a mesh checkpoint trained on this mesh")
+    info = bridge.read_model(path)
+    out = {"mesh": info.mesh, "vertices": info.vertices, "task": info.task, "window": info.window,
+           "min_frames": info.min_frames}
     if not out["mesh"]:
         raise Refusal(f"{Path(path).name} is a motion (armature) checkpoint; mesh sequences need a mesh checkpoint "
                       f"(Preferences > Add-ons > Splinetween > {where}; train one with python -m training.train mesh)")
