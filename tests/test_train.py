@@ -322,3 +322,22 @@ STICK_BVH = ("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yp
              "Yrotation\n  JOINT Bone1\n  {\n    OFFSET 0 10 0\n    CHANNELS 3 Zrotation Xrotation Yrotation\n"
              "    End Site\n    {\n      OFFSET 0 10 0\n    }\n  }\n}\nMOTION\nFrames: 70\nFrame Time: 0.0333333\n"
              + "0 90 0 0 0 0 0 0 0\n" * 70)
+
+
+# -- the normaliser's floor (issue 28) ------------------------------------------------------
+
+def test_norm_floor_bounds_every_spread_and_a_fine_tune_raises_only_the_low_ones(data, reference, tmp_path):
+    """No feature is read in units smaller than the floor: another studio's few degrees about an axis one
+    studio never turns about stay a few spreads.  A fine-tune (--init) keeps the spreads its weights
+    were trained with, raising only those under its floor."""
+    low = weights(reference)["stats.std"]
+    assert low.min() < 0.05  # the example clips have channels that never move (else the test says nothing)
+    out = tmp_path / "floor"
+    train_ok(data, out, "--steps=3", "--norm_floor=0.05")
+    assert weights(out)["stats.std"].min() >= np.float32(0.05)
+    tuned = tmp_path / "tuned"
+    train_ok(data, tuned, "--steps=3", "--norm_floor=0.2", f"--init={reference / 'final.json'}")
+    std = weights(tuned)["stats.std"]
+    np.testing.assert_array_equal(std, np.maximum(low, np.float32(0.2)))
+    r = run(train_cmd(data, tmp_path / "bad", "--steps=3", "--norm_floor=0"))
+    assert r.returncode != 0 and "norm_floor" in r.stderr

@@ -47,6 +47,10 @@ class TrainConfig:
     # Another performer's proportions: each window's body scaled by 1 +- augment_scale and its legs (and
     # the hips' travel with them) by a further 1 +- augment_scale / 2 (0 = off; 0.1 is a child to a tall adult)
     augment_scale: float = 0.0
+    # The normaliser's smallest spread per feature: a channel one studio never moves (a hinge's off-axis
+    # roll) would otherwise turn another studio's few degrees there into hundreds of spreads.  0.05 of a
+    # 6D component is about 3 degrees; 1e-3 was the floor of the checkpoints before issue 28.
+    norm_floor: float = 1e-3
     # inbetween: "absolute" (MSE) or "relative" (each window's error divided by its base's: confident
     # wrong motion never pays, and short gaps count as much as long ones)
     loss: str = "absolute"
@@ -75,6 +79,8 @@ class TrainConfig:
         for k in ("augment_mirror", "augment_reverse", "augment_speed", "augment_mix"):
             if not 0.0 <= getattr(self, k) <= 1.0:
                 raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
+        if not 0.0 < self.norm_floor <= 1.0:
+            raise ConfigError(f"norm_floor={self.norm_floor}: a spread above 0 and at most 1")
         if not 0.0 <= self.augment_scale < 0.5:
             raise ConfigError(f"augment_scale={self.augment_scale}: a relative size change from 0 to below 0.5")
         if not (2 <= self.min_window <= self.window):

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -197,12 +198,15 @@ def train(cfg: TrainConfig) -> Path:
     stats_gen = torch.Generator().manual_seed(cfg.seed + 1)
     feats, _ = to_features(*Batcher(train_ms, layout, None, cfg.augment_yaw, augmenter).raw(
         stats_sampler.sample(2048), stats_gen), layout)
-    normalizer = Normalizer.fit(feats, rotate=cfg.linear_path and cfg.task == "autoencoder")
+    normalizer = Normalizer.fit(feats, cfg.norm_floor, rotate=cfg.linear_path and cfg.task == "autoencoder")
     init = ckpt_io.load(cfg.init) if cfg.init else None
     if init is not None:
         if init.layout != layout or not init.skeleton.same_hierarchy(train_ms.skeleton):
             raise ValueError(f"{cfg.init}: --init checkpoint has a different skeleton or feature layout")
-        normalizer = init.normalizer  # keep the statistics the weights were trained with
+        # keep the statistics the weights were trained with, the spreads raised to this run's floor (a
+        # fine-tune with another studio's capture must not read its few degrees of off-axis roll as
+        # hundreds of spreads); channels above the floor keep their numbers
+        normalizer = replace(init.normalizer, std=init.normalizer.std.clamp_min(cfg.norm_floor))
     batcher = Batcher(train_ms, layout, normalizer, cfg.augment_yaw, augmenter)
     val_batcher = Batcher(val_ms, layout, normalizer)
     val_windows = protocol_windows(val_ms, cfg.window, cfg.window)

@@ -92,12 +92,12 @@ def normalised_outliers(engine, rot, pos, top: int = 4) -> str:
 
     from backend.features import to_features
     feat, _ = to_features(torch.from_numpy(rot).float(), torch.from_numpy(pos).float(), engine.layout)
-    z = engine.norm(feat).abs().reshape(-1, feat.shape[-1]).max(0).values.numpy()
+    z = np.abs(np.asarray(engine.norm(feat))).reshape(-1, feat.shape[-1]).max(0)
     npos = 3 * len(engine.layout.position_joints)
     where = [f"position of {engine.skeleton.names[engine.layout.position_joints[i // 3]]}" if i < npos else
              engine.skeleton.names[engine.layout.rotation_joints[(i - npos) // 6]] for i in range(len(z))]
     order = np.argsort(z)[::-1][:top]
-    floor = int((engine.norm.std.numpy() <= 1e-3 + 1e-9).sum())
+    floor = int((np.asarray(engine.norm.std) <= 1e-3 + 1e-9).sum())
     return (", ".join(f"{z[i]:.0f} ({where[i]})" for i in order)
             + f"; {floor} of {len(z)} features have the normaliser's floor as their spread")
 
