@@ -3,7 +3,8 @@
 answer (docs/architecture.md, *One conversion*).  Not in ``core/``: core leans on no door.
 
 ``bone_map`` (model joint -> bone: presets, names, structure), ``rest_pose`` (rest-pose differences),
-``retarget`` (any rig <-> the model's convention in world space), ``axes`` (Blender's axes, units).
+``retarget`` (any rig <-> the model's convention in world space), ``hinges`` (knees and elbows on the model's
+axes), ``axes`` (Blender's axes, units).
 """
 from . import bridge
 
@@ -11,3 +12,4 @@ bone_map = bridge.numpy_module("humanoid.bone_map")
 rest_pose = bridge.numpy_module("humanoid.rest_pose")
 retarget = bridge.numpy_module("humanoid.retarget")
 axes = bridge.numpy_module("humanoid.axes")
+hinges = bridge.numpy_module("humanoid.hinges")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from addon_helpers import bpy, copy_armature
+from addon_helpers import bpy, channelbag, copy_armature
 
 bpy = bpy()
 from mathutils import Matrix  # noqa: E402  (after bpy)
@@ -77,4 +77,8 @@ def a_pose_copy(ref, frames, degrees: float = 45.0):
                 pb.matrix = deform @ turns[name].inverted() @ arm.data.bones[name].matrix_local
                 bpy.context.view_layer.update()
                 pb.keyframe_insert("rotation_euler", frame=f)
+    lo, hi = min(frames), max(frames)  # the copy's motion is the original's on ``frames`` only: no keys elsewhere
+    for fc in channelbag(arm).fcurves:  # (the conversion reads every keyed pose of an action)
+        while (out := [kp for kp in fc.keyframe_points if not lo <= kp.co[0] <= hi]):
+            fc.keyframe_points.remove(out[0])  # (one at a time: a removal may move the others)
     return arm

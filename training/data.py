@@ -251,7 +251,7 @@ def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton
         return None
     ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{ids}|{sel.key()}|v4{ref}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v5{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 

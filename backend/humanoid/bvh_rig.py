@@ -20,7 +20,7 @@ from .. import quat_np
 from ..skeleton import Clip, Skeleton
 from . import axes
 from . import bone_map
-from . import rest_pose, retarget
+from . import hinges, rest_pose, retarget
 
 FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
 
@@ -55,9 +55,11 @@ class Found:
 
 
 def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given: dict | None = None,
-               hint: str = FILE_HINT) -> Found:
+               hint: str = FILE_HINT, known=None) -> Found:
     """The file's skeleton -> the model's (``names``, ``parents``, rest ``offsets``), through ``given``
-    (model joint -> joint of the file) or detection, stood up when the file's world is another axis up.
+    (model joint -> joint of the file) or detection, stood up when the file's world is another axis up,
+    its knees and elbows turned onto the model's axes as its frames ``known`` (None: all; the keys when
+    in-betweening, as the add-on reads a rig's keyed poses) show them (``retarget.Retarget.hinged``).
     Raises ``bone_map.BoneMapError`` or ``rest_pose.RestPoseError`` naming the bones and the fix (``hint``:
     where a map is given)."""
     names, parents = list(names), [int(p) for p in parents]
@@ -70,6 +72,9 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
     joint_bones = bone_map.check(names, parents, {b: g[0] for b, g in geometry.items()}, bm.bones, hint)
     rt = retarget.build(names, parents, np.asarray(offsets, dtype=np.float64), joint_bones, rig,
                         tuple(position_joints))
+    frames = np.arange(clip.num_frames) if known is None else np.unique(np.asarray(known, dtype=int))
+    frames = frames[hinges.pick(len(frames))]
+    rt = rt.hinged(names, *(x[frames] for x in file_channels(clip, rt)))
     turn = up_turn(names, joint_bones, {b: g[1] for b, g in geometry.items()}, moving)
     return Found(rt if turn is None else rt.upright(turn), bm)
 

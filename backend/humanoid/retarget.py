@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import rest_pose
 from . import axes
+from . import hinges
+from . import rest_pose
 
 qconj = axes.qconj
 
@@ -86,12 +87,31 @@ class Retarget:
     native: bool  # the data set's own skeleton (one bone per joint, direct parents, same rest posture)
     reference: str = "the data set's rest pose"  # the posture the rest-pose differences are measured against
     world: np.ndarray | None = None  # [4] the turn that stands the capture up (a Z-up file), None: none
+    model_offsets: np.ndarray | None = None  # [J, 3] the model's own rest offsets (cm, BVH axes)
+    hinge_turns: dict = field(default_factory=dict)  # {hinge joint name: degrees} (``hinged``)
 
     def upright(self, world: np.ndarray) -> Retarget:
         """The same conversion with the whole motion turned by ``world`` on the way in (and back on the way
         out): the model's Y up for a capture whose world is another axis up."""
         return replace(self, world=np.asarray(world, dtype=np.float64), native=False,
                        rest_diff=np.tile(_ID, (len(self.joint_bone), 1)) if self.rest_diff is None else self.rest_diff)
+
+    def hinged(self, names, basis: np.ndarray, loc: np.ndarray) -> Retarget:
+        """The same conversion with each knee and elbow whose motion (the rig's channels ``basis``/``loc``
+        ``[F, B, ...]``) bends about another axis than the model's turned onto it (``hinges``); itself
+        when none is, and always for a rig that rests as the data set does (its hinges are the model's)."""
+        if self.rest_diff is None:
+            return self
+        local = self.to_model(basis, loc)[0]
+        model_offsets = np.asarray(self.model_offsets, dtype=np.float64)
+        by = {j: phi for j, phi in hinges.twists(names, self.parents, model_offsets, local).items()
+              if self.joint_bone[j] >= 0 and self.above[j] == self.parents[j]}
+        if not by:
+            return self
+        out = replace(self, rest_diff=hinges.turned_rest_diff(self.rest_diff, self.parents, model_offsets, by),
+                      native=False, hinge_turns={names[j]: phi for j, phi in by.items()})
+        out.offsets = rest_offsets(out)
+        return out
 
     @property
     def mapped(self) -> list[int]:
@@ -427,7 +447,7 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
         neutral = np.tile(_ID, (j_count, 1))
     rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,
                   None if identity else d, neutral, model_offsets.copy(), parents, tuple(position_joints), direct,
-                  reference)
+                  reference, model_offsets=model_offsets.copy())
     rt.offsets = rest_offsets(rt)
     return rt
 

@@ -20,12 +20,13 @@ _RIG = bridge.numpy_module("humanoid.bvh_rig")
 _Q = bridge.numpy_module("quat_np")
 
 
-def conversion(clip, info, given: dict | None):
+def conversion(clip, info, given: dict | None, known=None):
     """The file's skeleton -> the model's (``bvh_rig.Found``: the conversion and the map), through ``given``
     (joint -> joint of the file) or detection (``backend.humanoid.bvh_rig.conversion``: the same code as
-    training's and the add-on's)."""
+    training's and the add-on's); ``known``: the frames the motion is known on (the keys; None: all)."""
     try:
-        return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints, given)
+        return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints, given,
+                               known=known)
     except (bone_map.BoneMapError, rest_pose.RestPoseError) as e:
         how = "the given bone map" if given else f"detected as {_preset(clip, info)}"
         raise JobError(f"the skeleton does not fit the model's ({info.path.name}; {how}): {e}") from None
@@ -58,7 +59,7 @@ def inbetween(bridge, settings, clip, info, keys: list[int], given: dict | None)
     """-> (rotations, positions) of the file's joints on frames ``keys[0]..keys[-1]``, the model's motion
     on the mapped joints, the interpolated file motion on the others (keys exactly as in the file), and
     the report's record of the map."""
-    found = conversion(clip, info, given)
+    found = conversion(clip, info, given, known=keys)
     rt = found.retarget
     k0, k1 = keys[0], keys[-1]
     rot, pos = between_keys(clip.rotations[k0:k1 + 1], clip.positions[k0:k1 + 1], [k - k0 for k in keys])

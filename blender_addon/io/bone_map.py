@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import bridge
 from ..humanoid import bone_map
-from ..humanoid import rest_pose, retarget
+from ..humanoid import hinges, rest_pose, retarget
 from ..core.errors import Refusal
+from . import keys as keys_io
 from . import scene as scene_io
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")
@@ -173,16 +174,19 @@ def unmapped_note(joint_names, bones) -> str:
     return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
 
 
-_built: dict = {}  # (model, map, the rig's rest) -> (Retarget, its rest's up axis, {turn: upright Retarget})
+_built: dict = {}  # (model, map, the rig's rest, action) -> (Retarget, its rest's up axis, {turn: upright Retarget})
 
 
 def conversion(obj, info, joint_bones) -> retarget.Retarget:
     """The rig <-> model conversion for a checked map, or a Refusal when the rest pose cannot be trusted.
-    Built once per rig and map: kept until the model, the map or any bone's rest (matrix, parent, name,
-    location frame) changes; only a rig whose rest is not Y up reads its pose (``up_turn``) each time."""
+    Built once per rig, map and action: kept until the model, the map, the action or any bone's rest
+    (matrix, parent, name, location frame) changes; knees and elbows are turned onto the model's axes as
+    the action's keyed poses show them (``Retarget.hinged``, as the batch does from a file's frames); only
+    a rig whose rest is not Y up reads its pose (``up_turn``) each time."""
     rest = rest_of(obj)
+    bag = scene_io.channelbag(obj)
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones), rest[0],
-           rest[1], rest[2].tobytes(), rest[3].tobytes())
+           rest[1], rest[2].tobytes(), rest[3].tobytes(), obj.animation_data.action.name if bag is not None else "")
     got = _built.get(key)
     ends = [b for j, b in zip(info.names, joint_bones) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
     if got is None:
@@ -191,6 +195,7 @@ def conversion(obj, info, joint_bones) -> retarget.Retarget:
             rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         except rest_pose.RestPoseError as e:
             raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        rt = _hinged(obj, bag, rt, info.names)
         if len(_built) > 32:
             _built.clear()
         got = _built[key] = (rt, _RIG.rest_axis(info.names, joint_bones, {b: rig[b].matrix[:3, 3] for b in ends}), {})
@@ -204,6 +209,20 @@ def conversion(obj, info, joint_bones) -> retarget.Retarget:
     if turn.tobytes() not in turned:  # a capture lying in the scene (a Z-up file imported as Y up): stood up, as the batch
         turned[turn.tobytes()] = rt.upright(turn)
     return turned[turn.tobytes()]
+
+
+def _hinged(obj, bag, rt: retarget.Retarget, names) -> retarget.Retarget:
+    """``rt`` with the rig's knees and elbows turned onto the model's axes, read from the action's keyed
+    poses (``hinges.pick`` of its keyed frames); ``rt`` without an action or a rest pose
+    like the data set's."""
+    if bag is None or rt.rest_diff is None:
+        return rt
+    frames = np.unique(keys_io.read_co(list(bag.fcurves))[1][0::2])
+    frames = frames[hinges.pick(len(frames))]
+    if len(frames) < hinges.MIN_FRAMES:
+        return rt
+    basis, loc = scene_io.read_pose(obj, bag, rt.bones, frames)
+    return rt.hinged(names, basis, loc)
 
 
 def inner_pose(obj, bag, rt: retarget.Retarget, frames) -> tuple:
