@@ -28,7 +28,7 @@ FRAMES = 240  # at most this many of a motion's frames (its keys, in the add-on)
 # The model's hinge axes, in the hinge joint's local frame (BVH axes, the data set's skeleton), and how
 # far a rig's may lie from them before it is turned (degrees).  From `python -m training.hinge_axes`:
 # every frame of the training split bent more than 20 degrees; the tolerance is above the 99th
-# percentile of the training clips' own angle from these axes (knees 0.4, elbows 24 and 17).
+# percentile of the training clips' own angle from these axes (knees 0.5 and 0.2, elbows 17 and 15).
 AXES = {"LowerLeg_L": (0.0, 1.0, -0.0005), "LowerLeg_R": (-0.0001, 1.0, -0.0001),
         "LowerArm_L": (0.0, -0.9832, 0.1828), "LowerArm_R": (0.0, -0.9986, 0.0537)}
 TOLERANCE = {"LowerLeg_L": 2.0, "LowerLeg_R": 2.0, "LowerArm_L": 25.0, "LowerArm_R": 25.0}
