@@ -249,15 +249,16 @@ def _service():
 
 
 def inbetween(settings: BackendSettings, offsets: np.ndarray, keys, key_rotations: np.ndarray,
-              key_positions: np.ndarray, frame_time: float = 1.0 / 30.0) -> tuple[np.ndarray, np.ndarray]:
+              key_positions: np.ndarray, frame_time: float = 1.0 / 30.0,
+              contacts: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Key poses in the checkpoint's convention (keys 0-based from 0) -> every frame: the service's
-    ``inbetween`` through :func:`request`, the one door."""
+    ``inbetween`` through :func:`request`, the one door; ``contacts``: feet the keys plant stay planted."""
     info = describe(settings)
     arrays = {"offsets": np.asarray(offsets, dtype=np.float64),
               "key_rotations": np.asarray(key_rotations, dtype=np.float64),
               "key_positions": np.asarray(key_positions, dtype=np.float64)}
     header = {"op": "inbetween", "checkpoint": str(info.path), "keys": [int(k) for k in keys],
-              "frame_time": frame_time}
+              "frame_time": frame_time, "contacts": bool(contacts)}
     _, out = request(settings, header, arrays)
     return out["rotations"], out["positions"]
 

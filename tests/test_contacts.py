@@ -146,3 +146,23 @@ def test_batch_passes_no_contacts_to_the_button():
     for argv, want in ((["inbetween", "x.blend", "--out-dir", "o"], True),
                        (["inbetween", "x.blend", "--out-dir", "o", "--no-contacts"], False)):
         assert _options(build_parser().parse_args(argv))["contacts"] is want
+
+
+@pytest.mark.parametrize("family", ["own", "cmu_07_01"])
+def test_the_batch_plants_feet_in_bvh_files_unless_told_not_to(tmp_path, family):
+    """The batch's .bvh path (the data set's skeleton, and another skeleton through the bone map): planted
+    feet by default, ``--no-contacts`` the model's feet as filled; the keys are the file's either way."""
+    from tests.batch_helpers import run_batch
+    from tests.conftest import ROOT
+    src = TEST_CLIP if family == "own" else ROOT / "tests" / "fixtures" / "skeletons" / f"{family}.bvh"
+    outs = {}
+    for flag in ((), ("--no-contacts",)):
+        out = tmp_path / ("free" if flag else "held")
+        r = run_batch("inbetween", src, "--every", 10, "--out-dir", out, "--jobs", 1, "--device", "cpu", *flag)
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs[bool(flag)] = read_bvh(out / src.name)
+    clip = read_bvh(src)
+    keys = every_k(clip.num_frames, 10)
+    for got in outs.values():
+        np.testing.assert_array_equal(got.rotations[keys], clip.rotations[keys])
+    assert np.degrees(Q.angle_between(outs[False].rotations, outs[True].rotations)).max() > 0.5

@@ -55,7 +55,7 @@ def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.
     return rot, pos
 
 
-def inbetween(bridge, settings, clip, info, keys: list[int], given: dict | None):
+def inbetween(bridge, settings, clip, info, keys: list[int], given: dict | None, contacts: bool = True):
     """-> (rotations, positions) of the file's joints on frames ``keys[0]..keys[-1]``, the model's motion
     on the mapped joints, the interpolated file motion on the others (keys exactly as in the file), and
     the report's record of the map."""
@@ -66,7 +66,7 @@ def inbetween(bridge, settings, clip, info, keys: list[int], given: dict | None)
     local = [k - k0 for k in keys]
     m_rot, m_pos = rt.to_model(*_RIG.file_channels(replace(clip, rotations=rot[local], positions=pos[local],
                                                            meta={}), rt))
-    out_rot, out_pos = bridge.inbetween(settings, rt.offsets, local, m_rot, m_pos, clip.frame_time)
+    out_rot, out_pos = bridge.inbetween(settings, rt.offsets, local, m_rot, m_pos, clip.frame_time, contacts)
     if out_rot.shape != (k1 - k0 + 1, len(info.names), 4) or not np.isfinite(out_rot).all():
         raise JobError("the backend returned an unusable result (wrong size or NaN)")
     return (*_RIG.from_model(rt, clip.skeleton, out_rot, out_pos, rot, pos), record(found, info))

@@ -123,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=".blend: plain keys only; by default, as the button, a range filled on every frame of every "
                         "bone keeps the model's control points as Latent Controls")
     b.add_argument("--no-contacts", dest="contacts", action="store_false",
-                   help=".blend: leave the feet as the model moves them; by default, as the button, a foot planted "
-                        "at two keys (or by the model) stays planted between them")
+                   help="leave the feet as the model moves them; by default, as the button, a foot planted "
+                        "at two keys (or by the model) stays planted between them (.blend and .bvh)")
     b.add_argument("--replace-latent", action="store_true",
                    help=".blend: an armature that has Latent Controls gets them baked (their motion kept as keys) "
                         "and is in-betweened; by default it is left as it is and the report says why")

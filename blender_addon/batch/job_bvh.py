@@ -74,6 +74,7 @@ def inbetween(job: dict, state, entry: dict, progress):
     info = bridge.describe(state.backend)
     given = job["options"].get("bone_map")
     keys = key_frames(clip, job["options"]["keys"], info)
+    contacts = bool(job["options"].get("contacts", True))
     k0, k1 = keys[0], keys[-1]
     ok = np.isfinite(clip.rotations).all((-1, -2)) & np.isfinite(clip.positions).all((-1, -2))
     if not ok[keys].all():
@@ -85,9 +86,9 @@ def inbetween(job: dict, state, entry: dict, progress):
     found = {}
     if _fits(clip, info) and not given:  # the model's own skeleton: its poses as they are
         rot, pos = bridge.inbetween(state.backend, clip.skeleton.offsets, [k - k0 for k in keys],
-                                    clip.rotations[keys], clip.positions[keys], clip.frame_time)
+                                    clip.rotations[keys], clip.positions[keys], clip.frame_time, contacts)
     else:  # another skeleton: through a bone map (--bone-map, else detected)
-        rot, pos, found = bvh_map.inbetween(bridge, state.backend, clip, info, keys, given)
+        rot, pos, found = bvh_map.inbetween(bridge, state.backend, clip, info, keys, given, contacts)
     if rot.shape != (k1 - k0 + 1,) + clip.rotations.shape[1:] or not np.isfinite(rot).all():
         raise JobError("the backend returned an unusable result (wrong size or NaN)")
     out_rot, out_pos = clip.rotations.copy(), clip.positions.copy()
