@@ -130,7 +130,10 @@ def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, 
     euler = np.empty((len(keys), j, 3))
     for o, js in groups.items():
         euler[:, js] = unwrap_euler(quat_np.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
-    dense = evaluate(keys, np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1), span).reshape(-1, j, 6)
+    # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
+    # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
+    keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
+    dense = evaluate(keys, keyed, span).reshape(-1, j, 6)
     out_p[span] = dense[..., :3]
     for o, js in groups.items():
         out_r[span[:, None], js] = quat_np.from_euler(dense[:, js, 3:], o)
