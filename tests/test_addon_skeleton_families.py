@@ -44,6 +44,10 @@ def test_blender_import_finds_the_joints_the_batch_finds(model, family):
         assert {j: b for j, b in zip(model.names, bones) if b} == expected
         assert {j: bm.reasons[j] for j in expected} == {j: found.bone_map.reasons[j] for j in expected}
         assert len(expected) >= 17 and bm.preset == found.bone_map.preset
+        # the knees and elbows turned onto the model's axes alike (every frame keyed: the file's frames)
+        assert bone_map_io.conversion(obj, model, bones).hinge_turns == rt.hinge_turns
+        if family != "neuron_milad" and family != "arena_louise":  # (CMU's motion under every other skeleton)
+            assert set(rt.hinge_turns) == {"LowerLeg_L", "LowerLeg_R", "LowerArm_L", "LowerArm_R"}
     finally:
         bpy.data.objects.remove(obj)
 
