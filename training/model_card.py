@@ -33,6 +33,11 @@ def flat_metrics(report: dict) -> dict:
     return out
 
 
+# Training data from another studio (issue 28), named when the run's --data read it.
+OTHER_STUDIO = (" and CMU's cmu-mocap-part (98 clips, another studio and skeleton, read through "
+                "backend.humanoid's conversion; subjects 05 and 09 are validation, the rest train; CMU's terms)")
+
+
 def card(doc: dict, report: dict, command: str, name: str) -> str:
     info, model = doc["info"], doc["model"]
     cfg = info.get("config", {})
@@ -40,7 +45,8 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              f"- **Task**: {info.get('task')} ({ModelConfig.from_json(model).family} transformer: d={model['latent']}, c={model['width']}, "
              f"n={ModelConfig.from_json(model).depth_text()}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
-             f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part), {info.get('train_clips')} "
+             f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part)"
+             f"{OTHER_STUDIO if 'cmu' in str(cfg.get('data', '')).lower() else ''}, {info.get('train_clips')} "
              f"train clips ({info.get('train_frames')} frames); split: {info.get('split')}; kinds left out: "
              f"{', '.join(info.get('left_out_kinds') or []) or 'none'}; validation on the val splits; test numbers "
              f"on dataset-2's test split (id % 10 == 5), never used for tuning.",
@@ -50,14 +56,16 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              f"FK loss weight {cfg.get('fk_weight')}, loss {cfg.get('loss', 'absolute')}, augmentation: yaw "
              f"{cfg.get('augment_yaw')}, mirror {cfg.get('augment_mirror', 0)}, time reversal "
              f"{cfg.get('augment_reverse', 0)}, speed 0.5-2x {cfg.get('augment_speed', 0)}, body mix "
-             f"{cfg.get('augment_mix', 0)}, proportions +-{cfg.get('augment_scale', 0)}; normaliser floor {cfg.get('norm_floor', 1e-3)}; linear path {cfg.get('linear_path', False)}; seed {cfg.get('seed')}; "
+             f"{cfg.get('augment_mix', 0)}, proportions +-{cfg.get('augment_scale', 0)}; normaliser floor "
+             f"{cfg.get('norm_floor', 1e-3)}; linear path {cfg.get('linear_path', False)}; seed {cfg.get('seed')}; "
              f"{info.get('wall_time_s')} s wall on {cfg.get('threads') or 'all'} CPU thread(s) "
              f"({info.get('windows_per_s')} windows/s).",
              f"- **Best validation** (mean local rotation error, {'keys every 15' if info.get('task') == 'inbetween' else 'reconstruction'}): "
              f"{info.get('val_rot_deg', float('nan')):.3f} deg.",
              "", "## Reproduce", "", "```bash", command, "```", "",
              "## Test metrics (training.evaluate: the data README's protocol, 61-frame windows, stride 61, in the "
-             "generalisation protocol's familiar and unfamiliar columns)", ""]
+             "generalisation protocol's familiar and unfamiliar columns, and the other studio's validation "
+             "subjects where the report has them)", ""]
     md = report.get("markdown") or ""
     lines += [md.strip(), ""] if md else []
     twin = report.get("twin_markdown")
