@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
+from backend import json_limits
 from blender_addon.core import latent_math
 from blender_addon.core import rig_math
 
@@ -127,12 +128,12 @@ def test_checkpoint_hash_follows_the_content(tmp_path):
     j, w = tmp_path / "m.json", tmp_path / "m.safetensors"
     j.write_text('{"weights": "m.safetensors"}')
     w.write_bytes(b"abc")
-    h = latent_math.checkpoint_hash(j)
-    assert h and h == latent_math.checkpoint_hash(tmp_path / "m")
+    h = latent_math.checkpoint_hash(j, read_json=json_limits.read)
+    assert h and h == latent_math.checkpoint_hash(tmp_path / "m", read_json=json_limits.read)
     w.write_bytes(b"abd" + b"\0")
-    assert latent_math.checkpoint_hash(j) not in (None, h)
+    assert latent_math.checkpoint_hash(j, read_json=json_limits.read) not in (None, h)
     w.unlink()
-    assert latent_math.checkpoint_hash(j) is None
+    assert latent_math.checkpoint_hash(j, read_json=json_limits.read) is None
 
 
 def test_segments_ease_into_their_seams():
@@ -165,11 +166,11 @@ def test_a_slider_may_use_a_recent_look_at_the_checkpoint_other_callers_look_now
     j = tmp_path / "m.json"
     j.write_text("{}")
     (tmp_path / "m.safetensors").write_bytes(b"weights")
-    h = latent_math.checkpoint_hash(j, latent_math.STAT_EVERY)
+    h = latent_math.checkpoint_hash(j, latent_math.STAT_EVERY, read_json=json_limits.read)
     (tmp_path / "m.safetensors").write_bytes(b"other weights")
-    assert latent_math.checkpoint_hash(j, 60.0) == h  # (a drag: the look a moment ago)
-    fresh = latent_math.checkpoint_hash(j)
+    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == h  # (a drag: the look a moment ago)
+    fresh = latent_math.checkpoint_hash(j, read_json=json_limits.read)
     assert fresh not in (None, h)
-    assert latent_math.checkpoint_hash(j, 60.0) == fresh  # (the fresh look is the one a drag uses next)
+    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == fresh  # (the fresh look is the one a drag uses next)
     (tmp_path / "m.safetensors").unlink()
-    assert latent_math.checkpoint_hash(j, 0.0) is None
+    assert latent_math.checkpoint_hash(j, 0.0, read_json=json_limits.read) is None

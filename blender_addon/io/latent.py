@@ -89,20 +89,6 @@ def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) 
     return basis, loc
 
 
-_ENUMS: dict = {}
-
-
-def new_key_enums() -> dict:
-    """The integers Blender gives LINEAR, GENERATED, AUTO_CLAMPED and AUTO (``layer_math.new_rows``)."""
-    if not _ENUMS:
-        ev = scene_io.enum_value
-        _ENUMS.update({"handle_left_type": ev("handle_left_type", "AUTO_CLAMPED"),
-                       "handle_right_type": ev("handle_right_type", "AUTO_CLAMPED"),
-                       "interpolation": ev("interpolation", "LINEAR"), "type": ev("type", "GENERATED"),
-                       "easing": ev("easing", "AUTO")})
-    return _ENUMS
-
-
 def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict | None,
               current: dict | None = None) -> None:
     """A curve's whole key array (``None``: the curve goes), created when missing; handles exact.

@@ -75,18 +75,23 @@ def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
     return bridge.describe(s).path if s.checkpoint else bridge.default_checkpoint()
 
 
+def checkpoint_hash(path, max_age: float = 0.0) -> str | None:
+    """``latent_math.checkpoint_hash`` with the add-on's limited JSON reader."""
+    return latent_math.checkpoint_hash(path, max_age, read_json=bridge.numpy_module("json_limits").read)
+
+
 def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None, str]:
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not.  ``max_age``: as ``latent_math.checkpoint_hash`` (slider changes)."""
     stored = st.checkpoint
-    found = latent_math.checkpoint_hash(stored, max_age)
+    found = checkpoint_hash(stored, max_age)
     if found == st.checkpoint_hash:
         return Path(stored), ""
     try:
         configured = configured_checkpoint(st.kind, context, is_mesh(st))
     except bridge.BridgeError:
         configured = None
-    if configured is not None and latent_math.checkpoint_hash(configured, max_age) == st.checkpoint_hash:
+    if configured is not None and checkpoint_hash(configured, max_age) == st.checkpoint_hash:
         return configured, ""
     what = "is missing" if found is None else "has changed since encoding"
     return None, (f"the checkpoint that encoded this range ({Path(stored).name}) {what}: sliders are off; "
@@ -239,7 +244,7 @@ def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, seg
             store(st, "fidelity", np.asarray(fidelity, dtype=np.float64).ravel())
         st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
         new_base_version(st)
-        st.checkpoint, st.checkpoint_hash = str(path), latent_math.checkpoint_hash(path) or ""
+        st.checkpoint, st.checkpoint_hash = str(path), checkpoint_hash(path) or ""
         st.token = uuid.uuid4().hex[:16]
         st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
         st.latent_size = points.shape[-1]

@@ -208,7 +208,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
-    originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
+    originals, enums, holes = base_keys(st), keys_io.new_key_enums(), carry.holes(st)
     if not whole:
         redo = keys_io.overwrite_values(fcs, absolute, values, co)
         subs = subframe_curves(st)

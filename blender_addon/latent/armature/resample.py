@@ -87,7 +87,7 @@ def resample(obj, settings, frames: int) -> str:
         st.frames = frames
     keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
-    curves, enums, base = keys_io.curve_map(bag), latent_io.new_key_enums(), []
+    curves, enums, base = keys_io.curve_map(bag), keys_io.new_key_enums(), []
     deleted = carry.gone(st)
     for c, (bone, prop, i, _) in enumerate(channels):
         p = scene_io.bone_path(bone, prop)
