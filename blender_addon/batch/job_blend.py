@@ -205,7 +205,7 @@ def _latent_summary(obj) -> dict | None:
     st = getattr(obj, "splinetween_latent", None)
     if st is None or not st.active:
         return None
-    out = {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
+    out = {"task": st.task.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
            "amplify": [round(seg.amplify, 6) for seg in st.segments],
            "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent_core.names(st)}
     fit = latent_core.fidelity(st)

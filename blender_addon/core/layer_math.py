@@ -17,8 +17,8 @@ from . import rig_math
 
 # Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
 # is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs
-# unfamiliar kinds of motion at 2.6 deg / 1.8 cm on average (docs/results.md, *Autoencoder*); twice that
-# is well outside what it does on any kind it was tested on.
+# unfamiliar motion at 2.6 deg / 1.8 cm on average (docs/results.md, *Autoencoder*); twice that
+# is well outside what it does on any motion it was tested on.
 WARN_DEG = 5.0
 WARN_CM = 4.0
 WARN_MESH_PERCENT = 2.0  # mean vertex error, % of the bounding-box diagonal (the cloth: 0.7 %)

@@ -77,7 +77,7 @@ def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int
 
 def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
     """Channel values ``[n, C]`` -> rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` (identity
-    and zero where a bone has no driven channel of that kind), each rotation mode converted at once."""
+    and zero where a bone has no driven rotation or location channel), each rotation mode converted at once."""
     n = len(values)
     basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
     basis[..., 0] = 1.0
