@@ -142,7 +142,8 @@ def test_a_missing_checkpoint_turns_the_sliders_off_and_remove_still_works(flag_
 
     from backend import json_limits
     from blender_addon.core import latent_math
-    for f in latent_math.checkpoint_files(MESH_AUTOENCODER, json_limits.read):  # config, weights and the asset's shared basis
+    # config, weights and the asset's shared basis
+    for f in latent_math.checkpoint_files(MESH_AUTOENCODER, json_limits.read):
         shutil.copy(f, tmp_path / f.name)
     prefs().mesh_autoencoder = str(tmp_path / MESH_AUTOENCODER.name)
     try:

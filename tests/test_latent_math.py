@@ -171,6 +171,7 @@ def test_a_slider_may_use_a_recent_look_at_the_checkpoint_other_callers_look_now
     assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == h  # (a drag: the look a moment ago)
     fresh = latent_math.checkpoint_hash(j, read_json=json_limits.read)
     assert fresh not in (None, h)
-    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == fresh  # (the fresh look is the one a drag uses next)
+    # (the fresh look is the one a drag uses next)
+    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == fresh
     (tmp_path / "m.safetensors").unlink()
     assert latent_math.checkpoint_hash(j, 0.0, read_json=json_limits.read) is None

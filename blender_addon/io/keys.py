@@ -3,9 +3,9 @@
 A curve's keys travel as a dict of arrays, one per key attribute (``ATTRS``: ``co`` and the handles
 ``[n, 2]`` float32, the enums ``[n]`` int32, back / amplitude / period float32, the selection flags
 bool), as Blender stores them, so writing back what was read is bit-identical.  New keys are built
-as rows of the same dict (``core/key_rows.new_rows``, with :func:`new_key_enums`), merged with the kept keys in numpy (:func:`merge`)
-and written with :func:`write`; Blender's own ``update()`` then recomputes the automatic
-handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
+as rows of the same dict (``core/key_rows.new_rows``, with :func:`new_key_enums`), merged with the
+kept keys in numpy (:func:`merge`) and written with :func:`write`; Blender's own ``update()`` then
+recomputes the automatic handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
 are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
 
 This is the one module that touches ``keyframe_points`` for Inbetween and the latent layer alike (the
