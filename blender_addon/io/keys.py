@@ -5,8 +5,8 @@ A curve's keys travel as a dict of arrays, one per key attribute (``ATTRS``: ``c
 bool), as Blender stores them, so writing back what was read is bit-identical.  New keys are built
 as rows of the same dict (``core/key_rows.new_rows``, with :func:`new_key_enums`), merged with the
 kept keys in numpy (:func:`merge`) and written with :func:`write`; Blender's own ``update()`` then
-recomputes the automatic handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
-are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
+recomputes the automatic handles, and :func:`put_handles` gives back the handles that must not move.
+F-curves are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
 
 This is the one module that touches ``keyframe_points`` for Inbetween and the latent layer alike (the
 layer's slider writes, whole-curve sets and re-timing are at the end), so it is longer than 300 lines.
@@ -153,11 +153,12 @@ def put_handles(fc, keys: dict[str, np.ndarray], rows: np.ndarray) -> None:
 
 def new_key_enums(bezier: bool = False, aligned=None) -> dict[str, int | np.ndarray]:
     """The enum integers of new keys (``key_rows.new_rows``): GENERATED, easing AUTO, LINEAR (BEZIER with
-    ``bezier``), handle types AUTO_CLAMPED (ALIGNED on the keys where the boolean mask ``aligned [m]`` is set)."""
+    ``bezier``), handle types AUTO_CLAMPED (ALIGNED on the keys where the boolean mask ``aligned [m]``
+    is set)."""
     enums = dict(_new_key_enums(bezier))
     if aligned is not None:
-        htype = np.where(aligned, enum_value("handle_left_type", "ALIGNED"), enums["handle_left_type"]).astype(np.int32)
-        enums["handle_left_type"], enums["handle_right_type"] = htype, htype.copy()
+        htype = np.where(aligned, enum_value("handle_left_type", "ALIGNED"), enums["handle_left_type"])
+        enums["handle_left_type"] = enums["handle_right_type"] = htype.astype(np.int32)
     return enums
 
 

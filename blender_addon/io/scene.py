@@ -14,8 +14,6 @@ from ..core.errors import Refusal
 from . import keys as keys_io
 from .compat import assigned_channelbag, new_fcurve
 
-enum_value = keys_io.enum_value
-
 
 def channelbag(obj):
     """The channelbag of the object's assigned action slot, or None."""
