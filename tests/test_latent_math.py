@@ -74,15 +74,15 @@ def test_segment_values_average_shared_frames_symmetrically():
     assert np.array_equal(r, parts[1][0])
 
 
-def _keys(frames, values, kind=0):
+def _keys(frames, values, interpolation=0):
     n = len(frames)
     co = np.stack([frames, values], -1).astype(np.float32)
     return {"co": co, "handle_left": co - np.float32(0.3), "handle_right": co + np.float32(0.3),
-            "interpolation": np.full(n, kind, np.int32), "select_control_point": np.zeros(n, bool)}
+            "interpolation": np.full(n, interpolation, np.int32), "select_control_point": np.zeros(n, bool)}
 
 
 def test_merge_restore_puts_back_the_range_and_keeps_later_edits():
-    orig = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1, kind=1)
+    orig = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1, interpolation=1)
     cur = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1 + 5.0)  # range 5..12 overwritten
     outside = (orig["co"][:, 0] < 5) | (orig["co"][:, 0] > 12)
     for a in cur:
@@ -113,7 +113,7 @@ def test_merge_restore_after_a_stretch_and_for_created_curves():
 
 def test_pack_unpack_round_trip():
     a = _keys(np.arange(3, dtype=float), np.array([0.1, 0.2, 0.3]))
-    b = _keys(np.arange(5, dtype=float), np.linspace(-1, 1, 5), kind=2)
+    b = _keys(np.arange(5, dtype=float), np.linspace(-1, 1, 5), interpolation=2)
     packed = latent_math.pack_curves([("x", 0, a), ("y", 2, None), ("x", 1, b)])
     dtypes = {"co": (np.float32, 2), "handle_left": (np.float32, 2), "handle_right": (np.float32, 2),
               "interpolation": (np.int32, 1), "select_control_point": (bool, 1)}
