@@ -155,7 +155,7 @@ def profile(shots: Path, out: Path) -> None:
     timed(safe_io, "write_marker", "the done marker")
     files = sorted(shots.glob("*.blend"))
     for n, src in enumerate(files):
-        job = {"id": n, "command": "mesh-inbetween", "kind": "blend", "source": str(src), "output": str(out / src.name),
+        job = {"id": n, "command": "mesh-inbetween", "file_type": "blend", "source": str(src), "output": str(out / src.name),
                "in_place": False, "digest": "profile", "options": {"objects": [], "checkpoint": "", "range": None,
                                                                    "keys": {"source": "every", "every": 5, "frames": None}}}
         t = time.perf_counter()

@@ -168,12 +168,13 @@ def read_model(path) -> ModelInfo:
 
 
 def _model_info(path: Path, doc: dict) -> ModelInfo:
-    kinds = numpy_module("checkpoint_kind")
-    kind = kinds.kind_of(doc)
-    if kind is None:
-        raise BridgeError(kinds.not_motion(path.name, doc))  # (names what a checkpoint holds)
+    checkpoint_kind = numpy_module("checkpoint_kind")
+    found = checkpoint_kind.kind_of(doc)
+    if found is None:
+        raise BridgeError(checkpoint_kind.not_motion(path.name, doc))  # (names what a checkpoint holds)
+    content, task = found  # ("motion" or "mesh", the model task)
     info, asset = doc.get("info") or {}, doc.get("asset") or {}
-    mesh = kind[0] == "mesh"
+    mesh = content == "mesh"
     sk = {} if mesh else doc["skeleton"]
     feat = {} if mesh else doc["features"]
     files = (path, path.with_name(Path(str(doc.get("weights") or path.with_suffix(".safetensors").name)).name))
@@ -183,12 +184,12 @@ def _model_info(path: Path, doc: dict) -> ModelInfo:
                      np.asarray(sk.get("offsets", ()), dtype=np.float64).reshape(-1, 3),
                      tuple(feat.get("position_joints", ())), tuple(feat.get("rotation_joints", ())),
                      int(doc.get("window", 61)), numpy_module("timebase").model_frame_time(info),
-                     task=kind[1],
+                     task=task,
                      latent=int(doc["model"]["latent"]), min_frames=int((info.get("config") or {}).get("min_window", 2)),
                      principal_names=tuple(info.get("principal_names", ())),
                      principal_descriptions=tuple(info.get("principal_descriptions", ())),
                      mesh=mesh, vertices=int(asset.get("vertices", 0)), files=files,
-                     not_motion=kinds.not_motion(path.name, doc))
+                     not_motion=checkpoint_kind.not_motion(path.name, doc))
 
 
 def describe(settings: BackendSettings) -> ModelInfo:

@@ -148,7 +148,7 @@ def reach(obj, s: int) -> tuple[int, int]:
     from blender_addon.core import latent_math as LM
     a, b = segment_frames(obj, s)
     st = obj.splinetween_latent
-    if st.kind != "AUTOENCODER":
+    if st.task != "AUTOENCODER":
         return a, b
     if s > 0:
         pa, pb = segment_frames(obj, s - 1)

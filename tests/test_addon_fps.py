@@ -166,7 +166,7 @@ def test_inbetween_at_24_fps_stays_editable(copy_of):
     keys = list(range(1, 24 * SECONDS + 2, 12))
     assert OP() == {"FINISHED"}
     st = arm.splinetween_latent
-    assert st.active and st.kind == "INBETWEEN" and (st.frame_start, st.frames) == (1, 24 * SECONDS + 1)
+    assert st.active and st.task == "INBETWEEN" and (st.frame_start, st.frames) == (1, 24 * SECONDS + 1)
     assert list(st["model_keys"]) == [15 * i for i in range(len(keys))]
     assert st.segments[-1].end == 24 * SECONDS and all((s.start % 12, s.end % 12) == (0, 0) for s in st.segments)
     before, full = curves(arm), snapshot(arm)

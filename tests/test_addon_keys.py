@@ -8,6 +8,7 @@ import writer_cases
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
 
 bpy = bpy()
+from blender_addon.core import key_rows  # noqa: E402
 from blender_addon.io import keys as K  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
 
@@ -100,15 +101,15 @@ def test_values_at_is_what_evaluate_gives(bag):
 
 
 def test_new_rows_and_merge():
-    rows = K.new_rows([5, 6, 7], np.arange(6.0).reshape(2, 3), bezier=True,
-                      handles=(np.zeros((2, 3, 2)), np.ones((2, 3, 2))), aligned=2)
+    rows = key_rows.new_rows([5, 6, 7], np.arange(6.0).reshape(2, 3), K.new_key_enums(True, [True, True, False]),
+                             handles=(np.zeros((2, 3, 2)), np.ones((2, 3, 2))))
     assert rows["co"].shape == (2, 3, 2) and rows["co"].dtype == np.float32
     assert rows["co"][1, :, 1].tolist() == [3.0, 4.0, 5.0]
     aligned, clamped = K.enum_value("handle_left_type", "ALIGNED"), K.enum_value("handle_left_type", "AUTO_CLAMPED")
     assert rows["handle_left_type"][0].tolist() == [aligned, aligned, clamped]
     assert (rows["interpolation"] == K.enum_value("interpolation", "BEZIER")).all()
     assert (rows["type"] == K.enum_value("type", "GENERATED")).all() and not rows["select_control_point"].any()
-    old = K.new_rows([1, 6, 9], np.full((2, 3), -1.0))
+    old = key_rows.new_rows([1, 6, 9], np.full((2, 3), -1.0), K.new_key_enums())
     merged, order = K.merge(old, np.array([True, True, False]), rows)
     assert merged["co"][0, :, 0].tolist() == [1, 5, 6, 6, 7]  # sorted; the kept key first on frame 6
     assert merged["co"][0, :, 1].tolist() == [-1, 0, -1, 1, 2]
@@ -158,7 +159,7 @@ def test_values_at_on_a_flat_curve_is_what_evaluate_gives_bit_for_bit(bag, value
     the keys, with either extrapolation, Bezier or linear keys; a curve with one handle off that value is
     evaluated."""
     fc = K.Curves(bag).ensure("scale", 1)
-    keys = K.new_rows([1, 16, 31, 46], np.full((1, 4), value), bezier=bezier)
+    keys = key_rows.new_rows([1, 16, 31, 46], np.full((1, 4), value), K.new_key_enums(bezier))
     K.write(fc, {a: v[0] for a, v in keys.items()})
     frames = np.linspace(-10.0, 60.0, 121)
     for extrapolation in ("CONSTANT", "LINEAR"):

@@ -36,7 +36,7 @@ KEYS = [1, 6, 11, 16, 21, 26, 31, 36, 41, 46, 51, 56, 60]
 def test_key_frames_stay_exactly_and_the_gaps_are_filled(truth, filled):
     obj = bpy.data.objects[filled["name"]]
     st = obj.splinetween_latent
-    assert st.active and st.kind == "INBETWEEN" and (st.frame_start, st.frame_end) == (1, 60)
+    assert st.active and st.task == "INBETWEEN" and (st.frame_start, st.frame_end) == (1, 60)
     assert (np.asarray(st["keys"]) + 1).tolist() == KEYS
     out, real = filled["frames"], truth["frames"]
     keys = np.array(KEYS) - 1

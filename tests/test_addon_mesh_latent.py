@@ -52,7 +52,7 @@ def test_encode_shows_the_frames_read_and_the_sliders_layer_the_models_edit(sour
     obj = flag_obj
     data, mods = mesh_data(obj), stack(obj)
     st = encode(obj)
-    assert st.active and st.kind == "AUTOENCODER" and [(s.start, s.end) for s in st.segments] == [(0, 30), (30, 60), (60, 90), (90, 120)]
+    assert st.active and st.task == "AUTOENCODER" and [(s.start, s.end) for s in st.segments] == [(0, 30), (30, 60), (60, 90), (90, 120)]
     assert obj.modifiers[-1].name == "Splinetween" and obj.modifiers[-1].type == "MESH_CACHE"
     assert stack(obj)[:-1] == mods and np.array_equal(mesh_data(obj), data)  # the mesh itself is untouched
     assert raw_props(obj) == [LM.raw_name(s, c) for s in range(4) for c in range(4)]

@@ -140,8 +140,10 @@ def test_not_a_mesh_and_already_encoded(flag_obj):
 def test_a_missing_checkpoint_turns_the_sliders_off_and_remove_still_works(flag_obj, tmp_path):
     import shutil
 
+    from backend import json_limits
     from blender_addon.core import latent_math
-    for f in latent_math.checkpoint_files(MESH_AUTOENCODER):  # config, weights and the asset's shared basis
+    # config, weights and the asset's shared basis
+    for f in latent_math.checkpoint_files(MESH_AUTOENCODER, json_limits.read):
         shutil.copy(f, tmp_path / f.name)
     prefs().mesh_autoencoder = str(tmp_path / MESH_AUTOENCODER.name)
     try:

@@ -93,7 +93,7 @@ def test_mesh_inbetween_writes_a_pc2_beside_each_output(inputs, inbetweened):
     mod = obj.modifiers[-1]
     assert (mod.type, mod.name, mod.filepath, mod.frame_start) == ("MESH_CACHE", "Splinetween",
                                                                      "//splinetween/flag_a_cloth_inbetween.pc2", 1)
-    assert obj.splinetween_latent.active and obj.splinetween_latent.kind == "INBETWEEN"
+    assert obj.splinetween_latent.active and obj.splinetween_latent.task == "INBETWEEN"
     np.testing.assert_allclose(evaluated(obj, 23), samples["flag_a.blend"][22], atol=1e-6)
 
 
@@ -145,5 +145,5 @@ def test_mesh_encode_and_frames_out_of_range(inputs, tmp_path):
     assert o["cache"] == str(pc2) and pc2.exists()
     bpy.ops.wm.open_mainfile(filepath=str(out / "flag.blend"), load_ui=False, use_scripts=False)
     st = bpy.data.objects["cloth"].splinetween_latent
-    assert st.active and st.kind == "AUTOENCODER" and (st.frame_start, st.frame_end) == (1, 40)
+    assert st.active and st.task == "AUTOENCODER" and (st.frame_start, st.frame_end) == (1, 40)
     assert bpy.data.objects["cloth"].modifiers[-1].filepath == "//splinetween/flag_cloth_encoded.pc2"

@@ -36,7 +36,7 @@ def thinned(walk):
 def test_inbetween_leaves_editable_controls(walk, thinned):
     assert OP() == {"FINISHED"}
     st = thinned.splinetween_latent
-    assert st.active and st.kind == "INBETWEEN" and (st.frame_start, st.frames) == (1, walk["n"])
+    assert st.active and st.task == "INBETWEEN" and (st.frame_start, st.frames) == (1, walk["n"])
     assert st.principal_names == "" and all(s.signature for s in st.segments)
     assert st.segments[0].start == 0 and all(walk["keys"][0] - 1 <= s.start for s in st.segments)
     assert bpy.ops.anim.splinetween_redecode() == {"FINISHED"}  # the keys already show the controls
@@ -183,3 +183,40 @@ def test_a_shared_action_is_refused_by_inbetween_editable_as_by_encode(walk, thi
         assert OP(editable=False) == {"FINISHED"} and not thinned.splinetween_latent.active
     finally:
         bpy.data.objects.remove(other)
+
+
+def test_a_file_saved_before_kind_became_task_keeps_its_in_betweened_range(walk, thinned, tmp_path):
+    """Files saved before the range's model task was called ``task`` hold it as the ID property ``kind``
+    of the property group (the old EnumProperty's number: INBETWEEN is 1).  Reloaded, the range is still
+    an in-betweened one: a slider writes what it writes on a range saved today, between the keys and never
+    the keys; Remove then drops the old property with the rest."""
+    assert OP() == {"FINISHED"}
+    name, st = thinned.name, thinned.splinetween_latent
+    full = snapshot(thinned)
+    st.segments[1].amplify = 2.5
+    want = curves(thinned)
+    st.segments[1].amplify = 1.0
+    assert st["task"] == 1  # (today's name, the old number)
+    del st["task"]
+    st["kind"] = 1  # as the code before the rename stored it
+    path = tmp_path / "saved-before-the-rename.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
+    obj = bpy.data.objects[name]
+    st = obj.splinetween_latent
+    assert "task" not in st.keys() and st["kind"] == 1 and st.task == "INBETWEEN"
+    before = curves(obj)
+    st.segments[1].amplify = 2.5
+    got = curves(obj)
+    a, b = segment_frames(obj, 1)
+    frames = changed_frames(before, got)
+    assert len(frames) and frames.min() > a and frames.max() < b and not set(frames) & set(walk["keys"])
+    for k in want:  # (the same decode: equal to float32 rounding)
+        assert np.array_equal(got[k][:, 0], want[k][:, 0])
+        assert np.allclose(got[k][:, 1], want[k][:, 1], rtol=0, atol=1e-5)
+    after = snapshot(obj)
+    for k in full:
+        assert_same_keys(full[k], after[k], keys_on(full[k], walk["keys"]), keys_on(after[k], walk["keys"]))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.anim.splinetween_remove() == {"FINISHED"}
+    assert "kind" not in st.keys() and "task" not in st.keys() and st.task == "AUTOENCODER"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
+from backend import json_limits
 from blender_addon.core import latent_math
 from blender_addon.core import rig_math
 
@@ -73,15 +74,15 @@ def test_segment_values_average_shared_frames_symmetrically():
     assert np.array_equal(r, parts[1][0])
 
 
-def _keys(frames, values, kind=0):
+def _keys(frames, values, interpolation=0):
     n = len(frames)
     co = np.stack([frames, values], -1).astype(np.float32)
     return {"co": co, "handle_left": co - np.float32(0.3), "handle_right": co + np.float32(0.3),
-            "interpolation": np.full(n, kind, np.int32), "select_control_point": np.zeros(n, bool)}
+            "interpolation": np.full(n, interpolation, np.int32), "select_control_point": np.zeros(n, bool)}
 
 
 def test_merge_restore_puts_back_the_range_and_keeps_later_edits():
-    orig = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1, kind=1)
+    orig = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1, interpolation=1)
     cur = _keys(np.arange(1, 21, dtype=float), np.arange(20) * 0.1 + 5.0)  # range 5..12 overwritten
     outside = (orig["co"][:, 0] < 5) | (orig["co"][:, 0] > 12)
     for a in cur:
@@ -112,7 +113,7 @@ def test_merge_restore_after_a_stretch_and_for_created_curves():
 
 def test_pack_unpack_round_trip():
     a = _keys(np.arange(3, dtype=float), np.array([0.1, 0.2, 0.3]))
-    b = _keys(np.arange(5, dtype=float), np.linspace(-1, 1, 5), kind=2)
+    b = _keys(np.arange(5, dtype=float), np.linspace(-1, 1, 5), interpolation=2)
     packed = latent_math.pack_curves([("x", 0, a), ("y", 2, None), ("x", 1, b)])
     dtypes = {"co": (np.float32, 2), "handle_left": (np.float32, 2), "handle_right": (np.float32, 2),
               "interpolation": (np.int32, 1), "select_control_point": (bool, 1)}
@@ -127,12 +128,12 @@ def test_checkpoint_hash_follows_the_content(tmp_path):
     j, w = tmp_path / "m.json", tmp_path / "m.safetensors"
     j.write_text('{"weights": "m.safetensors"}')
     w.write_bytes(b"abc")
-    h = latent_math.checkpoint_hash(j)
-    assert h and h == latent_math.checkpoint_hash(tmp_path / "m")
+    h = latent_math.checkpoint_hash(j, read_json=json_limits.read)
+    assert h and h == latent_math.checkpoint_hash(tmp_path / "m", read_json=json_limits.read)
     w.write_bytes(b"abd" + b"\0")
-    assert latent_math.checkpoint_hash(j) not in (None, h)
+    assert latent_math.checkpoint_hash(j, read_json=json_limits.read) not in (None, h)
     w.unlink()
-    assert latent_math.checkpoint_hash(j) is None
+    assert latent_math.checkpoint_hash(j, read_json=json_limits.read) is None
 
 
 def test_segments_ease_into_their_seams():
@@ -165,11 +166,12 @@ def test_a_slider_may_use_a_recent_look_at_the_checkpoint_other_callers_look_now
     j = tmp_path / "m.json"
     j.write_text("{}")
     (tmp_path / "m.safetensors").write_bytes(b"weights")
-    h = latent_math.checkpoint_hash(j, latent_math.STAT_EVERY)
+    h = latent_math.checkpoint_hash(j, latent_math.STAT_EVERY, read_json=json_limits.read)
     (tmp_path / "m.safetensors").write_bytes(b"other weights")
-    assert latent_math.checkpoint_hash(j, 60.0) == h  # (a drag: the look a moment ago)
-    fresh = latent_math.checkpoint_hash(j)
+    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == h  # (a drag: the look a moment ago)
+    fresh = latent_math.checkpoint_hash(j, read_json=json_limits.read)
     assert fresh not in (None, h)
-    assert latent_math.checkpoint_hash(j, 60.0) == fresh  # (the fresh look is the one a drag uses next)
+    # (the fresh look is the one a drag uses next)
+    assert latent_math.checkpoint_hash(j, 60.0, read_json=json_limits.read) == fresh
     (tmp_path / "m.safetensors").unlink()
-    assert latent_math.checkpoint_hash(j, 0.0) is None
+    assert latent_math.checkpoint_hash(j, 0.0, read_json=json_limits.read) is None

@@ -96,11 +96,11 @@ def test_quaternion_and_axis_angle_values_follow_the_original():
     assert np.abs(out[:, 0] - aa_ref[:, 0]).max() < 0.3 and (np.sum(out[:, 1:] * aa_ref[:, 1:], -1) > 0).all()
 
 
-def _keys(frames, values, kind=0):
+def _keys(frames, values, interpolation=0):
     n = len(frames)
     co = np.stack([frames, values], -1).astype(np.float32)
     return {"co": co, "handle_left": co - np.float32(0.3), "handle_right": co + np.float32(0.3),
-            "interpolation": np.full(n, kind, np.int32), "handle_left_type": np.zeros(n, np.int32),
+            "interpolation": np.full(n, interpolation, np.int32), "handle_left_type": np.zeros(n, np.int32),
             "handle_right_type": np.zeros(n, np.int32), "type": np.zeros(n, np.int32),
             "easing": np.zeros(n, np.int32), "back": np.zeros(n, np.float32), "amplitude": np.zeros(n, np.float32),
             "period": np.zeros(n, np.float32), "select_control_point": np.ones(n, bool),
@@ -122,8 +122,8 @@ def test_written_frames_reach_the_originals_nearest_keys():
 
 
 def test_a_layered_curve_keeps_the_original_outside_its_frames():
-    base = _keys(np.array([1.0, 10.0, 20.0, 40.0, 50.0]), np.arange(5.0), kind=0)
-    current = _keys(np.array([-5.0, 3.0, 30.0, 60.0]), np.arange(4.0) + 100, kind=2)
+    base = _keys(np.array([1.0, 10.0, 20.0, 40.0, 50.0]), np.arange(5.0), interpolation=0)
+    current = _keys(np.array([-5.0, 3.0, 30.0, 60.0]), np.arange(4.0) + 100, interpolation=2)
     out = layer_math.layered_curve(current, base, 1, 50, np.zeros(0, np.int64), np.zeros(0), ENUMS)
     assert out["co"][:, 0].tolist() == [-5.0, 1.0, 10.0, 20.0, 40.0, 50.0, 60.0]
     for a in base:  # inside the range: the original's keys, every attribute as it was

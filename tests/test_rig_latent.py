@@ -181,7 +181,7 @@ def test_inbetween_editable_on_a_twist_rig(walk):
         before = snapshot(rig)
         assert bpy.ops.anim.splinetween_inbetween(editable=True) == {"FINISHED"}
         st = rig.splinetween_latent
-        assert st.active and st.kind == "INBETWEEN"
+        assert st.active and st.task == "INBETWEEN"
         fill, at_rest = snapshot(rig), heads(rig, FRAMES)
         for k, v in fill.items():  # the user's keys stay; the twist bone is not in-betweened
             if TWIST in k[0]:

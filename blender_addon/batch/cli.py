@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     in_place = bool(getattr(args, "in_place", False))
     try:
         items = inputs.plan(args.inputs, args.out_dir if writes else None, in_place, _output_name(args.command),
-                            kinds=("blend",) if args.command.startswith("mesh-") else None)
+                            file_types=("blend",) if args.command.startswith("mesh-") else None)
     except inputs.UsageError as e:
         ap.error(str(e))
     options = _options(args)

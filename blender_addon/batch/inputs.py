@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import bridge
 from .safe_io import BACKUP_SUFFIX, MARKER_SUFFIX, TEMP_TAG
 
-KINDS = {".blend": "blend", ".bvh": "bvh"}
+FILE_TYPES = {".blend": "blend", ".bvh": "bvh"}  # suffix -> the file type a job is dispatched by
 
 
 class UsageError(ValueError):
@@ -26,7 +26,7 @@ class UsageError(ValueError):
 @dataclass
 class Item:
     source: Path  # absolute
-    kind: str  # "blend", "bvh", or "" (not a supported file: reported as failed)
+    file_type: str  # "blend", "bvh", or "" (not a supported file: reported as failed)
     rel: Path  # mirrored name below the output folder
     output: Path | None = None
     problem: str = ""  # why it cannot be processed (missing, unsupported); reported as failed
@@ -35,7 +35,7 @@ class Item:
 def _is_ours(p: Path) -> bool:
     """Temporary files, markers and backups of earlier runs are never inputs."""
     n = p.name
-    return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or any(n.endswith(s + BACKUP_SUFFIX) for s in KINDS)
+    return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or any(n.endswith(s + BACKUP_SUFFIX) for s in FILE_TYPES)
 
 
 _NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
@@ -65,11 +65,11 @@ def folder_problem(folder: Path) -> str:
     return problem + "; choose a folder (one that does not exist yet is created)"
 
 
-def _kind(p: Path) -> str:
-    return KINDS.get(p.suffix.lower(), "")
+def _file_type(p: Path) -> str:
+    return FILE_TYPES.get(p.suffix.lower(), "")
 
 
-def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list[tuple[Path, str]]:
+def expand(patterns: list[str], exclude: Path | None = None, file_types=None) -> list[tuple[Path, str]]:
     """-> [(absolute path, problem)] in the order given, duplicates removed.  A path that names
     no file and no match of a glob is kept with its problem (reported as a failed file)."""
     out: dict[Path, str] = {}
@@ -82,14 +82,14 @@ def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list
         if _is_ours(p) and not explicit:
             return
         odd = not_regular(p)
-        if odd and (explicit or _kind(p)):
+        if odd and (explicit or _file_type(p)):
             out.setdefault(p, odd)
             return
-        if not _kind(p):
+        if not _file_type(p):
             if explicit:
                 out.setdefault(p, "not a .blend or .bvh file")
             return
-        if kinds is not None and _kind(p) not in kinds and not explicit:  # found in a folder or by a glob
+        if file_types is not None and _file_type(p) not in file_types and not explicit:  # found in a folder or by a glob
             return
         out.setdefault(p, "")
 
@@ -111,13 +111,13 @@ def expand(patterns: list[str], exclude: Path | None = None, kinds=None) -> list
     return list(out.items())
 
 
-def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=None, kinds=None) -> list[Item]:
-    """Inputs with their outputs; ``output_name(rel) -> rel`` renames (encode's sidecars); ``kinds``: the
-    kinds that folders and globs collect (default: all; a file named explicitly is always taken).
+def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=None, file_types=None) -> list[Item]:
+    """Inputs with their outputs; ``output_name(rel) -> rel`` renames (encode's sidecars); ``file_types``: the
+    file types that folders and globs collect (default: all; a file named explicitly is always taken).
 
     Raises UsageError when nothing matched or an output would land on an input."""
     out_dir = out_dir.resolve() if out_dir else None
-    found = expand(patterns, exclude=out_dir if not in_place else None, kinds=kinds)
+    found = expand(patterns, exclude=out_dir if not in_place else None, file_types=file_types)
     if not found:
         raise UsageError("no input matched: " + " ".join(patterns))
     real = [p for p, problem in found if not problem]
@@ -125,7 +125,7 @@ def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=
     items = []
     for p, problem in found:
         rel = p.relative_to(base) if not problem and base in p.parents else Path(p.name)
-        item = Item(p, _kind(p), rel, problem=problem)
+        item = Item(p, _file_type(p), rel, problem=problem)
         if not problem:
             if in_place:
                 item.output = p if output_name is None else p.with_name(output_name(rel).name)

@@ -16,6 +16,7 @@ from ..core import constraints, layer_math
 from ..core.errors import Refusal
 from ..inbetween import fill
 from ..io import bone_map as bone_map_io
+from ..io import keys as keys_io
 from ..io import nla
 from ..io import scene as scene_io
 from ..latent import core as latent_core
@@ -64,7 +65,7 @@ def match(obj, info: bridge.ModelInfo, given: dict | None = None) -> list[str] |
 
 
 def key_range(curves: dict) -> tuple[int, int] | None:
-    xs = [fc.range() for fcs in curves.values() for fc in fcs if len(fc.keyframe_points)]
+    xs = [fc.range() for fcs in curves.values() for fc in fcs if keys_io.count(fc)]
     if not xs:
         return None
     return int(np.floor(min(x[0] for x in xs) + 1e-4)), int(np.ceil(max(x[1] for x in xs) - 1e-4))
@@ -83,12 +84,6 @@ def _frames_of(obj, curves: dict, keys: dict) -> list[int]:
     return sorted({int(f) for f in keys["frames"]})
 
 
-def _read_x(fc) -> np.ndarray:
-    co = np.zeros(2 * len(fc.keyframe_points), dtype=np.float32)
-    fc.keyframe_points.foreach_get("co", co)
-    return co[0::2].astype(np.float64)
-
-
 def select_frames(curves: dict, frames: list[int]) -> None:
     """Select exactly the keys on ``frames`` on the matched bones' curves; where no curve has a key
     on one of the frames, key one curve there with its own value (the handles of its other keys
@@ -97,23 +92,15 @@ def select_frames(curves: dict, frames: list[int]) -> None:
     covered = set()
     for fcs in curves.values():
         for fc in fcs:
-            x = _read_x(fc)
+            x = keys_io.read(fc, ("co",))["co"][:, 0].astype(np.float64)
             on = np.isin(np.round(x), want) & (np.abs(x - np.round(x)) < 1e-4)
-            fc.keyframe_points.foreach_set("select_control_point", on)
+            keys_io.select(fc, on)
             covered.update(int(round(v)) for v in x[on])
     missing = [int(f) for f in want if int(f) not in covered]
     anchor = next((fc for fcs in curves.values() for fc in fcs), None)
     if not missing or anchor is None:
         return
-    old = scene_io.read_keys(anchor)
-    for f in missing:
-        anchor.keyframe_points.insert(f, anchor.evaluate(f), options={"FAST"}).select_control_point = True
-    anchor.update()
-    new = scene_io.read_keys(anchor)
-    idx = np.searchsorted(new["co"][:, 0], old["co"][:, 0])
-    for a in ("handle_left", "handle_right"):
-        new[a][idx] = old[a]
-        anchor.keyframe_points.foreach_set(a, new[a].ravel())
+    keys_io.insert_selected(anchor, missing)
 
 
 def _has_gap(selected: dict) -> bool:
@@ -178,7 +165,7 @@ def inbetween(job: dict, state, entry: dict, progress):
         if keys["source"] == "present":
             for fcs in curves.values():
                 for fc in fcs:
-                    fc.keyframe_points.foreach_set("select_control_point", np.ones(len(fc.keyframe_points), bool))
+                    keys_io.select(fc, True)
         elif keys["source"] != "selected":
             frames = _frames_of(obj, curves, keys)
             if len(frames) < 2:
@@ -218,7 +205,7 @@ def _latent_summary(obj) -> dict | None:
     st = getattr(obj, "splinetween_latent", None)
     if st is None or not st.active:
         return None
-    out = {"kind": st.kind.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
+    out = {"task": st.task.lower(), "frames": [st.frame_start, st.frame_end], "segments": len(st.segments),
            "amplify": [round(seg.amplify, 6) for seg in st.segments],
            "timing": [round(seg.timing, 6) for seg in st.segments], "principal_names": latent_core.names(st)}
     fit = latent_core.fidelity(st)
@@ -324,7 +311,7 @@ def info(job: dict, state, entry: dict, progress):
         if bag is not None:
             pose_curves = [fc for fc in bag.fcurves if fc.data_path.startswith("pose.bones[")]
             rec["fcurves"] = len(bag.fcurves)
-            rec["keys"] = sum(len(fc.keyframe_points) for fc in bag.fcurves)
+            rec["keys"] = sum(keys_io.count(fc) for fc in bag.fcurves)
             rng = key_range({"all": pose_curves})
             rec["key_range"] = list(rng) if rng else None
             rec["selected_key_frames"] = [int(round(f)) for f in scene_io.selected_frames(pose_curves)]

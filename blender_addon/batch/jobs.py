@@ -1,4 +1,4 @@
-"""One file's work in a worker: dispatch by kind and command, publish the output safely, mark it done.
+"""One file's work in a worker: dispatch by file type and command, publish the output safely, mark it done.
 
 A file succeeds or fails as a whole: its output is written only when every chosen object went
 through (objects that cannot take part -- another rig, no animation, nothing selected -- are
@@ -74,7 +74,7 @@ def preload(state: State, which: str | None) -> str:
 
 
 def new_entry(job: dict) -> dict:
-    return {"input": job["source"], "output": job.get("output"), "kind": job["kind"], "status": "running",
+    return {"input": job["source"], "output": job.get("output"), "file_type": job["file_type"], "status": "running",
             "objects": [], "gaps": 0, "frames_written": 0, "seconds": 0.0, "warnings": [], "errors": []}
 
 
@@ -84,13 +84,13 @@ def failed_entry(job: dict, error: str) -> dict:
     return entry
 
 
-def _handler(kind: str, command: str):
+def _handler(file_type: str, command: str):
     if command.startswith("mesh-"):
-        if kind != "blend":
+        if file_type != "blend":
             raise JobError("a .bvh file holds no mesh: the mesh commands take .blend files")
         from . import job_mesh
         return getattr(job_mesh, command[len("mesh-"):])
-    if kind == "blend":
+    if file_type == "blend":
         from . import job_blend as mod
     else:
         from . import job_bvh as mod
@@ -103,7 +103,7 @@ def run(job: dict, state: State, progress) -> dict:
     source = Path(job["source"])
     try:
         input_stamp = safe_io.stamp(source)
-        writer = _handler(job["kind"], job["command"])(job, state, entry, progress)
+        writer = _handler(job["file_type"], job["command"])(job, state, entry, progress)
         if writer is not None and not entry["errors"]:
             _publish(job, writer, entry)
     except JobError as e:

@@ -226,7 +226,7 @@ class Pool:
 
                 entry = worker.run(job, self.timeout, progress)
             except WorkerDied as e:
-                entry = {"input": job["source"], "output": None, "kind": job["kind"], "status": "failed",
+                entry = {"input": job["source"], "output": None, "file_type": job["file_type"], "status": "failed",
                          "objects": [], "gaps": 0, "frames_written": 0, "seconds": 0.0, "warnings": [],
                          "errors": [str(e)]}
                 if worker is not None:

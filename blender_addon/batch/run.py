@@ -11,7 +11,7 @@ from . import report, safe_io
 
 
 def _entry(item, status: str, **fields) -> dict:
-    entry = {"input": str(item.source), "output": str(item.output) if item.output else None, "kind": item.kind,
+    entry = {"input": str(item.source), "output": str(item.output) if item.output else None, "file_type": item.file_type,
              "status": status, "objects": [], "gaps": 0, "frames_written": 0, "seconds": 0.0, "warnings": [],
              "errors": []}
     entry.update(fields)
@@ -24,7 +24,7 @@ def _info_lines(entry: dict) -> list[str]:
     lines = [entry["input"]]
     for o in entry["objects"]:
         fit = "fits the model" if o.get("fits_model") else f"does not fit ({o.get('reason', '')})"
-        if entry["kind"] == "bvh":
+        if entry["file_type"] == "bvh":
             lines.append(f"  {o['name']}: {o['frames']} frames at {1 / o['frame_time']:.4g} fps, {o['joints']} joints, "
                          f"{fit}")
             continue
@@ -76,7 +76,7 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
                 ready.append(_entry(item, "skipped", previous={k: previous.get(k) for k in
                                                                ("frames_written", "gaps", "seconds")}))
                 continue
-        jobs.append({"id": n, "command": args.command, "kind": item.kind, "source": str(item.source),
+        jobs.append({"id": n, "command": args.command, "file_type": item.file_type, "source": str(item.source),
                      "output": str(item.output) if item.output else None, "in_place": in_place, "digest": digest,
                      "options": options})
     jobs.sort(key=_size, reverse=True)  # largest first: a big file started last would keep one worker busy alone

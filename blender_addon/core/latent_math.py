@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import os
 import struct
@@ -304,9 +303,10 @@ _weights: dict = {}
 _configs: dict = {}  # a path as given -> its config file's path
 
 
-def checkpoint_files(path) -> tuple[Path, ...]:
+def checkpoint_files(path, read_json) -> tuple[Path, ...]:
     """A checkpoint's config, the weights file it names and, for a mesh asset, its shared vertex
-    basis file (read again when the config changes; a slider change asks every time)."""
+    basis file (read again when the config changes; a slider change asks every time).  ``read_json``:
+    the add-on's limited JSON reader (``backend.json_limits.read``, which ``core`` cannot import)."""
     given = os.fspath(path)
     j = _configs.get(given)
     if j is None:
@@ -319,7 +319,7 @@ def checkpoint_files(path) -> tuple[Path, ...]:
     if key not in _weights:
         default = j.with_suffix(".safetensors").name
         try:
-            doc = json.loads(j.read_text(encoding="utf-8"))
+            doc = read_json(j)
             basis = (doc.get("asset") or {}).get("basis")
             names = (str(doc.get("weights", default)),) + ((str(basis),) if basis else ())
         except (OSError, ValueError, AttributeError):
@@ -334,24 +334,25 @@ STAT_EVERY = 0.25  # seconds: how old a look at a checkpoint's files a slider ch
 _looked: dict = {}  # a path as given -> (when its files were last looked at, their hash)
 
 
-def checkpoint_hash(path, max_age: float = 0.0) -> str | None:
+def checkpoint_hash(path, max_age: float = 0.0, *, read_json) -> str | None:
     """SHA-256 of a checkpoint's config and weights (None when either cannot be read); a file's
     hash is computed once per size and modification time.  ``max_age`` > 0: the answer of a look at
     the files (three stats) at most that many seconds old will do (a dragged slider asks every change;
-    a file replaced meanwhile is noticed a moment later); every other caller looks now."""
+    a file replaced meanwhile is noticed a moment later); every other caller looks now.  ``read_json``: as
+    in :func:`checkpoint_files`."""
     given, now = os.fspath(path), time.monotonic()
     got = _looked.get(given)
     if max_age > 0 and got is not None and now - got[0] < max_age:
         return got[1]
-    out = _hash_now(path)
+    out = _hash_now(path, read_json)
     if len(_looked) > 64:
         _looked.clear()
     _looked[given] = (now, out)
     return out
 
 
-def _hash_now(path) -> str | None:
-    files = checkpoint_files(path)
+def _hash_now(path, read_json) -> str | None:
+    files = checkpoint_files(path, read_json)
     try:
         stamp = tuple((f, s.st_size, s.st_mtime_ns) for f in files for s in (os.stat(f),))
     except OSError:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import latent_math
+from . import key_rows
 from . import rig_math
 
 # Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
 # is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs
-# unfamiliar kinds of motion at 2.6 deg / 1.8 cm on average (docs/results.md, *Autoencoder*); twice that
-# is well outside what it does on any kind it was tested on.
+# unfamiliar motion at 2.6 deg / 1.8 cm on average (docs/results.md, *Autoencoder*); twice that
+# is well outside what it does on any motion it was tested on.
 WARN_DEG = 5.0
 WARN_CM = 4.0
 WARN_MESH_PERCENT = 2.0  # mean vertex error, % of the bounding-box diagonal (the cloth: 0.7 %)
@@ -157,20 +158,6 @@ INHERITED = ("handle_left_type", "handle_right_type", "easing", "back", "amplitu
              "select_control_point", "select_left_handle", "select_right_handle")
 
 
-def new_rows(frames: np.ndarray, values: np.ndarray, enums: dict) -> dict:
-    """LINEAR keys of type Generated, unselected, handles flat on their points (``enums``: attribute ->
-    the integer of LINEAR, GENERATED, AUTO_CLAMPED, AUTO as Blender numbers them)."""
-    m = len(frames)
-    co = np.stack([frames, values], -1).astype(np.float32)
-    rows = {"co": co, "handle_left": co.copy(), "handle_right": co.copy()}
-    for a in ("handle_left_type", "handle_right_type", "interpolation", "type", "easing"):
-        rows[a] = np.full(m, enums[a], np.int32)
-    rows["back"], rows["amplitude"], rows["period"] = (np.full(m, v, np.float32) for v in (1.70158, 0.8, 4.1))
-    for a in ("select_control_point", "select_left_handle", "select_right_handle"):
-        rows[a] = np.zeros(m, dtype=bool)
-    return rows
-
-
 def moved_keys(rows: dict, frames: np.ndarray, offsets: np.ndarray) -> dict:
     """Keys of the original between two of the layer's whole ``frames`` (sub-frames) moved by the layer's
     ``offsets`` there (per frame, linear between the two around each key): value and handles alike."""
@@ -214,7 +201,7 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
         if sub is not None and sub.any():  # the original's sub-frame keys under the layer: moved with it
             parts.append(moved_keys({k: v[sub] for k, v in base.items()}, np.asarray(frames, np.float64), offsets))
     if len(frames):
-        rows = new_rows(np.asarray(frames, np.float64), values, enums)
+        rows = key_rows.new_rows(np.asarray(frames, np.float64), values, enums)
         if attrs is not None:
             rows = {a: rows[a] for a in attrs}
         if base is not None and len(base["co"]) and attrs is None:

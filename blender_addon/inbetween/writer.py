@@ -70,7 +70,7 @@ def _read(obj, curves, plan, out, dense: bool, locked, n_bones: int):
                 if (path, i) not in locked:  # (a locked curve is read for its value, not written)
                     old[path, i] = keys_io.read(fc) if fc is not None else keys_io.empty()
                     co = old[path, i]["co"]
-                has_keys = fc is not None and len(fc.keyframe_points)
+                has_keys = keys_io.count(fc)
                 value = keys_io.values_at(fc, frames, co) if has_keys else static[i]
                 now[channel][frames - plan.start, bone.j, i] = value
     return old, now

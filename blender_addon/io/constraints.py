@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import constraints
+from . import keys as keys_io
 from . import scene as scene_io
 
 
@@ -75,7 +76,7 @@ class IKTarget:
 
 def _location_curves(bag, path: str) -> list:
     curves = [bag.fcurves.find(path, index=i) for i in range(3)] if bag is not None else [None] * 3
-    return curves if all(fc is not None and len(fc.keyframe_points) for fc in curves) else []
+    return curves if all(keys_io.count(fc) for fc in curves) else []
 
 
 def _static(bag, names) -> bool:

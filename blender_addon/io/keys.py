@@ -3,10 +3,10 @@
 A curve's keys travel as a dict of arrays, one per key attribute (``ATTRS``: ``co`` and the handles
 ``[n, 2]`` float32, the enums ``[n]`` int32, back / amplitude / period float32, the selection flags
 bool), as Blender stores them, so writing back what was read is bit-identical.  New keys are built
-as rows of the same dict (:func:`new_rows`), merged with the kept keys in numpy (:func:`merge`)
-and written with :func:`write`; Blender's own ``update()`` then recomputes the automatic
-handles, and :func:`put_handles` gives back the handles that must not move.  F-curves
-are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
+as rows of the same dict (``core/key_rows.new_rows``, with :func:`new_key_enums`), merged with the
+kept keys in numpy (:func:`merge`) and written with :func:`write`; Blender's own ``update()`` then
+recomputes the automatic handles, and :func:`put_handles` gives back the handles that must not move.
+F-curves are looked up once per operation (:class:`Curves`), not with ``fcurves.find`` per channel.
 
 This is the one module that touches ``keyframe_points`` for Inbetween and the latent layer alike (the
 layer's slider writes, whole-curve sets and re-timing are at the end), so it is longer than 300 lines.
@@ -18,6 +18,7 @@ from functools import lru_cache
 import bpy
 import numpy as np
 
+from ..core import key_rows
 from .compat import new_fcurve
 
 VEC2 = ("co", "handle_left", "handle_right")
@@ -26,7 +27,6 @@ FLOATS = ("back", "amplitude", "period")
 BOOLS = ("select_control_point", "select_left_handle", "select_right_handle")
 ATTRS = {**{a: (np.float32, 2) for a in VEC2}, **{a: (np.int32, 1) for a in ENUMS},
          **{a: (np.float32, 1) for a in FLOATS}, **{a: (bool, 1) for a in BOOLS}}
-BLENDER_DEFAULTS = {"back": 1.70158, "amplitude": 0.8, "period": 4.1}  # a key inserted in Blender has these
 # What ``keyframe_points.add`` gives a new key (ED_keyframes_add: "defaults, ignoring user
 # preferences"; checked in tests/test_addon_keys.py): an attribute that keeps it needs no write.
 ADDED = {"handle_left_type": "AUTO_CLAMPED", "handle_right_type": "AUTO_CLAMPED", "interpolation": "BEZIER",
@@ -151,32 +151,23 @@ def put_handles(fc, keys: dict[str, np.ndarray], rows: np.ndarray) -> None:
         kp.foreach_set(a, now.ravel())
 
 
-def new_rows(frames, values, bezier: bool = False, handles=None, aligned: int = 0) -> dict[str, np.ndarray]:
-    """New keys (GENERATED, unselected, easing AUTO, Blender's back / amplitude / period) at ``frames``
-    ``[m]`` with ``values [..., m]`` (any leading dimensions: several curves at once).  LINEAR, or
-    BEZIER with ``bezier``; handles on the keys' points, or ``handles`` = (left, right) ``[..., m, 2]``.
-    Handle types AUTO_CLAMPED, ALIGNED on the first ``aligned`` keys."""
-    values = np.asarray(values, dtype=np.float64)
-    frames = np.broadcast_to(np.asarray(frames, dtype=np.float64), values.shape)
-    lead, m = values.shape[:-1], values.shape[-1]
-    co = np.stack([frames, values], -1).astype(np.float32)
-    rows = {"co": co}
-    if handles is None:
-        rows["handle_left"], rows["handle_right"] = co, co.copy()
-    else:
-        rows["handle_left"], rows["handle_right"] = (np.asarray(h).astype(np.float32) for h in handles)
-    htype = np.full(lead + (m,), enum_value("handle_left_type", "AUTO_CLAMPED"), dtype=np.int32)
-    htype[..., :aligned] = enum_value("handle_left_type", "ALIGNED")
-    rows["handle_left_type"], rows["handle_right_type"] = htype, htype.copy()
-    ipo = enum_value("interpolation", "BEZIER" if bezier else "LINEAR")
-    rows["interpolation"] = np.full(lead + (m,), ipo, dtype=np.int32)
-    rows["type"] = np.full(lead + (m,), enum_value("type", "GENERATED"), dtype=np.int32)
-    rows["easing"] = np.full(lead + (m,), enum_value("easing", "AUTO"), dtype=np.int32)
-    for a, v in BLENDER_DEFAULTS.items():
-        rows[a] = np.full(lead + (m,), v, dtype=np.float32)
-    for a in BOOLS:
-        rows[a] = np.zeros(lead + (m,), dtype=bool)
-    return rows
+def new_key_enums(bezier: bool = False, aligned=None) -> dict[str, int | np.ndarray]:
+    """The enum integers of new keys (``key_rows.new_rows``): GENERATED, easing AUTO, LINEAR (BEZIER with
+    ``bezier``), handle types AUTO_CLAMPED (ALIGNED on the keys where the boolean mask ``aligned [m]``
+    is set)."""
+    enums = dict(_new_key_enums(bezier))
+    if aligned is not None:
+        htype = np.where(aligned, enum_value("handle_left_type", "ALIGNED"), enums["handle_left_type"])
+        enums["handle_left_type"] = enums["handle_right_type"] = htype.astype(np.int32)
+    return enums
+
+
+@lru_cache(maxsize=None)
+def _new_key_enums(bezier: bool) -> dict:
+    clamped = enum_value("handle_left_type", "AUTO_CLAMPED")
+    return {"handle_left_type": clamped, "handle_right_type": clamped,
+            "interpolation": enum_value("interpolation", "BEZIER" if bezier else "LINEAR"),
+            "type": enum_value("type", "GENERATED"), "easing": enum_value("easing", "AUTO")}
 
 
 def merge(old: dict, keep: np.ndarray, new: dict) -> tuple[dict, np.ndarray]:
@@ -212,8 +203,9 @@ def replace_in_gaps(fcs, olds, gaps, frames, values, handles=None, statics=None)
         values = np.concatenate([values, end_values], -1)
         if handles is not None:
             handles = tuple(np.concatenate([h, end_points], -2) for h in handles)
-    bezier = handles is not None
-    new = new_rows(frames, values, bezier, handles, aligned=values.shape[-1] - len(ends) if bezier else 0)
+    bezier = handles is not None  # (Bezier keys: the motion's handles, ALIGNED on all but the gap ends)
+    aligned = np.arange(values.shape[-1]) < values.shape[-1] - len(ends) if bezier else None
+    new = key_rows.new_rows(frames, values, new_key_enums(bezier, aligned), handles)
     keep = ~inside
     stacked = {a: np.stack([o[a] for o in olds]) for a in ATTRS}
     merged, order = merge(stacked, keep, new)
@@ -293,7 +285,7 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.n
     ``foreach_set`` of ``co`` per curve, the checks and the assignment in numpy over all curves at once
     (``co``: every curve's ``co`` just read, one curve after the other: not read again, and updated in place).
     -> the curves left as they were because a frame has no key there (or no curve).  Handles stay: they
-    belong to the layer's LINEAR keys (``layer_math.new_rows``), whose handles shape no whole frame (a
+    belong to the layer's LINEAR keys (``key_rows.new_rows``), whose handles shape no whole frame (a
     run of them starts on the frame after an original key)."""
     kps = [fc.keyframe_points if fc is not None else () for fc in fcs]
     counts = [len(kp) for kp in kps]
@@ -411,3 +403,30 @@ def set_changed(fc, current: dict, keys: dict) -> None:
     for a, v in current.items():  # (only the attributes read: the others stay as they are)
         if not np.array_equal(v, keys[a]):
             kp.foreach_set(a, np.ascontiguousarray(keys[a]).ravel())
+
+
+# -- counts, selection and inserted keys (Inbetween's reads, the batch's key choice) --------------------
+def count(fc) -> int:
+    """How many keys the curve has (0: no curve)."""
+    return len(fc.keyframe_points) if fc is not None else 0
+
+
+def select(fc, on) -> None:
+    """Select exactly the keys where the boolean mask ``on [n]`` is set (True: every key)."""
+    kp = fc.keyframe_points
+    kp.foreach_set("select_control_point", np.ones(len(kp), bool) if on is True else np.asarray(on, bool))
+
+
+def insert_selected(fc, frames) -> None:
+    """Key ``fc`` on each of ``frames`` with its own value there, as Blender inserts a key, selected; then
+    ``update()``, and the handles of the keys it had are put back, so the curve around them does not move."""
+    old = read(fc, VEC2)
+    kp = fc.keyframe_points
+    for f in frames:
+        kp.insert(f, fc.evaluate(f), options={"FAST"}).select_control_point = True
+    fc.update()
+    new = read(fc, VEC2)
+    idx = np.searchsorted(new["co"][:, 0], old["co"][:, 0])
+    for a in ("handle_left", "handle_right"):
+        new[a][idx] = old[a]
+        kp.foreach_set(a, new[a].ravel())

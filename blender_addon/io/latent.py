@@ -77,7 +77,7 @@ def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int
 
 def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
     """Channel values ``[n, C]`` -> rotation quaternions ``[n, J, 4]`` and locations ``[n, J, 3]`` (identity
-    and zero where a bone has no driven channel of that kind), each rotation mode converted at once."""
+    and zero where a bone has no driven rotation or location channel), each rotation mode converted at once."""
     n = len(values)
     basis, loc = np.zeros((n, len(bones), 4)), np.zeros((n, len(bones), 3))
     basis[..., 0] = 1.0
@@ -87,20 +87,6 @@ def values_to_pose(channels, bones: list[str], values: np.ndarray, groups=None) 
         else:
             basis[:, joints] = rig_math.channels_to_quat(values[:, cols], mode)
     return basis, loc
-
-
-_ENUMS: dict = {}
-
-
-def new_key_enums() -> dict:
-    """The integers Blender gives LINEAR, GENERATED, AUTO_CLAMPED and AUTO (``layer_math.new_rows``)."""
-    if not _ENUMS:
-        ev = scene_io.enum_value
-        _ENUMS.update({"handle_left_type": ev("handle_left_type", "AUTO_CLAMPED"),
-                       "handle_right_type": ev("handle_right_type", "AUTO_CLAMPED"),
-                       "interpolation": ev("interpolation", "LINEAR"), "type": ev("type", "GENERATED"),
-                       "easing": ev("easing", "AUTO")})
-    return _ENUMS
 
 
 def set_curve(bag, curves: dict, path: str, index: int, group: str, keys: dict | None,

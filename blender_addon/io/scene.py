@@ -14,8 +14,6 @@ from ..core.errors import Refusal
 from . import keys as keys_io
 from .compat import assigned_channelbag, new_fcurve
 
-enum_value = keys_io.enum_value
-
 
 def channelbag(obj):
     """The channelbag of the object's assigned action slot, or None."""
@@ -89,14 +87,9 @@ def curves_by_bone(bag, bones: list[str]) -> dict[str, list]:
 def selected_frames(curves) -> list[float]:
     frames = set()
     for fc in curves:
-        kp = fc.keyframe_points
-        n = len(kp)
-        if n:
-            sel = np.zeros(n, dtype=bool)
-            co = np.zeros(2 * n, dtype=np.float32)
-            kp.foreach_get("select_control_point", sel)
-            kp.foreach_get("co", co)
-            frames.update(float(f) for f in co[0::2][sel])
+        if keys_io.count(fc):
+            k = keys_io.read(fc, ("co", "select_control_point"))
+            frames.update(float(f) for f in k["co"][k["select_control_point"], 0])
     return sorted(frames)
 
 
@@ -162,7 +155,7 @@ def _channel(rows: list, pb, bone: str, prop: str, size: int, frames, few, curve
     path, static = bone_path(bone, prop), None
     for i in range(size):
         fc = curves.get(path, i)
-        if fc is not None and len(fc.keyframe_points):
+        if keys_io.count(fc):
             rows.append(list(map(fc.evaluate, few)) if few is not None else keys_io.values_at(fc, frames))
         else:
             static = getattr(pb, prop) if static is None else static

@@ -1,9 +1,9 @@
-"""The latent state of an object, whatever its kind: bookkeeping, raw points, segment plans.
+"""The latent state of an object of either object kind (armature, mesh): bookkeeping, raw points, segment plans.
 
 Each segment's ``signature`` fingerprints its inputs (raw control points, amplify, timing,
 principal offsets, output length); an adapter (``armature.adapter``, ``mesh.adapter``, chosen in ``slider``)
 re-decodes the segments whose signature differs from what the scene shows.  Nothing here
-knows how a kind writes its frames.
+knows how an object kind writes its frames.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..io import scene as scene_io
 from . import state
 
 MAX_PRINCIPAL = 16  # principal-direction sliders per segment (a checkpoint stores 8 by default)
-# what the raw properties' tooltips call a kind's decoded frames
+# what the raw properties' tooltips call an object kind's decoded frames
 NOUN = {"ARMATURE": "motion", "MESH": "mesh sequence"}
 _busy = [0]
 
@@ -65,28 +65,33 @@ def checkpoint_meta(path) -> dict:
             "frame_time": info.frame_time}
 
 
-def configured_checkpoint(kind: str, context=None, mesh: bool = False) -> Path:
-    """The checkpoint the preferences name for ``kind`` ("AUTOENCODER", "INBETWEEN"); ``mesh``: a mesh one."""
+def configured_checkpoint(task: str, context=None, mesh: bool = False) -> Path:
+    """The checkpoint the preferences name for ``task`` ("AUTOENCODER", "INBETWEEN"); ``mesh``: a mesh one."""
     if mesh:
-        return preferences.mesh_checkpoint_path("autoencoder" if kind == "AUTOENCODER" else "inbetween", context)
-    if kind == "AUTOENCODER":
+        return preferences.mesh_checkpoint_path("autoencoder" if task == "AUTOENCODER" else "inbetween", context)
+    if task == "AUTOENCODER":
         return preferences.autoencoder_path(context)
     s = preferences.settings(context)
     return bridge.describe(s).path if s.checkpoint else bridge.default_checkpoint()
+
+
+def checkpoint_hash(path, max_age: float = 0.0) -> str | None:
+    """``latent_math.checkpoint_hash`` with the add-on's limited JSON reader."""
+    return latent_math.checkpoint_hash(path, max_age, read_json=bridge.numpy_module("json_limits").read)
 
 
 def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None, str]:
     """The checkpoint file that encoded ``st`` (its stored path, else the configured one with the
     same hash), or None and why not.  ``max_age``: as ``latent_math.checkpoint_hash`` (slider changes)."""
     stored = st.checkpoint
-    found = latent_math.checkpoint_hash(stored, max_age)
+    found = checkpoint_hash(stored, max_age)
     if found == st.checkpoint_hash:
         return Path(stored), ""
     try:
-        configured = configured_checkpoint(st.kind, context, is_mesh(st))
+        configured = configured_checkpoint(st.task, context, is_mesh(st))
     except bridge.BridgeError:
         configured = None
-    if configured is not None and latent_math.checkpoint_hash(configured, max_age) == st.checkpoint_hash:
+    if configured is not None and checkpoint_hash(configured, max_age) == st.checkpoint_hash:
         return configured, ""
     what = "is missing" if found is None else "has changed since encoding"
     return None, (f"the checkpoint that encoded this range ({Path(stored).name}) {what}: sliders are off; "
@@ -106,7 +111,7 @@ def resample_checkpoint(obj, st, frames: int) -> tuple[Path | None, str]:
     decode with, "") or (None, why there is nothing to do); refuses a range that cannot take ``frames``."""
     controls_of(obj)
     why = latent_math.check_length([(seg.start, seg.end) for seg in st.segments], st.source_frames, frames,
-                          st.kind == "INBETWEEN")
+                          st.task == "INBETWEEN")
     if why:
         raise Refusal(why)
     if frames == st.frames:
@@ -226,20 +231,20 @@ def new_base_version(st) -> None:
     st.base_version = uuid.uuid4().hex[:16]
 
 
-def install_controls(obj, *, kind: str, path: Path, start: int, frames: int, segments, points,
+def install_controls(obj, *, task: str, path: Path, start: int, frames: int, segments, points,
                      principal_names, principal_descriptions=(), fidelity=None) -> None:
     """What every latent range has (armature or mesh): bookkeeping, segments, raw control points and
     the encoded ones (the layer's neutral), and the fidelity readout when there is one."""
     st = obj.splinetween_latent
     points = np.asarray(points, dtype=np.float64)
     with suspended():
-        st.active, st.kind = True, kind
+        st.active, st.task = True, task
         store(st, "encoded_points", points.ravel())
         if fidelity is not None:
             store(st, "fidelity", np.asarray(fidelity, dtype=np.float64).ravel())
         st.principal_descriptions = "\n".join(str(d).replace("\n", " ") for d in principal_descriptions)
         new_base_version(st)
-        st.checkpoint, st.checkpoint_hash = str(path), latent_math.checkpoint_hash(path) or ""
+        st.checkpoint, st.checkpoint_hash = str(path), checkpoint_hash(path) or ""
         st.token = uuid.uuid4().hex[:16]
         st.frame_start, st.source_frames, st.frames = int(start), int(frames), int(frames)
         st.latent_size = points.shape[-1]
@@ -280,4 +285,6 @@ def clear(obj) -> None:
                 getattr(st, name).clear()
             elif not prop.is_readonly:
                 st.property_unset(name)
+                if name in st:  # (a property with its own getter and setter, ``task``: unset leaves its value)
+                    del st[name]
     obj.update_tag(refresh={"TIME"})

@@ -36,13 +36,13 @@ class Job:
 
 @dataclass(frozen=True)
 class Request:
-    """How a kind asks the backend: ``ask(st, jobs) -> (header, arrays)`` for the jobs to decode, and
+    """How an object kind asks the backend: ``ask(st, jobs) -> (header, arrays)`` for the jobs to decode, and
     ``split(st, out, lengths) -> one value per job`` (refusing an unusable answer)."""
     ask: Callable
     split: Callable
 
 
-_cache: OrderedDict = OrderedDict()  # (token, segment, signature) -> the kind's decoded value (arrays)
+_cache: OrderedDict = OrderedDict()  # (token, segment, signature) -> the object kind's decoded value (arrays)
 _bytes = [0]
 
 

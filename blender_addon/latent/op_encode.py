@@ -54,7 +54,7 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
             return False
         st = context.active_object.splinetween_latent
         if st.active:
-            made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+            made = "Inbetween (Editable)" if st.task == "INBETWEEN" else "Encode"
             cls.poll_message_set(f"Frames {st.frame_start}-{st.frame_end} already have latent controls from {made}: "
                                  "Bake keeps the motion as keys, Remove puts back the keys from before; then Encode")
             return False

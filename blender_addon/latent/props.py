@@ -16,10 +16,24 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .core import MAX_PRINCIPAL
-KINDS = [
+TASKS = [  # the model task a range was made with (numbered as stored: 0, 1)
     ("AUTOENCODER", "Encoded", "Encoded from existing motion with the motion autoencoder"),
     ("INBETWEEN", "In-betweened", "Made by Inbetween; its keys are never changed"),
 ]
+OLD_TASK = "kind"  # the stored name of ``task`` in files saved before the rename (the same numbers)
+
+
+def _get_task(self) -> int:
+    """The stored task; in a file saved before the rename, the old property's (a linked or appended range
+    too: nothing to migrate on load)."""
+    value = self.get("task")
+    return value if value is not None else self.get(OLD_TASK, 0)
+
+
+def _set_task(self, value: int) -> None:
+    self["task"] = value
+    if OLD_TASK in self:
+        del self[OLD_TASK]
 
 
 def _slider_changed(self, context) -> None:
@@ -47,7 +61,7 @@ class SplinetweenLatentSegment(bpy.types.PropertyGroup):
 
 class SplinetweenLatent(bpy.types.PropertyGroup):
     active: bpy.props.BoolProperty(name="Latent Controls", default=False)
-    kind: bpy.props.EnumProperty(name="Made By", items=KINDS, default="AUTOENCODER")
+    task: bpy.props.EnumProperty(name="Made By", items=TASKS, default="AUTOENCODER", get=_get_task, set=_set_task)
     checkpoint: bpy.props.StringProperty(name="Checkpoint", subtype="FILE_PATH",
                                          description="The checkpoint that encoded this range")
     checkpoint_hash: bpy.props.StringProperty(name="Checkpoint Hash")

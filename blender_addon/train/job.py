@@ -78,7 +78,7 @@ def saved_step(run: Path) -> int | None:
     doc = _safetensors_state(run / "last.safetensors")
     try:
         if doc is None:
-            doc = json.loads((run / "last.json").read_text(encoding="utf-8"))
+            doc = bridge.numpy_module("json_limits").read(run / "last.json")
         return int(dict((k, v) for k, v in doc["$d"] if isinstance(k, str))["step"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -51,7 +51,7 @@ def draw_unavailable(layout: bpy.types.UILayout, obj, st) -> None:
     row.enabled = False
     row.operator("anim.splinetween_mesh_encode" if obj.type == "MESH" else "anim.splinetween_encode",
                  icon="IPO_BEZIER")
-    made = "Inbetween made" if st.kind == "INBETWEEN" else "Encode made"
+    made = "Inbetween made" if st.task == "INBETWEEN" else "Encode made"
     wrapped(col, f"Encode is off: {made} latent controls on frames {st.frame_start}-{st.frame_end}. Bake "
                  "keeps the motion as keys, Remove puts back the keys from before; then Encode again.", icon="INFO")
     row = col.row(align=True)
@@ -66,8 +66,8 @@ EDITED = ("The layer is on top of your edited animation: the keys you changed si
 def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     """An active latent range: its state, Encode's next step (Bake / Remove), the model's fit, Reset All,
     Resample and the segments' sliders (armatures and meshes alike)."""
-    kind = "in-betweened" if st.kind == "INBETWEEN" else "encoded"
-    layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({kind})")
+    made = "in-betweened" if st.task == "INBETWEEN" else "encoded"
+    layout.label(text=f"Frames {st.frame_start}-{st.frame_end}, {len(st.segments)} segments ({made})")
     draw_unavailable(layout, obj, st)
     path, why = latent_core.checkpoint_for(st, context)
     off = (take.changed(obj) or take.modes_changed(obj) or take.shared_refusal(obj, "the sliders")
@@ -86,7 +86,7 @@ def draw_controls(layout: bpy.types.UILayout, context, obj, st) -> None:
     row = layout.row(align=True)
     row.enabled = path is not None
     row.label(text="Resample")
-    for factor in ((1.0, 2.0, 3.0, 4.0) if st.kind == "INBETWEEN" else (0.5, 1.0, 2.0, 4.0)):
+    for factor in ((1.0, 2.0, 3.0, 4.0) if st.task == "INBETWEEN" else (0.5, 1.0, 2.0, 4.0)):
         op = row.operator("anim.splinetween_resample", text=f"{factor:g}x")
         op.mode, op.factor = "FACTOR", factor
     body = layout.column()

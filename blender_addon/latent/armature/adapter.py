@@ -31,7 +31,7 @@ from .. import state
 
 def protected(st) -> np.ndarray:
     """Frames (relative to the range start) never written: the keys of an in-betweened range."""
-    if st.kind != "INBETWEEN":
+    if st.task != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
     keys = latent_core.array(st, "keys", dtype=np.int64)
     return np.array([latent_math.map_frame(k, st.source_frames, st.frames) for k in keys], dtype=np.int64)
@@ -148,7 +148,7 @@ def sync(obj, context=None, force: bool = False) -> bool:
         cols = writable(st, everything)
         channels = everything if len(cols) == len(everything) else [everything[c] for c in cols]
         force, changed = True, list(range(len(bounds)))
-    seams, prot = st.kind == "AUTOENCODER", protected(st)
+    seams, prot = st.task == "AUTOENCODER", protected(st)
     edited = layer_math.edited_segments(sigs, nsigs)
     whole = force or set(edited) != set(layer_math.edited_segments(shown, nsigs))
     frames = _reach(tuple(bounds), tuple(edited if whole else changed), seams, prot.tobytes())
@@ -208,7 +208,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
     lo, hi = st.frame_start, st.frame_end
     absolute = frames + lo
     fcs = [curves.get(k) for k in curve_keys(st, channels)]
-    originals, enums, holes = base_keys(st), latent_io.new_key_enums(), carry.holes(st)
+    originals, enums, holes = base_keys(st), keys_io.new_key_enums(), carry.holes(st)
     if not whole:
         redo = keys_io.overwrite_values(fcs, absolute, values, co)
         subs = subframe_curves(st)
@@ -242,7 +242,7 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
 def replace_refusal(obj) -> str:
     """Why Inbetween stops on an armature with latent controls, and the option that lets it go on."""
     st = obj.splinetween_latent
-    made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+    made = "Inbetween (Editable)" if st.task == "INBETWEEN" else "Encode"
     return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} (from {made}); Inbetween "
             "would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, or run "
             "Inbetween with replace_latent=True (the batch: --replace-latent); nothing was changed")
@@ -294,10 +294,10 @@ def remove(obj) -> str:
         latent_io.restore(bag, keys, a, b, b if edited else a + st.source_frames - 1)
         if lost:
             note = f" (not for {', '.join(lost[:4])}{' …' if len(lost) > 4 else ''}: no such bone any more)"
-    st_kind = st.kind
+    st_task = st.task
     latent_core.clear(obj)
     if edited:
-        made = "Inbetween's fill" if st_kind == "INBETWEEN" else "your keys"
+        made = "Inbetween's fill" if st_task == "INBETWEEN" else "your keys"
         return (f"Removed the latent controls of frames {a}-{b}: {made} with the keys you changed since, without "
                 f"the sliders' offset{note}")
     return f"Removed the latent controls of frames {a}-{b}; the original keys are back{note}"

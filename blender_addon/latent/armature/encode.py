@@ -88,7 +88,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"the backend failed, nothing was changed: {e}") from None
     snap = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    install(obj, kind="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
+    install(obj, task="AUTOENCODER", path=path, start=start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=cm_per_unit, segments=reply["segments"], points=out["points"],
                      origins=out["origins"], template=out["template"], principal_names=reply["principal_names"],
@@ -105,7 +105,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
             + (bone_map_io.unmapped_note(info.names, [b or None for b in mapped]) if mapped else ""))
 
 
-def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
+def install(obj, *, task: str, path: Path, start: int, frames: int, bones, rotation_joints, position_joints,
             cm_per_unit: float, segments, points, origins, template, principal_names, snapshot, values,
             principal_descriptions=(), fidelity=None, base=None, keys=None, key_rotations=None,
             key_positions=None, model_segments=None, model_keys=None, left=(), joint_bones=None) -> None:
@@ -116,7 +116,7 @@ def install(obj, *, kind: str, path: Path, start: int, frames: int, bones, rotat
     the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
     joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
     st = obj.splinetween_latent
-    latent_core.install_controls(obj, kind=kind, path=path, start=start, frames=frames, segments=segments,
+    latent_core.install_controls(obj, task=task, path=path, start=start, frames=frames, segments=segments,
                                  points=points, principal_names=principal_names,
                                  principal_descriptions=principal_descriptions, fidelity=fidelity)
     with latent_core.suspended():
@@ -176,7 +176,7 @@ def install_inbetween(obj, path, plan_start: int, keys, bones, info, rt, key_rot
     values = latent_io.read_values(obj, bag, channels, np.arange(plan_start, plan_start + n), curves)
     base = latent_io.snapshot(bag, list(dict.fromkeys((scene_io.bone_path(b, p), i) for b, p, i, _ in channels)),
                               curves)
-    install(obj, kind="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
+    install(obj, task="INBETWEEN", path=path, start=plan_start, frames=n, bones=bones,
                      rotation_joints=rot_j, position_joints=pos_j, joint_bones=mapped,
                      cm_per_unit=rt.scale, segments=reply["segments"], points=points, origins=out["origins"],
                      template=out["template"], principal_names=[], snapshot=snap, values=values, base=base,

@@ -32,7 +32,7 @@ def stored(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _ask(st, todo) -> tuple[dict, dict]:
     """The armature's ``decode`` request for ``todo`` (``decode.Request``)."""
-    keys = latent_core.array(st, "keys", dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+    keys = latent_core.array(st, "keys", dtype=np.int64).tolist() if st.task == "INBETWEEN" else None
     header = {"op": "decode", "task": "inbetween" if keys else "autoencoder", "keys": keys, "guard": False}
     if "model_segments" in st:  # encoded at another frame rate: decoded on the model's grid, spread back
         model = latent_core.array(st, "model_segments", (-1, 2), dtype=np.int64)
@@ -145,7 +145,7 @@ def layer_frames(obj, st, path, settings, plan_now, nsigs, frames: np.ndarray, c
     original moved by decode(edited) - decode(encoded), each Euler triple nearest the original's.
     ``plan_now``: ``core.plan``'s answer for the raw points ``raw``, as ``(raw, bounds, sigs, edits)``."""
     raw, bounds, sigs, edits = plan_now
-    seams = st.kind == "AUTOENCODER"
+    seams = st.task == "AUTOENCODER"
     plan, need = _needed_parts(tuple(bounds), np.asarray(frames, dtype=np.int64).tobytes(), seams)
     order = np.concatenate([mine for _, mine in plan.values()])
     got = decode.decoded(st, path, settings, decode.jobs(raw, stored(st)[2], bounds, sigs, nsigs, edits, need),

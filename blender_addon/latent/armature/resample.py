@@ -27,9 +27,9 @@ def _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs) -> None:
     if not edited:
         return
     prot = [latent_math.map_frame(k, st.source_frames, bounds[-1][1] + 1)
-            for k in latent_core.array(st, "keys", dtype=int)] if st.kind == "INBETWEEN" else ()
-    frames = layer_math.reach(bounds, edited, st.kind == "AUTOENCODER", protected=prot)
-    _, need = layer_math.needed_parts(bounds, frames, st.kind == "AUTOENCODER")
+            for k in latent_core.array(st, "keys", dtype=int)] if st.task == "INBETWEEN" else ()
+    frames = layer_math.reach(bounds, edited, st.task == "AUTOENCODER", protected=prot)
+    _, need = layer_math.needed_parts(bounds, frames, st.task == "AUTOENCODER")
     jobs = decode.jobs(raw, layer.stored(st)[2], bounds, sigs, nsigs, edits, need)
     decode.decoded(st, path, settings, jobs, layer.REQUEST)
 
@@ -39,7 +39,7 @@ def original_at(obj, st, bag, channels, frames: int) -> np.ndarray:
     before Encode, an in-betweened range's fill, evaluated at the new frames' times."""
     lo = st.frame_start
     k = np.arange(frames, dtype=np.float64)
-    if st.kind == "INBETWEEN" or st.base_edited:  # (keys changed since Encode: the original is ``base`` now)
+    if st.task == "INBETWEEN" or st.base_edited:  # (keys changed since Encode: the original is ``base`` now)
         curves, times = adapter.base_keys(st), lo + k * (st.frames - 1) / (frames - 1)
     else:
         curves, times = adapter.original_keys(st), lo + k * (st.source_frames - 1) / (frames - 1)
@@ -87,7 +87,7 @@ def resample(obj, settings, frames: int) -> str:
         st.frames = frames
     keys_at = adapter.protected(st) + lo
     keyed = np.setdiff1d(np.arange(lo, new_hi + 1), keys_at)
-    curves, enums, base = keys_io.curve_map(bag), latent_io.new_key_enums(), []
+    curves, enums, base = keys_io.curve_map(bag), keys_io.new_key_enums(), []
     deleted = carry.gone(st)
     for c, (bone, prop, i, _) in enumerate(channels):
         p = scene_io.bone_path(bone, prop)

@@ -78,7 +78,7 @@ def changed(obj) -> str | None:
     now = ad.action if ad is not None else None
     if now == st.action and _slot(ad) == st.action_slot:
         return None
-    made = "Inbetween (Editable)" if st.kind == "INBETWEEN" else "Encode"
+    made = "Inbetween (Editable)" if st.task == "INBETWEEN" else "Encode"
     new = f"'{now.name}'" if now is not None else "no action"
     return (f"{obj.name} now plays {new}, but its latent controls are on '{st.action.name}' (from {made}): "
             f"sliders are off and '{st.action.name}' is left as it is. Assign '{st.action.name}' again to go on, "

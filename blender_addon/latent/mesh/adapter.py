@@ -123,13 +123,13 @@ def sync(obj, context=None, force: bool = False) -> bool:
     return True
 
 
-def _install(context, obj, *, kind, ckpt, start, frames, segments, points, principal_names, base, pc2,
+def _install(context, obj, *, task, ckpt, start, frames, segments, points, principal_names, base, pc2,
              num_vertices, neutral=None, keys=None, key_frames=None, principal_descriptions=(),
              fidelity=None) -> None:
     """Bookkeeping, raw points, the original (``base``: the frames read, or the fill), the modifier, then
     the file; undone when the file cannot be written (a file that was there before, unused, stays)."""
     existed = pc2.exists()
-    latent_core.install_controls(obj, kind=kind, path=ckpt, start=start, frames=frames, segments=segments,
+    latent_core.install_controls(obj, task=task, path=ckpt, start=start, frames=frames, segments=segments,
                             points=points, principal_names=principal_names,
                             principal_descriptions=principal_descriptions, fidelity=fidelity)
     st = obj.splinetween_latent
@@ -169,7 +169,7 @@ def encode(context, obj, settings, ckpt: Path, start: int, end: int) -> str:
     reply, out = request(settings, {"op": "mesh_encode", "checkpoint": str(ckpt), "name": obj.name, "decode": True},
                           {"frames": frames})
     t1 = time.perf_counter()
-    _install(context, obj, kind="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
+    _install(context, obj, task="AUTOENCODER", ckpt=ckpt, start=start, frames=n, segments=reply["segments"],
              points=out["points"], principal_names=reply["principal_names"], base=frames, neutral=out["vertices"],
              pc2=pc2, num_vertices=frames.shape[1], fidelity=reply.get("fidelity"),
              principal_descriptions=reply.get("principal_descriptions", ()))
@@ -211,7 +211,7 @@ def inbetween(context, obj, settings, ckpt: Path, keys: list[int]) -> str:
     rel = [k - start for k in keys]
     reply, out = request(settings, {"op": "mesh_inbetween", "checkpoint": str(ckpt), "keys": rel, "name": obj.name},
                           {"key_frames": frames})
-    _install(context, obj, kind="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
+    _install(context, obj, task="INBETWEEN", ckpt=ckpt, start=start, frames=end - start + 1,
              segments=reply["segments"], points=out["points"], principal_names=[], base=out["vertices"],
              pc2=pc2, num_vertices=frames.shape[1], keys=rel, key_frames=frames)
     return (f"Filled frames {start}-{end} of {obj.name} between {len(keys)} key frames in "

@@ -49,7 +49,7 @@ def owned_cache(obj, st, mod, context=None) -> Path:
     path = mesh_cache.file_of(obj, mod)
     if st.cache_blend == bpy.data.filepath:
         return path
-    own = new_path(context, obj, "encoded" if st.kind == "AUTOENCODER" else "inbetween")
+    own = new_path(context, obj, "encoded" if st.task == "AUTOENCODER" else "inbetween")
     if path.exists():
         try:
             own.parent.mkdir(parents=True, exist_ok=True)  # (``new_path`` only proves it can be made)

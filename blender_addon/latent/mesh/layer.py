@@ -45,14 +45,14 @@ def base_frames(st) -> np.ndarray:
 
 def protected(st) -> np.ndarray:
     """Frames (relative) never written: an in-betweened range's key frames."""
-    if st.kind != "INBETWEEN":
+    if st.task != "INBETWEEN":
         return np.zeros(0, dtype=np.int64)
     return np.array([latent_math.map_frame(k, st.source_frames, st.frames) for k in np.asarray(st["keys"])], np.int64)
 
 
 def _ask(st, todo) -> tuple[dict, dict]:
     """The mesh's ``mesh_decode`` request for ``todo`` (``decode.Request``)."""
-    keys = np.asarray(st["keys"], dtype=np.int64).tolist() if st.kind == "INBETWEEN" else None
+    keys = np.asarray(st["keys"], dtype=np.int64).tolist() if st.task == "INBETWEEN" else None
     header = {"op": "mesh_decode", "task": "inbetween" if keys else "autoencoder", "keys": keys}
     return header, ({"key_frames": _key_frames(st)} if keys else {})
 
@@ -71,7 +71,7 @@ def layered(st, path: Path, settings, raw, bounds, sigs, edits, nsigs) -> np.nda
     """The frames the cache file shows: the original, plus decode(edited) - decode(encoded) on every frame
     an edited segment reaches (with its neighbours' easing into the seams)."""
     frames = base_frames(st)
-    seams = st.kind == "AUTOENCODER"
+    seams = st.task == "AUTOENCODER"
     edited = layer_math.edited_segments(sigs, nsigs)
     reach = layer_math.reach(bounds, edited, seams, ramp=layer_math.mesh_ramp, protected=protected(st))
     if not len(reach):
