@@ -107,48 +107,50 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
     return midpoint(lr[-1], rr[0]), 0.5 * (lp[-1] + rp[0])
 
 
-_CONJ = np.array([1.0, -1.0, -1.0, -1.0])
-_HAMILTON = np.zeros((4, 4, 4))  # (a_i b_j) -> (a * b)_k
-for _k, _terms in enumerate([[(0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, -1)], [(0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 2, -1)],
-                             [(0, 2, 1), (1, 3, -1), (2, 0, 1), (3, 1, 1)], [(0, 3, 1), (1, 2, 1), (2, 1, -1), (3, 0, 1)]]):
-    for _i, _j, _c in _terms:
-        _HAMILTON[_i, _j, _k] = _c
-_HAMILTON = _HAMILTON.reshape(16, 4)
-
-
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The Hamilton product as one outer product and one matrix product: on the few hundred quaternions
-    of a seam ramp, twice as fast as the component-wise product (equal to float rounding)."""
-    prod = a[..., :, None] * b[..., None, :]  # (broadcasts the leading axes)
-    return (prod.reshape(-1, 16) @ _HAMILTON).reshape(prod.shape[:-2] + (4,))  # (one product, not one per row)
+    """The Hamilton product of quaternions stored component first (``[4, ...]``, w first, broadcasting):
+    each output component one pass over contiguous rows, no ``[..., 4, 4]`` outer product (the seam
+    ramps' thousand quaternions: half the time of the outer product and a matrix product)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    out = np.empty((4,) + np.broadcast_shapes(aw.shape, bw.shape))
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def _seam_turns(seam: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The turn that takes each seam frame's rotation ``seam [..., J, 4]`` to its seam pose ``q``, the
-    shorter way round, as (half angle ``[..., J]``, unit axis ``[..., J, 3]``)."""
-    delta = _qmul(seam * _CONJ, q)
-    delta = np.where(delta[..., :1] < 0, -delta, delta)
-    half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))
+    """The turn that takes each seam frame's rotation ``seam [4, ..., J]`` (component first) to its seam
+    pose ``q``, the shorter way round, as (half angle ``[..., J]``, unit axis ``[3, ..., J]``)."""
+    delta = _qmul(seam * _CONJ.reshape((4,) + (1,) * (seam.ndim - 1)), q)
+    delta *= np.where(delta[0] < 0, -1.0, 1.0)
+    half = np.arccos(np.clip(delta[0], -1.0, 1.0))
     s = np.sin(half)
-    return half, delta[..., 1:] / np.where(s > 1e-12, s, 1.0)[..., None]
+    return half, delta[1:] / np.where(s > 1e-12, s, 1.0)
 
 
 def _turned(rows: np.ndarray, half: np.ndarray, axis: np.ndarray) -> np.ndarray:
-    """``rows [..., 4]`` turned by the half angles ``half`` about ``axis`` (the slerp from the identity
-    towards a seam's turn, written out: ``(cos, sin * axis)``), normalised."""
-    step = np.empty(half.shape + (4,))
-    step[..., 0] = np.cos(half)
-    step[..., 1:] = np.sin(half)[..., None] * axis
+    """``rows [4, ...]`` (component first) turned by the half angles ``half`` about ``axis [3, ...]`` (the
+    slerp from the identity towards a seam's turn, written out: ``(cos, sin * axis)``), normalised."""
+    step = np.empty((4,) + half.shape)
+    np.cos(half, out=step[0])
+    np.multiply(np.sin(half), axis, out=step[1:])
     moved = _qmul(rows, step)
-    moved /= np.maximum(np.sqrt(np.einsum("...i,...i->...", moved, moved)), 1e-12)[..., None]
+    moved /= np.maximum(np.sqrt(np.einsum("i...,i...->...", moved, moved)), 1e-12)
     return moved
+
+
+_CONJ = np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def _ease(rot, pos, idx, q, p, w) -> None:
     """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
     each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q``."""
-    half, axis = _seam_turns(rot[idx[0]], q)  # [J], [J, 3]
-    rot[idx] = _turned(rot[idx], w[:, None] * half[None], axis[None])
+    comp = np.moveaxis(rot, -1, 0)  # (a view: component first)
+    half, axis = _seam_turns(comp[:, idx[0]], np.moveaxis(q, -1, 0))  # [J], [3, J]
+    comp[:, idx] = _turned(comp[:, idx], w[:, None] * half[None], axis[:, None])
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 
@@ -175,43 +177,56 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
     segments laid end to end in one array, the seam poses in one pass and every ease in one more, its
     rows gathered with one index whatever the ramps' lengths (a slider change joins its segments and their
     neighbours: six eases, three seams, in ~20 array operations instead of ~25 per ramp length; issue 19).
+    The indices depend on the segments' lengths and sides only: made once per layout (:func:`_eases`).
     A segment's two ramps never overlap, so both of its ends ease at once.  The segments' arrays are views
     of the one array."""
     segs = [s for s, _ in items]
-    at = [0]
-    for s in segs:
-        at.append(at[-1] + len(parts[s][0]))
+    lengths = tuple(len(parts[s][0]) for s in segs)
+    at = np.concatenate([[0], np.cumsum(lengths)]).tolist()
     rot = np.concatenate([parts[s][0] for s in segs]) if segs else np.zeros((0, 0, 4))
     pos = np.concatenate([parts[s][1] for s in segs]) if segs else np.zeros((0, 0, 3))
     out = [(rot[at[k]:at[k + 1]], pos[at[k]:at[k + 1]]) for k in range(len(segs))]
     if not seams:
         return out
-    eases = []  # (left segment of the seam, the ease's rows in ``rot`` (the seam first), its weights)
-    for k, (s, sides) in enumerate(items):
-        m = at[k + 1] - at[k]
-        w = ramp(m)  # (the weights depend on the segment's length only)
-        if s > 0 and sides[0]:
-            eases.append((s - 1, at[k] + np.arange(len(w)), w))
-        if s < count - 1 and sides[1]:
-            eases.append((s, at[k] + m - 1 - np.arange(len(w)), w))
-    if not eases:
+    plan = _eases(tuple(items), lengths, count)
+    if plan is None:
         return out
-    lefts = sorted({a for a, _, _ in eases})
+    lefts, seam, first, idx, w, of = plan
     q = midpoint(np.stack([parts[a][0][-1] for a in lefts]), np.stack([parts[a + 1][0][0] for a in lefts]))
     p = 0.5 * (np.stack([parts[a][1][-1] for a in lefts]) + np.stack([parts[a + 1][1][0] for a in lefts]))
-    where = {a: i for i, a in enumerate(lefts)}
-    seam = np.array([where[a] for a, _, _ in eases])  # [E]: each ease's seam pose
-    first = np.array([rows[0] for _, rows, _ in eases])  # [E]: each ease's seam frame
-    idx = np.concatenate([rows for _, rows, _ in eases])  # [R]: every eased row
-    w = np.concatenate([w for _, _, w in eases])  # [R]
-    of = np.repeat(np.arange(len(eases)), [len(rows) for _, rows, _ in eases])  # [R]: the ease of each row
-    half, axis = _seam_turns(rot[first], q[seam])  # [E, J], [E, J, 3]
-    moved = _turned(rot[idx], w[:, None] * half[of], axis[of])
+    comp = np.moveaxis(rot, -1, 0)  # (a view: component first, each component a contiguous row once gathered)
+    half, axis = _seam_turns(comp[:, first], np.moveaxis(q[seam], -1, 0))  # [E, J], [3, E, J]
+    comp[:, idx] = _turned(comp[:, idx], w[:, None] * half[of], axis[:, of])
     locs = pos[idx]
     locs += w[:, None, None] * (p[seam] - pos[first])[of]
-    rot[idx], pos[idx] = moved, locs
+    pos[idx] = locs
     rot[first], pos[first] = q[seam], p[seam]  # (the seam frames exactly the seam pose)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _eases(items: tuple, lengths: tuple, count: int):
+    """:func:`segments_values`' eases for segments of ``lengths`` laid end to end: (the left segment of each
+    seam, and per ease its seam, its seam frame's row, then per eased row its row, weight and ease), or None
+    when nothing eases; read-only, made once per layout (a dragged slider joins the same segments every change)."""
+    eases, at = [], 0  # (left segment of the seam, the ease's rows (the seam first), its weights)
+    for (s, sides), m in zip(items, lengths):
+        w = ramp(m)  # (the weights depend on the segment's length only)
+        if s > 0 and sides[0]:
+            eases.append((s - 1, at + np.arange(len(w)), w))
+        if s < count - 1 and sides[1]:
+            eases.append((s, at + m - 1 - np.arange(len(w)), w))
+        at += m
+    if not eases:
+        return None
+    lefts = sorted({a for a, _, _ in eases})
+    where = {a: i for i, a in enumerate(lefts)}
+    got = (np.array([where[a] for a, _, _ in eases]), np.array([rows[0] for _, rows, _ in eases]),
+           np.concatenate([rows for _, rows, _ in eases]), np.concatenate([w for _, _, w in eases]),
+           np.repeat(np.arange(len(eases)), [len(rows) for _, rows, _ in eases]))
+    for a in got:
+        a.setflags(write=False)
+    return (tuple(lefts),) + got
 
 
 # -- key arrays (scene_io.read_keys dicts) --------------------------------------------------------
