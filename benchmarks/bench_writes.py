@@ -2,6 +2,7 @@
 beside the floor measured in the same run and the issue's target.
 
     python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--only CASE ...] [--tree DIR]
+                                      [--backend IN_PROCESS|BUILTIN]
 
 The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
 the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.  For the
@@ -12,7 +13,9 @@ their ratio holds.
 * Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
   the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
   fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
-  taken from the cache) and let its update callback run.  Model in-process.
+  taken from the cache) and let its update callback run.  Model in-process: PyTorch in Blender's Python
+  (``IN_PROCESS``, the figure issue 19 set its target with), or ``--backend BUILTIN``, the add-on's default
+  (ONNX Runtime in Blender's process).
 * Inbetween: the operator on 121 frames with keys every 15 (benchmarks/bench_addon.py's case), with
   the model in-process and through the warm backend process.
 * Encode: the operator on 300 frames (benchmarks/bench_latent.py's clip), in-process.
@@ -121,7 +124,7 @@ def floor_step(obj):
     return rewrite
 
 
-def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
+def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, backend: str = "IN_PROCESS"):
     """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
     re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
@@ -135,7 +138,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
         from blender_addon.latent import kinds as slider
     from addon_helpers import copy_armature
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    prefs().backend_mode = backend
     obj = import_bvh(path)
     rewrite = floor_step(copy_armature(obj))  # (a twin's curves: the encoded ones stay as the layer wrote them)
     bpy.context.view_layer.objects.active = obj
@@ -304,6 +307,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="also the slider and the Inbetween operator stage by stage")
     ap.add_argument("--only", nargs="+", choices=CASES, help="run only these cases (default: all)")
     ap.add_argument("--tree", type=Path, help="the source tree whose add-on is measured (default: this one)")
+    ap.add_argument("--backend", choices=("IN_PROCESS", "BUILTIN"), default="IN_PROCESS",
+                    help="the sliders' model: PyTorch in Blender's Python (the target's figure) or the add-on's "
+                         "default, ONNX Runtime in Blender's process")
     args = ap.parse_args(argv)
     if args.tree:  # (before anything imports the add-on)
         sys.path[:0] = [str(args.tree.resolve()), str(args.tree.resolve() / "tests")]
@@ -318,7 +324,7 @@ def main(argv=None) -> int:
     if "slider" in only:
         for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
             for segments in ((4,), (3, 4), (4, 5)):  # (4-5: 31 + 31 frames; 5-6: 31 + 30)
-                label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile)
+                label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile, args.backend)
                 rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
                 if prof:
                     slider_stages[label] = prof
@@ -332,7 +338,7 @@ def main(argv=None) -> int:
         ms, base = mesh_case(r)
         rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
                      "floor: the mesh re-evaluated and read"))
-    print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
+    print(f"\nbench_writes: {args.threads} thread(s), sliders on {args.backend}, medians of {r} ({r + 10} for the sliders), ms; "
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
     for case, label, ms, base, note in rows:
