@@ -107,18 +107,20 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
     return midpoint(lr[-1], rr[0]), 0.5 * (lp[-1] + rp[0])
 
 
+_HAMILTON = np.zeros((4, 4, 4))  # (a * b)_k from the products a_i b_j
+for _k, _terms in enumerate([[(0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, -1)], [(0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 2, -1)],
+                             [(0, 2, 1), (1, 3, -1), (2, 0, 1), (3, 1, 1)], [(0, 3, 1), (1, 2, 1), (2, 1, -1), (3, 0, 1)]]):
+    for _i, _j, _c in _terms:
+        _HAMILTON[_k, _i, _j] = _c
+_HAMILTON = _HAMILTON.reshape(4, 16)
+
+
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The Hamilton product of quaternions stored component first (``[4, ...]``, w first, broadcasting):
-    each output component one pass over contiguous rows, no ``[..., 4, 4]`` outer product (the seam
-    ramps' thousand quaternions: half the time of the outer product and a matrix product)."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    out = np.empty((4,) + np.broadcast_shapes(aw.shape, bw.shape))
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
-    return out
+    """The Hamilton product of quaternions stored component first (``[4, ...]``, w first): the sixteen
+    products in one pass over contiguous rows and one matrix product (the seam ramps' quaternions: a
+    third of the time of the component-wise sums, half that of the products laid ``[..., 4, 4]``)."""
+    prod = a[:, None] * b[None]  # [4, 4, ...]
+    return (_HAMILTON @ prod.reshape(16, -1)).reshape((4,) + prod.shape[2:])
 
 
 def _seam_turns(seam: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,12 +147,18 @@ def _turned(rows: np.ndarray, half: np.ndarray, axis: np.ndarray) -> np.ndarray:
 _CONJ = np.array([1.0, -1.0, -1.0, -1.0])
 
 
+def _gathered(comp: np.ndarray, idx) -> np.ndarray:
+    """``comp[:, idx]`` of quaternions stored component first, laid out so (a gather keeps the source's
+    layout: from a view of ``[..., 4]`` rows each component would stride over the other three)."""
+    return np.ascontiguousarray(comp[:, idx])
+
+
 def _ease(rot, pos, idx, q, p, w) -> None:
     """Move frames ``idx`` (``idx[0]`` the seam) towards the seam pose ``q``, ``p`` with weights ``w``:
     each frame turns by the fraction ``w`` of the turn that takes the seam frame to ``q``."""
     comp = np.moveaxis(rot, -1, 0)  # (a view: component first)
-    half, axis = _seam_turns(comp[:, idx[0]], np.moveaxis(q, -1, 0))  # [J], [3, J]
-    comp[:, idx] = _turned(comp[:, idx], w[:, None] * half[None], axis[:, None])
+    half, axis = _seam_turns(_gathered(comp, idx[0]), np.ascontiguousarray(np.moveaxis(q, -1, 0)))  # [J], [3, J]
+    comp[:, idx] = _turned(_gathered(comp, idx), w[:, None] * half[None], axis[:, None])
     pos[idx] += w[:, None, None] * (p - pos[idx[0]])
     rot[idx[0]], pos[idx[0]] = q, p
 
@@ -194,9 +202,9 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
     lefts, seam, first, idx, w, of = plan
     q = midpoint(np.stack([parts[a][0][-1] for a in lefts]), np.stack([parts[a + 1][0][0] for a in lefts]))
     p = 0.5 * (np.stack([parts[a][1][-1] for a in lefts]) + np.stack([parts[a + 1][1][0] for a in lefts]))
-    comp = np.moveaxis(rot, -1, 0)  # (a view: component first, each component a contiguous row once gathered)
-    half, axis = _seam_turns(comp[:, first], np.moveaxis(q[seam], -1, 0))  # [E, J], [3, E, J]
-    comp[:, idx] = _turned(comp[:, idx], w[:, None] * half[of], axis[:, of])
+    comp = np.moveaxis(rot, -1, 0)  # (a view: component first; the rows gathered from it made contiguous)
+    half, axis = _seam_turns(_gathered(comp, first), _gathered(np.moveaxis(q, -1, 0), seam))  # [E, J], [3, E, J]
+    comp[:, idx] = _turned(_gathered(comp, idx), w[:, None] * half[of], axis[:, of])
     locs = pos[idx]
     locs += w[:, None, None] * (p[seam] - pos[first])[of]
     pos[idx] = locs
