@@ -87,6 +87,12 @@ class Stopwatch(Timers):
         self.wrapped.clear()
 
 
+def use_tree(tree: Path) -> None:
+    """Import the add-on (and the tests' helpers) from ``tree``: its paths before this checkout's, which
+    importing this module put first (call it before anything imports the add-on)."""
+    sys.path[:0] = [str(tree.resolve()), str(tree.resolve() / "tests")]
+
+
 def floor_ms(obj, repeats: int) -> float:
     """Every key of every F-curve of ``obj`` rewritten (``foreach_set('co', ...)`` + ``update()``)."""
     return 1e3 * floor(obj, repeats)
@@ -312,7 +318,7 @@ def main(argv=None) -> int:
                          "default, ONNX Runtime in Blender's process")
     args = ap.parse_args(argv)
     if args.tree:  # (before anything imports the add-on)
-        sys.path[:0] = [str(args.tree.resolve()), str(args.tree.resolve() / "tests")]
+        use_tree(args.tree)
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
     import torch
     torch.set_num_threads(args.threads)
