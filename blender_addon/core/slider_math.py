@@ -110,26 +110,18 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     mii, mij, mik, mjk, mkk = m[4 * i], m[3 * i + j], m[3 * i + k], m[3 * j + k], m[4 * k]
     mkj, mjj, mji, mki = m[3 * k + j], m[4 * j], m[3 * j + i], m[3 * k + i]
     cb = np.hypot(mii, mij)
-    cands = np.empty((2, 3, len(cb)))  # [solution, angle, N]
-    a, b, c = cands[0]
-    np.arctan2(s * mik, cb, out=b)
+    b = np.arctan2(s * mik, cb)
     lock = cb < 1e-12
-    if lock.any():  # (gimbal lock: the first angle from the other two entries)
-        ya, xa = np.where(lock, s * mkj, -s * mjk), np.where(lock, mjj, mkk)
-    else:  # (the same numbers, without the selections)
-        ya, xa = -s * mjk, mkk
-    np.arctan2(ya, xa, out=a)
+    ya, xa = np.where(lock, s * mkj, -s * mjk), np.where(lock, mjj, mkk)
+    a = np.arctan2(ya, xa)
     r = np.hypot(ya, xa)
     some = r > 0  # (arctan2(0, 0) = 0: sine 0, cosine 1)
-    if some.all():
-        sa, ca = ya / r, xa / r
-    else:
-        r = np.where(some, r, 1.0)
-        sa, ca = ya / r, np.where(some, xa / r, 1.0)
-    np.arctan2(s * ca * mji + sa * mki, ca * mjj + s * sa * mkj, out=c)
-    np.add(a, np.pi, out=cands[1, 0])
-    np.subtract(np.pi, b, out=cands[1, 1])
-    np.add(c, np.pi, out=cands[1, 2])
+    r = np.where(some, r, 1.0)
+    sa, ca = ya / r, np.where(some, xa / r, 1.0)
+    c = np.arctan2(s * ca * mji + sa * mki, ca * mjj + s * sa * mkj)
+    cands = np.empty((2, 3) + a.shape)  # [solution, angle, N]
+    cands[0, 0], cands[0, 1], cands[0, 2] = a, b, c
+    cands[1, 0], cands[1, 1], cands[1, 2] = a + np.pi, np.pi - b, c + np.pi
     near = np.broadcast_to(np.asarray(ref, dtype=np.float64), q.shape[:-1] + (3,)).reshape(-1, 3).T[[i, j, k]]
     ang = continuity.nearest(cands, near, axis=0)
     out = np.empty(q.shape[:-1] + (3,))
