@@ -3,12 +3,12 @@ on the inputs of a real change.
 
     python benchmarks/bench_slider_maths.py [--tree DIR] [--repeats 1000] [--rounds 5]
 
-On the 300 walking frames of ``bench_writes.py`` after Encode, segments 4-5 amplified (61 frames): one slider
-change runs with the functions below wrapped to keep their arguments, then each is called again on those
-arguments, warm, in rounds taken in turn (``--repeats`` calls a round): the median of the rounds' medians,
-in microseconds of the thread's CPU time.  ``--tree`` measures another source tree's functions (e.g.
+On the 300 walking frames of ``bench_writes.py`` after Encode, segments 4-5 amplified (61 frames): a slider
+change (the second of two: the first lays the layer out) runs with the functions below wrapped to keep their
+arguments, then each is called again on those arguments, warm, in rounds taken in turn (``--repeats`` calls
+a round): the median of the rounds' medians, in microseconds of the thread's CPU time.  ``--tree`` measures another source tree's functions (e.g.
 ``git archive main | tar -x -C DIR``); run it on each tree in turn.  A slider change runs them cold (its
-key reads and writes and the model go between), about twice as long: ``bench_writes.py --profile``
+key reads and writes and the model go between), two to three times as long: ``bench_writes.py --profile``
 has them in place.
 """
 from __future__ import annotations
