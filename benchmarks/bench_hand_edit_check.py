@@ -28,10 +28,11 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=400)
     args = ap.parse_args(argv)
     tree = (args.tree or HERE.parent).resolve()
-    sys.path[:0] = [str(tree), str(tree / "tests"), str(HERE)]
+    sys.path.insert(0, str(HERE))
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = "1"
     import numpy as np
     import bench_writes
+    bench_writes.use_tree(tree)  # (importing bench_writes put this checkout first: the tree's add-on goes before it)
     import bpy
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.io import keys as keys_io

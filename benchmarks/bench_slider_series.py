@@ -3,6 +3,7 @@ after the other, then each case's median ratio to its floor, quartiles, maximum 
 the target, per tree.
 
     python benchmarks/bench_slider_series.py TREE [TREE ...] [--pairs 24] [--pause 12] [--log FILE]
+                                             [--backend IN_PROCESS|BUILTIN] [--clock wall|cpu]
 
 One run's ratio moves by a fifth with a neighbour's load on this 2-core machine (the load average
 does not show it); runs of every tree in turn see the same minutes, so the trees' medians compare
@@ -33,8 +34,9 @@ def slider_ratios(text: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def one_run(tree: Path, timeout: float) -> dict[str, tuple[float, float]]:
-    cmd = [sys.executable, str(HERE / "bench_writes.py"), "--only", "slider", "--tree", str(tree)]
+def one_run(tree: Path, timeout: float, backend: str = "IN_PROCESS", clock: str = "wall") -> dict[str, tuple[float, float]]:
+    cmd = [sys.executable, str(HERE / "bench_writes.py"), "--only", "slider", "--tree", str(tree), "--backend", backend,
+           "--clock", clock]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     got = slider_ratios(done.stdout)
     if done.returncode or not got:
@@ -61,6 +63,10 @@ def main(argv=None) -> int:
     ap.add_argument("--pause", type=float, default=12.0, help="seconds between rounds")
     ap.add_argument("--log", type=Path, help="also write every run's ratios here as they come")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds one run may take")
+    ap.add_argument("--backend", choices=("IN_PROCESS", "BUILTIN"), default="IN_PROCESS",
+                    help="the sliders' model (bench_writes.py --backend)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall clock or the thread's CPU time (bench_writes.py --clock)")
     args = ap.parse_args(argv)
     missing = [t for t in args.trees if not (t / "blender_addon").is_dir()]
     if missing:
@@ -73,7 +79,7 @@ def main(argv=None) -> int:
             if i:
                 time.sleep(args.pause)
             for tree in args.trees:
-                got = one_run(tree, args.timeout)
+                got = one_run(tree, args.timeout, args.backend, args.clock)
                 runs[tree].append(got)
                 line = f"{time.strftime('%H:%M:%S')} {tree} " + " ".join(f"{r:.2f}" for r, _ in got.values())
                 print(line, flush=True)
@@ -82,7 +88,7 @@ def main(argv=None) -> int:
     finally:
         if log:
             log.close()
-    print(f"\nbench_slider_series: {args.pairs} rounds, slider change / floor per run "
+    print(f"\nbench_slider_series: {args.pairs} rounds, sliders on {args.backend} ({args.clock} clock), slider change / floor per run "
           "(median, quartiles, max, runs over the target)")
     for tree, got in runs.items():
         print(f"{tree}:")

@@ -2,6 +2,7 @@
 beside the floor measured in the same run and the issue's target.
 
     python benchmarks/bench_writes.py [--repeats 15] [--threads 1] [--profile] [--only CASE ...] [--tree DIR]
+                                      [--backend IN_PROCESS|BUILTIN] [--clock wall|cpu]
 
 The floor of an armature case is a bare rewrite of the same curves: every key of every F-curve of
 the armature written back with ``keyframe_points.foreach_set('co', ...)`` and ``update()``.  For the
@@ -12,7 +13,11 @@ their ratio holds.
 * Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
   the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
   fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
-  taken from the cache) and let its update callback run.  Model in-process.
+  taken from the cache) and let its update callback run.  Model in-process: PyTorch in Blender's Python
+  (``IN_PROCESS``, the figure issue 19 set its target with), or ``--backend BUILTIN``, the add-on's default
+  (ONNX Runtime in Blender's process).  ``--clock cpu`` times the slider changes and their floor in the
+  thread's CPU time instead of the wall clock: on a shared machine a neighbour's load preempts either
+  at random, which the wall clock counts and the CPU time does not.
 * Inbetween: the operator on 121 frames with keys every 15 (benchmarks/bench_addon.py's case), with
   the model in-process and through the warm backend process.
 * Encode: the operator on 300 frames (benchmarks/bench_latent.py's clip), in-process.
@@ -84,6 +89,12 @@ class Stopwatch(Timers):
         self.wrapped.clear()
 
 
+def use_tree(tree: Path) -> None:
+    """Import the add-on (and the tests' helpers) from ``tree``: its paths before this checkout's, which
+    importing this module put first (call it before anything imports the add-on)."""
+    sys.path[:0] = [str(tree.resolve()), str(tree.resolve() / "tests")]
+
+
 def floor_ms(obj, repeats: int) -> float:
     """Every key of every F-curve of ``obj`` rewritten (``foreach_set('co', ...)`` + ``update()``)."""
     return 1e3 * floor(obj, repeats)
@@ -102,6 +113,7 @@ SLIDER_STAGES = [("blender_addon.bridge", "request", "decode request (model, in-
 
 
 BLOCK = 5  # slider changes (and floor rewrites) in a row
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 
 def floor_step(obj):
@@ -121,7 +133,8 @@ def floor_step(obj):
     return rewrite
 
 
-def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
+def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, backend: str = "IN_PROCESS",
+                clock=time.perf_counter):
     """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
     re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
@@ -135,7 +148,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
         from blender_addon.latent import kinds as slider
     from addon_helpers import copy_armature
     fresh_scene_with_addon()
-    prefs().backend_mode = "IN_PROCESS"
+    prefs().backend_mode = backend
     obj = import_bvh(path)
     rewrite = floor_step(copy_armature(obj))  # (a twin's curves: the encoded ones stay as the layer wrote them)
     bpy.context.view_layer.objects.active = obj
@@ -160,13 +173,13 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False):
     for i in range(repeats + 3):
         if i % BLOCK == 0:  # the floor's samples in blocks between the slider's
             for _ in range(BLOCK):
-                t = time.perf_counter()
+                t = clock()
                 rewrite()
-                bare.append(time.perf_counter() - t)
+                bare.append(clock() - t)
         timers.now.clear()
-        t = time.perf_counter()
+        t = clock()
         change(1.5 + 0.001 * i)
-        took = time.perf_counter() - t
+        took = clock() - t
         assert st.status == "", st.status
         if i >= 3:  # (first decodes warm the model up)
             samples.append({"total": took, **timers.now})
@@ -304,9 +317,14 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true", help="also the slider and the Inbetween operator stage by stage")
     ap.add_argument("--only", nargs="+", choices=CASES, help="run only these cases (default: all)")
     ap.add_argument("--tree", type=Path, help="the source tree whose add-on is measured (default: this one)")
+    ap.add_argument("--backend", choices=("IN_PROCESS", "BUILTIN"), default="IN_PROCESS",
+                    help="the sliders' model: PyTorch in Blender's Python (the target's figure) or the add-on's "
+                         "default, ONNX Runtime in Blender's process")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time the slider changes and their floor by the wall clock or the thread's CPU time")
     args = ap.parse_args(argv)
     if args.tree:  # (before anything imports the add-on)
-        sys.path[:0] = [str(args.tree.resolve()), str(args.tree.resolve() / "tests")]
+        use_tree(args.tree)
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = str(args.threads)
     import torch
     torch.set_num_threads(args.threads)
@@ -318,7 +336,8 @@ def main(argv=None) -> int:
     if "slider" in only:
         for path in (clip_300(ROOT, folder), clip_300(ROOT, folder, backwards=True)):
             for segments in ((4,), (3, 4), (4, 5)):  # (4-5: 31 + 31 frames; 5-6: 31 + 30)
-                label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile)
+                label, ms, base, model, prof = slider_case(path, r + 10, segments, args.profile, args.backend,
+                                                           CLOCKS[args.clock])
                 rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
                 if prof:
                     slider_stages[label] = prof
@@ -332,7 +351,7 @@ def main(argv=None) -> int:
         ms, base = mesh_case(r)
         rows.append(("mesh slider", "Mesh slider -> PC2 -> evaluated mesh (cloth, 5,041 vertices)", ms, base,
                      "floor: the mesh re-evaluated and read"))
-    print(f"\nbench_writes: {args.threads} thread(s), medians of {r} ({r + 10} for the sliders), ms; "
+    print(f"\nbench_writes: {args.threads} thread(s), sliders on {args.backend} ({args.clock} clock), medians of {r} ({r + 10} for the sliders), ms; "
           "floor: every key of every F-curve rewritten (foreach_set 'co' + update())")
     print(f"  {'case':<74} {'median':>7} {'floor':>7} {'ratio':>6}   target")
     for case, label, ms, base, note in rows:

@@ -244,6 +244,25 @@ def test_nan_in_a_raw_property_is_refused_and_nothing_changes(enc):
     assert st.status == "" and changed_frames(curves(enc), {k: v["co"] for k, v in before.items()}).size
 
 
+@pytest.mark.parametrize("bad", ["deleted", "short", "long", "text", "number"])
+def test_a_raw_property_missing_or_of_the_wrong_size_is_refused_and_nothing_changes(enc, bad):
+    name = LM.raw_name(1, 3)
+    d = enc.splinetween_latent.latent_size
+    enc.splinetween_latent.segments[1].amplify = 1.7  # (a layer on the curves: its keys must stay as they are)
+    before = snapshot(enc)
+    if bad == "deleted":
+        del enc[name]
+    else:
+        enc[name] = {"short": [0.5] * (d - 1), "long": [0.5] * (d + 1), "text": "x" * d, "number": 0.5}[bad]
+    with pytest.raises(RuntimeError, match=rf"the custom property {name} is missing or has the wrong size \(it "
+                                           rf"needs {d} numbers\)"):
+        bpy.ops.anim.splinetween_redecode()
+    enc.splinetween_latent.segments[1].amplify = 2.0  # a slider is refused too: the panel says why
+    assert enc.splinetween_latent.status.startswith(f"the custom property {name} is missing")
+    for k, v in snapshot(enc).items():
+        assert_same_keys(before[k], v)
+
+
 def test_keyed_raw_property_re_decodes_on_frame_change(enc):
     name = LM.raw_name(1, 2)
     v = float(enc[name][0])

@@ -131,16 +131,16 @@ def read_raw(obj, st) -> np.ndarray:
     """The raw control points ``[S, 4, d]`` from the object's ID properties."""
     d = st.latent_size
     out = np.empty((len(st.segments) * latent_math.POINTS, d))
+    get = obj.get
     for k, name in enumerate(_raw_names(len(st.segments))):
-        v = obj.get(name)
-        try:  # (an ID property array lends numpy its buffer; anything else is converted or refused)
-            a = np.asarray(v, dtype=np.float64).ravel()
+        v = get(name)
+        try:  # (an ID property array lends numpy its buffer, copied straight into the row; anything else is
+            if len(v) != d:  # converted or refused)
+                raise ValueError
+            out[k] = v
         except (TypeError, ValueError):
-            a = None
-        if v is None or a is None or a.size != d:
             raise Refusal(f"the custom property {name} is missing or has the wrong size (it needs {d} "
-                          "numbers); Remove or Bake the latent controls")
-        out[k] = a
+                          "numbers); Remove or Bake the latent controls") from None
     out = out.reshape(len(st.segments), latent_math.POINTS, d)
     bad = latent_math.bad_values(out)
     if bad:
