@@ -59,16 +59,16 @@ def main(argv=None) -> int:
     sets = {"Bandai val, walks": windows_of(bandai, ("dataset-2_walk_", "dataset-1_walk_"), args.limit),
             "Bandai val, runs": windows_of(bandai, ("dataset-2_run_", "dataset-1_run_"), args.limit),
             "Bandai val, every kind": windows_of(bandai, ("dataset",), args.limit),
-            "CMU walks (07, 08: never read by this model)": windows_of(cmu, ("07_", "08_"), args.limit),
-            "CMU runs (09)": windows_of(cmu, ("09_",), args.limit),
-            "CMU modern dance (05)": windows_of(cmu, ("05_",), args.limit),
+            "CMU walks (07, 08: training subjects)": windows_of(cmu, ("07_", "08_"), args.limit),
+            "CMU runs (09: validation)": windows_of(cmu, ("09_",), args.limit),
+            "CMU modern dance (05: validation)": windows_of(cmu, ("05_",), args.limit),
             "CMU, every clip": windows_of(cmu, ("0",), args.limit)}
     b_rot, c_rot = sets["Bandai val, every kind"][0], sets["CMU, every clip"][0]
     mean_b = mean_rotation(b_rot.reshape(-1, *b_rot.shape[2:]))
     mean_c = mean_rotation(c_rot.reshape(-1, *c_rot.shape[2:]))
     offset = np.degrees(Q.angle_between(mean_b, mean_c))
     fix = Q.mul(Q.inv(mean_c), mean_b)  # per joint: the CMU mean turned onto the Bandai mean
-    for name in ("CMU walks (07, 08: never read by this model)", "CMU, every clip"):
+    for name in ("CMU walks (07, 08: training subjects)", "CMU, every clip"):
         rot, pos = sets[name]
         fixed = rot.copy()
         fixed[..., rj, :] = Q.normalize(Q.mul(rot[..., rj, :], np.broadcast_to(fix[rj], rot[..., rj, :].shape)))
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     print("\nmean local rotation, CMU against Bandai, per modelled joint (deg):")
     print(", ".join(f"{skel.names[j]} {offset[j]:.1f}" for j in rj))
     print("\nlargest normalised input |z| (the autoencoder's normaliser) and where:")
-    for name in ("Bandai val, walks", "CMU walks (07, 08: never read by this model)"):
+    for name in ("Bandai val, walks", "CMU walks (07, 08: training subjects)"):
         print(f"- {name}: " + normalised_outliers(engine, *sets[name]))
     return 0
 
