@@ -1,6 +1,6 @@
 """Issue 28's user-side measure: another studio's capture in Blender, Inbetween against Blender's own curves.
 
-    python benchmarks/bench_other_studio.py [--data DIR] [--clips 6] [--frames 600]
+    python benchmarks/bench_other_studio.py [--data DIR] [--clips 6] [--frames 600] [--encode]
 
 CMU's validation subjects (05 and 09: never trained on, never used to choose a design) imported with
 Blender's *Import BVH* (their own skeleton, 120 fps), keys kept every 1/6, 1/2 and 1 s of the clip's own
@@ -8,7 +8,8 @@ time (the rest deleted), then *Inbetween* (the add-on as shipped: built-in backe
 against the curves Blender draws through the same keys (auto-clamped Bézier).  Error: the mapped bones'
 world heads on the frames between keys against the capture's, mean, in cm per 1.75 m of the figure's
 height (its rest height, head over feet), as the issue measures.  Only the first ``--frames`` frames of
-each clip are used (the Blender passes dominate the run time).
+each clip are used (the Blender passes dominate the run time).  ``--encode``: Encode's own readout instead
+(the autoencoder's fit per segment, degrees and cm, as the panel shows it).
 """
 from __future__ import annotations
 
@@ -80,12 +81,27 @@ def measure(bpy, path: Path, seconds: float, frames: int) -> tuple[float, float,
         bpy.data.objects.remove(obj)
 
 
+def encode_fit(bpy, path: Path, frames: int) -> list:
+    """Encode's own readout (per segment: degrees, cm) on the clip's first ``frames`` frames."""
+    from addon_helpers import import_bvh
+    from blender_addon.latent import core as latent_core
+    obj = import_bvh(path)
+    try:
+        n = min(frames, int(obj.animation_data.action.frame_range[1]))
+        assert bpy.ops.anim.splinetween_encode(frame_range="CUSTOM", frame_start=1, frame_end=n) == {"FINISHED"}
+        return [tuple(map(float, f)) for f in latent_core.fidelity(obj.splinetween_latent)]
+    finally:
+        bpy.data.objects.remove(obj)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="/work/data-cache/cmu-mocap-part/bvh",
                     help="the unpacked cmu-mocap-part archive's BVH folder")
     ap.add_argument("--clips", type=int, default=6, help="clips of subjects 05 and 09, spread over them")
     ap.add_argument("--frames", type=int, default=600, help="frames read of each clip (from its first)")
+    ap.add_argument("--encode", action="store_true", help="Encode's readout (the autoencoder's fit per segment) "
+                    "instead of Inbetween")
     ap.add_argument("--checkpoint", default="", help="another in-betweener (run in-process with PyTorch; default: "
                     "the shipped one on the built-in backend)")
     args = ap.parse_args(argv)
@@ -101,6 +117,18 @@ def main(argv=None) -> int:
     fresh_scene_with_addon(test_backend=False)
     if args.checkpoint:
         prefs().backend_mode, prefs().checkpoint = "IN_PROCESS", str(Path(args.checkpoint).resolve())
+    if args.encode:
+        fits = []
+        for path in clips:
+            fits += encode_fit(bpy, path, args.frames)
+            print(f"  {path.name}: " + ", ".join(f"{d:.1f} deg / {c:.1f} cm" for d, c in fits[-3:]) + " ...", flush=True)
+        disable_addon()
+        f = np.array(fits)
+        print(f"\n{len(clips)} CMU validation clips, first {args.frames} frames, Encode (the shipped autoencoder): "
+              f"{len(f)} segments, mean {f[:, 0].mean():.2f} deg / {f[:, 1].mean():.2f} cm per segment, median "
+              f"{np.median(f[:, 0]):.2f} / {np.median(f[:, 1]):.2f}, flagged as known poorly (over 5 deg or 4 cm): "
+              f"{int(((f[:, 0] > 5) | (f[:, 1] > 4)).sum())}")
+        return 0
     rows = {s: [] for s in SPACINGS}
     for path in clips:
         for s in SPACINGS:
