@@ -165,3 +165,11 @@ def test_the_batch_plants_feet_in_bvh_files_unless_told_not_to(tmp_path, family)
     for got in outs.values():
         np.testing.assert_array_equal(got.rotations[keys], clip.rotations[keys])
     assert np.degrees(Q.angle_between(outs[False].rotations, outs[True].rotations)).max() > 0.5
+
+
+def test_contact_study_changes_only_the_named_fields_and_names_a_wrong_one():
+    from training.contact_study import config
+    got = config("slow=1.5,min_frames=2")
+    assert (got.slow, got.min_frames) == (1.5, 2) and got.near_ground == C.ContactConfig().near_ground
+    with pytest.raises(SystemExit, match="'fast' is not a ContactConfig field"):
+        config("fast=2")
