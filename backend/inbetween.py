@@ -15,7 +15,7 @@ from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features_np import poses_from_features
 from .guard import MAX_HIDDEN_GAP, blend, fit_alpha, holdout_passes
-from .keyframes_np import inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
+from .keyframes_np import bracket, inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .runtime import sample_times
 from .skeleton import Clip
 
@@ -211,6 +211,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys), alpha)
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
         # reads the same motion at its own times (tests/test_timebase.py)
+        rot = follow_keys(rot, wkeys, still_joints(engine))  # (before the feet: they are solved under it)
         rot = planted(engine, work.skeleton, rot, pos, wkeys, work.frame_time)
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
@@ -281,9 +282,37 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
             c_rot, c_pos = timebase.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = quat_np.mul(c_rot, out_rot), out_pos + c_pos
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
+    out_rot = follow_keys(out_rot, dense_keys, still_joints(engine))  # as ``inbetween`` does
     out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
+
+
+def still_joints(engine) -> list[int]:
+    """The joints the training data never turned: every one of their rotation features has the normaliser's
+    floor as its spread (``--norm_floor``; 1e-3 before it was a setting).  The model's output there is its
+    noise in the floor's units (with a floor of 0.05, up to 0.09 degrees on the data set's root, which a
+    walk 4 m from the origin turns into a 0.6 cm slide), so it is not the model's to move."""
+    got = getattr(engine, "_still_joints", None)
+    if got is None:
+        floor = float(engine.ckpt.info.get("config", {}).get("norm_floor", 1e-3))
+        npos = 3 * len(engine.layout.position_joints)
+        spread = np.asarray(engine.norm.std, dtype=np.float64)[npos:].reshape(-1, 6)
+        got = [j for j, s in zip(engine.layout.rotation_joints, spread) if (s <= floor * (1 + 1e-6)).all()]
+        engine._still_joints = got
+    return got
+
+
+def follow_keys(rot: np.ndarray, keys, joints) -> np.ndarray:
+    """``rot`` with ``joints`` SLERPed between the keys (a joint the keys hold still stays exactly still)."""
+    if not joints:
+        return rot
+    mask = np.zeros(len(rot), dtype=bool)
+    mask[list(keys)] = True
+    prev, nxt, alpha = bracket(mask)
+    out = np.array(rot, copy=True)
+    out[:, joints] = quat_np.slerp(rot[prev][:, joints], rot[nxt][:, joints], alpha.astype(np.float64)[:, None])
+    return out
 
 
 def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
