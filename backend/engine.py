@@ -13,7 +13,7 @@ from .controls import Controls, group_by_length, segment_bounds  # noqa: F401  (
 from .engine_base import EngineBase, EngineError, pick_device  # noqa: F401  (EngineError, pick_device: the API)
 from .features_np import poses_from_features, sequence_origin, to_features
 from .guard import MAX_HIDDEN_GAP
-from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip
+from .inbetween import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
 from .mirror import Mirror
 from .splines import ease_weights
 from .skeleton import Clip
@@ -136,7 +136,8 @@ class Engine(EngineBase):
         ``[sum m_i, D]``, with ``plans[i] = (source frames, m_i, timing)`` (a slider change's segments of 31
         and 30 frames in one pass): each segment gets the numbers it gets alone (``TorchModel`` and
         ``runtime.OnnxModel`` both promise it)."""
-        return self.model.decode_features(np.asarray(points, dtype=np.float32), plans)
+        feat = self.model.decode_features(np.asarray(points, dtype=np.float32), plans)
+        return still_as_trained(self, feat)
 
     def decode(self, controls: Controls, scale: float = 1.0, like: Clip | None = None, timing: float = 0.0,
                points: np.ndarray | None = None) -> Clip:

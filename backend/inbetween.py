@@ -303,6 +303,21 @@ def still_joints(engine) -> list[int]:
     return got
 
 
+def still_as_trained(engine, feat: np.ndarray) -> np.ndarray:
+    """Decoded features ``[..., D]`` with the rotation features of ``still_joints`` set to the value the
+    training data always had (the normaliser's mean): the autoencoder's counterpart of ``follow_keys``, so
+    a slider never turns the data set's root."""
+    joints = still_joints(engine)
+    if not joints:
+        return feat
+    npos = 3 * len(engine.layout.position_joints)
+    at = {j: i for i, j in enumerate(engine.layout.rotation_joints)}
+    cols = [npos + 6 * at[j] + c for j in joints for c in range(6)]
+    out = np.array(feat, copy=True)
+    out[..., cols] = np.asarray(engine.norm.mean, dtype=out.dtype)[cols]
+    return out
+
+
 def follow_keys(rot: np.ndarray, keys, joints) -> np.ndarray:
     """``rot`` with ``joints`` SLERPed between the keys (a joint the keys hold still stays exactly still)."""
     if not joints:

@@ -172,8 +172,8 @@ def test_the_engine_cache_loads_a_checkpoint_once_for_callers_at_the_same_time(t
 def test_a_joint_the_data_never_turns_follows_the_keys():
     """The data set's root never turns in any training clip (its rotation features have the normaliser's
     floor as their spread): the shipped in-betweener does not move it between keys, on the fill and on a
-    re-decode of its controls (its own output there is noise: 0.09 degrees, a 0.6 cm slide 4 m from the
-    origin)."""
+    re-decode of its controls, nor the autoencoder on any decode (their own output there is noise: 0.09
+    degrees, a 0.6 cm slide 4 m from the origin)."""
     from backend.engine import DEFAULT_INBETWEEN, Engine
     from backend.inbetween import still_joints
     from backend.keyframes import every_k
@@ -186,3 +186,10 @@ def test_a_joint_the_data_never_turns_follows_the_keys():
     assert np.abs(result.rotations[:, root] - [1.0, 0.0, 0.0, 0.0]).max() == 0.0
     again = Engine(DEFAULT_INBETWEEN, "cpu").decode(controls)
     assert np.abs(again.rotations[:, root] - [1.0, 0.0, 0.0, 0.0]).max() == 0.0
+    # the autoencoder alike: a decode (a slider's) never turns it, whatever the points
+    from backend.engine import DEFAULT_CHECKPOINT
+    auto = Engine(DEFAULT_CHECKPOINT, "cpu")
+    assert still_joints(auto) == [auto.skeleton.names.index("joint_Root")]
+    ctrl = auto.encode(clip)
+    moved = auto.decode(ctrl, points=ctrl.points * 1.5)
+    assert np.abs(moved.rotations[:, root] - [1.0, 0.0, 0.0, 0.0]).max() == 0.0
