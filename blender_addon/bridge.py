@@ -162,7 +162,8 @@ def read_model(path) -> ModelInfo:
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as e:  # (fields of another type)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:  # (fields of another
+        # type, or a number no integer holds: "window": Infinity)
         raise BridgeError(f"{path} is not a Splinetween checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
     return _info_cache[key]
 

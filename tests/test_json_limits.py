@@ -162,3 +162,13 @@ def test_the_built_in_runtime_reads_a_checkpoint_within_the_limits(tmp_path):
     bad.write_text("[" * 100_000 + "]" * 100_000)
     why = runtime.stale(bad)
     assert why.startswith("cannot read the checkpoint") and "deep.json" in why
+
+
+def test_a_checkpoint_whose_window_is_infinite_is_named(tmp_path):
+    """A number JSON allows but no integer holds (found by the fuzz test above): a BridgeError, not a crash."""
+    doc = json.loads((CKPTS / "inbetween.json").read_text())
+    doc["window"] = float("inf")
+    j = tmp_path / "inf.json"
+    j.write_text(json.dumps(doc))  # (Python writes Infinity)
+    with pytest.raises(bridge.BridgeError, match="is not a Splinetween checkpoint"):
+        bridge.describe(bridge.BackendSettings(checkpoint=str(j)))
