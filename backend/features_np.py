@@ -23,6 +23,11 @@ class FeatureLayout:
     def dim(self) -> int:
         return 3 * len(self.position_joints) + 6 * len(self.rotation_joints)
 
+    def rotation_columns(self, joint: int) -> list[int]:
+        """The six feature columns of ``joint``'s rotation (positions come first, then rotations in order)."""
+        at = 3 * len(self.position_joints) + 6 * self.rotation_joints.index(joint)
+        return list(range(at, at + 6))
+
     def to_json(self) -> dict:
         return asdict(self)
 

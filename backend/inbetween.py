@@ -293,26 +293,18 @@ def still_joints(engine) -> list[int]:
     floor as its spread (``--norm_floor``; 1e-3 before it was a setting).  The model's output there is its
     noise in the floor's units (with a floor of 0.05, up to 0.09 degrees on the data set's root, which a
     walk 4 m from the origin turns into a 0.6 cm slide), so it is not the model's to move."""
-    got = getattr(engine, "_still_joints", None)
-    if got is None:
-        floor = float(engine.ckpt.info.get("config", {}).get("norm_floor", 1e-3))
-        npos = 3 * len(engine.layout.position_joints)
-        spread = np.asarray(engine.norm.std, dtype=np.float64)[npos:].reshape(-1, 6)
-        got = [j for j, s in zip(engine.layout.rotation_joints, spread) if (s <= floor * (1 + 1e-6)).all()]
-        engine._still_joints = got
-    return got
+    floor = float(engine.ckpt.info.get("config", {}).get("norm_floor", 1e-3))
+    std, layout = np.asarray(engine.norm.std, dtype=np.float64), engine.layout
+    return [j for j in layout.rotation_joints if (std[layout.rotation_columns(j)] <= floor * (1 + 1e-6)).all()]
 
 
 def still_as_trained(engine, feat: np.ndarray) -> np.ndarray:
     """Decoded features ``[..., D]`` with the rotation features of ``still_joints`` set to the value the
     training data always had (the normaliser's mean): the autoencoder's counterpart of ``follow_keys``, so
     a slider never turns the data set's root."""
-    joints = still_joints(engine)
-    if not joints:
+    cols = [c for j in still_joints(engine) for c in engine.layout.rotation_columns(j)]
+    if not cols:
         return feat
-    npos = 3 * len(engine.layout.position_joints)
-    at = {j: i for i, j in enumerate(engine.layout.rotation_joints)}
-    cols = [npos + 6 * at[j] + c for j in joints for c in range(6)]
     out = np.array(feat, copy=True)
     out[..., cols] = np.asarray(engine.norm.mean, dtype=out.dtype)[cols]
     return out
