@@ -76,3 +76,31 @@ def test_evaluation_has_the_other_studio_column_with_foot_sliding(tmp_path):
     assert row["lerp_slerp"]["mpjpe_cm"] > 0
     assert np.isfinite(row["capture_foot_cm_s"]) and np.isfinite(row["lerp_slerp"]["foot_cm_s"])
     assert "other studio feet (cm/s)" in (tmp_path / "baselines-test.md").read_text()
+
+
+def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
+    """Another studio's few clips can count for more than their frames (``--converted_weight``): the
+    loader flags the clips it converted (kept through the cache) and the sampler draws them that much
+    more often."""
+    import shutil
+    from training.config import ConfigError, TrainConfig
+    from training.data import WindowSampler
+    fx = ROOT / "tests/fixtures"
+    shutil.copy(fx / "skeletons/cmu_07_01.bvh", tmp_path / "07_01.bvh")  # CMU's name: a training subject
+    shutil.copy(fx / "dataset-2_walk_normal_005.bvh", tmp_path)
+    sel = Selection(("train", "test"))
+    ms = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
+    cached = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
+    for m in (ms, cached):
+        assert dict(zip(m.names, m.converted.tolist())) == {"07_01": True, "dataset-2_walk_normal_005": False}
+    n = 16
+    room = (ms.lengths - n + 1).astype(float)
+    for weight in (1.0, 4.0):
+        s = WindowSampler(ms, n, n, seed=0, weights=ms.clip_weights(weight))
+        first = s.sample(20000)[:, 0]
+        i = ms.names.index("07_01")
+        share = float(np.mean((first >= ms.starts[i]) & (first < ms.starts[i + 1])))
+        expect = weight * room[i] / (weight * room[i] + room[1 - i])
+        assert abs(share - expect) < 0.015, (weight, share, expect)
+    with pytest.raises(ConfigError, match="converted_weight"):
+        TrainConfig(converted_weight=0.0).validate()

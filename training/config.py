@@ -51,6 +51,9 @@ class TrainConfig:
     # roll) would otherwise turn another studio's few degrees there into hundreds of spreads.  0.05 of a
     # 6D component is about 3 degrees; 1e-3 was the floor of the checkpoints before issue 28.
     norm_floor: float = 1e-3
+    # How often a clip converted from another skeleton (another studio's capture) is drawn against a
+    # native clip of the same length: CMU's 66 training clips are 7% of the frames (1 = by length)
+    converted_weight: float = 1.0
     # inbetween: "absolute" (MSE) or "relative" (each window's error divided by its base's: confident
     # wrong motion never pays, and short gaps count as much as long ones)
     loss: str = "absolute"
@@ -81,6 +84,8 @@ class TrainConfig:
                 raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
         if not 0.0 < self.norm_floor <= 1.0:
             raise ConfigError(f"norm_floor={self.norm_floor}: a spread above 0 and at most 1")
+        if not 0.0 < self.converted_weight <= 100.0:
+            raise ConfigError(f"converted_weight={self.converted_weight}: a weight above 0 and at most 100")
         if not 0.0 <= self.augment_scale < 0.5:
             raise ConfigError(f"augment_scale={self.augment_scale}: a relative size change from 0 to below 0.5")
         if not (2 <= self.min_window <= self.window):

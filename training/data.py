@@ -77,6 +77,8 @@ class MotionSet:
     names: list[str]
     frame_time: float
     skipped: list[str]
+    # per clip: read from another skeleton and converted (another studio's capture); None = none was
+    converted: np.ndarray | None = None
 
     @property
     def lengths(self) -> np.ndarray:
@@ -85,6 +87,14 @@ class MotionSet:
     def clip(self, i: int):
         s, e = self.starts[i], self.starts[i + 1]
         return self.rotations[s:e], self.positions[s:e]
+
+    def clip_weights(self, converted_weight: float = 1.0) -> np.ndarray:
+        """[C] how often each clip is drawn relative to its length: ``converted_weight`` for another
+        studio's converted clips, 1 for the others."""
+        w = np.ones(len(self.names))
+        if self.converted is not None:
+            w[self.converted] = converted_weight
+        return w
 
 
 def data_paths(data) -> list[Path]:
@@ -187,7 +197,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
             else:
                 groups.append([c[1], 1])
         skel = max(groups, key=lambda g: g[1])[0]  # max keeps the first of equal counts
-    rots, poss, names, frame_time = [], [], [], None
+    rots, poss, names, converted, frame_time = [], [], [], [], None
     for where, clip_skel, rot, pos, name, ft in clips:
         if not skel.same_hierarchy(clip_skel) or (frame_time is not None and not same_rate(ft, frame_time)):
             try:  # another studio's skeleton or frame rate: the motion on the reference skeleton and rate
@@ -200,6 +210,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         rots.append(rot)
         poss.append(pos)
         names.append(name)
+        converted.append(not skel.same_hierarchy(clip_skel))
     del clips
     if not names:
         why = (f" ({skipped[0]})" if skipped else
@@ -209,7 +220,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         print(f"warning: skipped {len(skipped)} {split} clip(s): " + "; ".join(skipped[:5]), file=sys.stderr)
     lengths = [len(r) for r in rots]
     ms = MotionSet(skel, np.concatenate(rots), np.concatenate(poss), np.concatenate([[0], np.cumsum(lengths)]),
-                   names, float(frame_time), skipped)
+                   names, float(frame_time), skipped, np.array(converted, dtype=bool))
     if cache:
         _save_cache(cache, ms)
     return ms
@@ -251,7 +262,7 @@ def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton
         return None
     ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{ids}|{sel.key()}|v5{ref}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v6{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 
@@ -261,14 +272,15 @@ def _save_cache(path: Path, ms: MotionSet):
     with replacing(path, path.with_name(f".{path.stem}.tmp{os.getpid()}.npz")) as tmp:  # np.savez adds .npz
         np.savez(tmp, rotations=ms.rotations, positions=ms.positions, starts=ms.starts,
                  names=np.array(ms.names), frame_time=ms.frame_time,
-                 skeleton=np.array(json.dumps(ms.skeleton.to_json())), skipped=np.array(ms.skipped, dtype=str))
+                 skeleton=np.array(json.dumps(ms.skeleton.to_json())), skipped=np.array(ms.skipped, dtype=str),
+                 converted=np.zeros(len(ms.names), bool) if ms.converted is None else ms.converted)
 
 
 def _load_cache(path: Path) -> MotionSet:
     import json
     z = np.load(path, allow_pickle=False)
     return MotionSet(Skeleton.from_json(json.loads(str(z["skeleton"]))), z["rotations"], z["positions"],
-                     z["starts"], list(z["names"]), float(z["frame_time"]), list(z["skipped"]))
+                     z["starts"], list(z["names"]), float(z["frame_time"]), list(z["skipped"]), z["converted"])
 
 
 def protocol_windows(ms: MotionSet, length: int = 61, stride: int = 61) -> np.ndarray:
@@ -282,9 +294,10 @@ def protocol_windows(ms: MotionSet, length: int = 61, stride: int = 61) -> np.nd
 
 
 class WindowSampler:
-    """Random windows, clips weighted by how many windows they hold; deterministic per seed."""
+    """Random windows, clips weighted by how many windows they hold (times ``weights`` [C] when given);
+    deterministic per seed."""
 
-    def __init__(self, ms: MotionSet, min_len: int, max_len: int, seed: int):
+    def __init__(self, ms: MotionSet, min_len: int, max_len: int, seed: int, weights: np.ndarray | None = None):
         self.ms, self.min_len, self.max_len = ms, min_len, max_len
         lengths = ms.lengths
         self.valid = np.flatnonzero(lengths >= max_len)
@@ -292,6 +305,8 @@ class WindowSampler:
             raise DataError(f"no clip is at least {max_len} frames long (lower the window length)")
         self.short = len(lengths) - len(self.valid)
         w = (lengths[self.valid] - max_len + 1).astype(np.float64)
+        self.weights = np.ones(len(lengths)) if weights is None else np.asarray(weights, np.float64)
+        w *= self.weights[self.valid]
         self.p = w / w.sum()
         self.rng = np.random.default_rng(seed)
 
@@ -309,7 +324,8 @@ class WindowSampler:
             ok = np.flatnonzero(room > 0)
             if len(ok) == 0:
                 raise DataError(f"no clip is at least {n} frames long")
-            clips = ok[self.rng.choice(len(ok), size=batch, p=room[ok] / room[ok].sum())]
+            w = room[ok] * self.weights[ok]
+            clips = ok[self.rng.choice(len(ok), size=batch, p=w / w.sum())]
         room = self.ms.lengths[clips] - n + 1
         first = self.ms.starts[clips] + (self.rng.random(batch) * room).astype(np.int64)
         return first[:, None] + np.arange(n)

@@ -230,7 +230,8 @@ def train(cfg: TrainConfig) -> Path:
         model.load_state_dict(init.state)
     opt = torch.optim.RAdam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg))
-    sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed)
+    sampler = WindowSampler(train_ms, cfg.min_window, cfg.window, cfg.seed,
+                            train_ms.clip_weights(cfg.converted_weight))
     gen = torch.Generator().manual_seed(cfg.seed)
     speed_rng = np.random.default_rng(cfg.seed + 11)
     step, best, wall, history = 0, float("inf"), 0.0, []

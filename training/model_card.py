@@ -57,7 +57,7 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              f"{cfg.get('augment_yaw')}, mirror {cfg.get('augment_mirror', 0)}, time reversal "
              f"{cfg.get('augment_reverse', 0)}, speed 0.5-2x {cfg.get('augment_speed', 0)}, body mix "
              f"{cfg.get('augment_mix', 0)}, proportions +-{cfg.get('augment_scale', 0)}; normaliser floor "
-             f"{cfg.get('norm_floor', 1e-3)}; linear path {cfg.get('linear_path', False)}; seed {cfg.get('seed')}; "
+             f"{cfg.get('norm_floor', 1e-3)}; converted clips drawn {cfg.get('converted_weight', 1.0)}x; linear path {cfg.get('linear_path', False)}; seed {cfg.get('seed')}; "
              f"{info.get('wall_time_s')} s wall on {cfg.get('threads') or 'all'} CPU thread(s) "
              f"({info.get('windows_per_s')} windows/s).",
              f"- **Best validation** (mean local rotation error, {'keys every 15' if info.get('task') == 'inbetween' else 'reconstruction'}): "
