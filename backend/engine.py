@@ -34,7 +34,7 @@ class Engine(EngineBase):
         # (backend.guard); the weights of recent key sets are kept for slider re-decodes.
         self.guard = True
         self.guard_limit = MAX_HIDDEN_GAP  # longest doubled gap the guard hides keys in (frames)
-        self.guard_cache: dict[bytes, float] = {}
+        self.guard_cache: dict = {}  # key set -> the guard's weights per gap, the mirror correction
         # In-betweening: also fill the mirrored keys and average (backend.mirror), where the checkpoint
         # trained with mirroring and stores its left/right map.
         self.mirror = Mirror.from_info(self.ckpt.info.get("mirror"), self.skeleton.parents)
@@ -67,12 +67,12 @@ class Engine(EngineBase):
             h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
         return h.digest()
 
-    def remember_guard(self, keys, clip: Clip, weights: float):
+    def remember_guard(self, keys, clip: Clip, weights):
         if len(self.guard_cache) > 256:
             self.guard_cache.clear()
         self.guard_cache[self.guard_key(keys, clip.rotations[keys], clip.positions[keys])] = weights
 
-    def guard_for(self, controls: "Controls", skeleton) -> float:
+    def guard_for(self, controls: "Controls", skeleton):
         """The guard's alpha for in-betweened ``controls``: what the fill used, recomputed
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
         key = self.guard_key(controls.keys, controls.key_rotations, controls.key_positions)

@@ -21,6 +21,15 @@ the Hermite base the guard used before, the curves give the same at 15 and 30 an
 (unfamiliar, every 5).  ``training.evaluate`` reports the every-spacing guard beside the shipped one.
 The mirror average (``backend.inbetween``) is used where no key is hidden (its cost).  A weight for
 SLERP next to the curves, and a hard switch between model and curves, did worse (``training.guard_study``).
+
+Where no key is hidden (keys more than 10 frames apart) the model's two readings of the keys judge it
+instead: the fill of the keys as given and the mirrored fill of the mirrored keys, mirrored back, agree
+where the model knows the motion.  Per gap, the disagreement of the two over the departure of their
+mean from the curves, ``x``, gives ``alpha = clip((AGREE[1] - x) / (AGREE[1] - AGREE[0]), 0, 1)``: a
+model whose two answers differ as much as it differs from the curves is not departing from them on
+knowledge.  On validation (every 6th window, keys every 15 / 30; L2Q of the fill against the mirror mean
+alone): familiar 0.998 / 0.995, unfamiliar 0.997 / 0.998, the other studio 0.946 / 0.949
+(docs/results.md, issue 28).
 Pure numpy: the passes that produce the predictions live in ``backend.inbetween``.
 """
 from __future__ import annotations
@@ -31,6 +40,7 @@ from . import quat_np
 
 POSITION_SCALE = 0.01  # 1 cm of root travel weighs like 0.01 of a quaternion component (about 1 degree)
 MAX_HIDDEN_GAP = 20  # frames: keys up to 10 apart
+AGREE = (0.6, 1.0)  # the mirror pair's disagreement / the departure from the curves: all model .. all curves
 
 
 def holdout_passes(keys: list[int], max_gap: int = 0, limit: int = MAX_HIDDEN_GAP) -> list[list[int]]:
@@ -65,8 +75,41 @@ def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
     return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0
 
 
-def blend(model, curves, alpha: float):
-    """The guarded fill: (rotations, positions) from the two fills [F, J, *] and the weight."""
+def _rms(v: np.ndarray) -> float:
+    return float(np.sqrt((v * v).sum(-1).mean()))
+
+
+def agreement_alphas(own, back, mean, curves, keys, rot_joints, pos_joints) -> np.ndarray:
+    """Per gap between consecutive ``keys``: alpha from the model's two readings (``own``: the keys as
+    given; ``back``: the mirrored keys' fill mirrored back; ``mean``: theirs), each (rotations [F, J, 4],
+    positions [F, J, 3]), against the ``curves`` through the same keys (see the module's docstring).
+    A gap without frames, or where the model is the curves, keeps 1."""
+    ref = mean[0]
+    va, vb, vm, vc = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (own, back, mean, curves))
+    lo, hi = AGREE
+    out = np.ones(max(len(keys) - 1, 0))
+    for i, (a, b) in enumerate(zip(keys, keys[1:])):
+        gap = slice(a + 1, b)
+        departure = _rms(vm[gap] - vc[gap]) if b - a > 1 else 0.0
+        if departure > 0:
+            out[i] = np.clip((hi - _rms(va[gap] - vb[gap]) / departure) / (hi - lo), 0.0, 1.0)
+    return out
+
+
+def frame_alphas(keys, alphas, num_frames: int) -> np.ndarray:
+    """[num_frames]: each frame's gap's alpha (``alphas`` [len(keys) - 1]; keys and frames outside them 1,
+    where model and curves are the keys anyway)."""
+    out = np.ones(num_frames)
+    for (a, b), w in zip(zip(keys, keys[1:]), alphas):
+        out[a + 1:b] = w
+    return out
+
+
+def blend(model, curves, alpha):
+    """The guarded fill: (rotations, positions) from the two fills [F, J, *] and the weight (one, or one
+    per frame [F])."""
     (mr, mp), (hr, hp) = model, curves
     mr = np.where((mr * hr).sum(-1, keepdims=True) < 0, -mr, mr)
-    return quat_np.normalize(hr + alpha * (mr - hr)), hp + alpha * (mp - hp)
+    a = np.asarray(alpha, dtype=np.float64)
+    a = a[:, None, None] if a.ndim == 1 else a
+    return quat_np.normalize(hr + a * (mr - hr)), hp + a * (mp - hp)

@@ -14,7 +14,7 @@ from . import timebase
 from .contacts import plant_feet
 from .controls import Controls, group_by_length
 from .features_np import poses_from_features
-from .guard import MAX_HIDDEN_GAP, blend, fit_alpha, holdout_passes
+from .guard import MAX_HIDDEN_GAP, agreement_alphas, blend, fit_alpha, frame_alphas, holdout_passes
 from .keyframes_np import bracket, inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
 from .runtime import sample_times
 from .skeleton import Clip
@@ -87,12 +87,10 @@ def fill(engine, items, with_base: bool = True):
     return out
 
 
-def fill_symmetric(engine, items, with_base: bool = True, which=None):
-    """``fill``, where for the items chosen by ``which`` (default: all; none when the engine is not
-    symmetric, i.e. has no ``mirror``) the model's answer is the mean of its fill and the mirrored fill of
-    the mirrored keys, mirrored back: a person moves the same way in a mirror, and the mean of the two
-    answers misses less than either (docs/results.md §9).  One batch: the mirrored items run with the
-    others.  The Hermite base, control points and origins stay the item's own."""
+def fill_pairs(engine, items, with_base: bool = True, which=None):
+    """``fill`` of ``items`` and, for the items chosen by ``which`` (default: all; none when the engine is
+    not symmetric, i.e. has no ``mirror``), the mirrored fill of the mirrored keys, mirrored back
+    (rotations, positions; None for the others).  One batch: the mirrored items run with the others."""
     m = engine.mirror if getattr(engine, "symmetric", False) else None
     chosen = [i for i in range(len(items)) if m is not None and (which is None or which[i])]
     mirrored = []
@@ -102,13 +100,26 @@ def fill_symmetric(engine, items, with_base: bool = True, which=None):
         rot[keys], pos[keys] = m.apply(clip.rotations[keys], clip.positions[keys])
         mirrored.append((Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name), keys))
     fills = fill(engine, list(items) + mirrored, with_base)
-    out = fills[:len(items)]
+    backs = [None] * len(items)
     for i, other in zip(chosen, fills[len(items):]):
-        rot, pos, *rest = out[i]
         mr, mp = m.apply(other[0], other[1])
-        mr = np.where((mr * rot).sum(-1, keepdims=True) < 0, -mr, mr)
-        out[i] = (quat_np.normalize(rot + mr).astype(rot.dtype), (0.5 * (pos + mp)).astype(pos.dtype), *rest)
-    return out
+        backs[i] = (np.where((mr * fills[i][0]).sum(-1, keepdims=True) < 0, -mr, mr), mp)
+    return fills[:len(items)], backs
+
+
+def mirror_mean(own, back):
+    """A ``fill`` result with its poses the mean of its own and the mirrored-back ones (``fill_pairs``)."""
+    rot, pos, *rest = own
+    return (quat_np.normalize(rot + back[0]).astype(rot.dtype), (0.5 * (pos + back[1])).astype(pos.dtype), *rest)
+
+
+def fill_symmetric(engine, items, with_base: bool = True, which=None):
+    """``fill``, where for the items chosen by ``which`` (``fill_pairs``) the model's answer is the mean of
+    its fill and the mirrored fill of the mirrored keys, mirrored back: a person moves the same way in a
+    mirror, and the mean of the two answers misses less than either (docs/results.md §9).  The Hermite
+    base, control points and origins stay the item's own."""
+    fills, backs = fill_pairs(engine, items, with_base, which)
+    return [f if b is None else mirror_mean(f, b) for f, b in zip(fills, backs)]
 
 
 def guard_passes(engine, keys) -> list[list[int]]:
@@ -117,10 +128,22 @@ def guard_passes(engine, keys) -> list[list[int]]:
     return holdout_passes(list(keys), engine.ckpt.window - 1, limit=getattr(engine, "guard_limit", MAX_HIDDEN_GAP))
 
 
-def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
-    """``backend.guard``'s alpha for these keys: the hidden-key passes are filled (or taken from
-    ``fills``, the ``fill`` results of ``guard_passes``) and compared, with the curves through the same
-    keys (``backend.fcurves``), with the hidden keys."""
+def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None) -> np.ndarray:
+    """``backend.guard``'s alpha per gap between ``keys`` [len(keys) - 1].  Where keys are hidden
+    (``guard_passes``) one alpha for the clip: the passes are filled (or taken from ``fills``, their
+    ``fill`` results) and compared, with the curves through the same keys (``backend.fcurves``), with
+    the hidden keys.  Where the mirror average answers (``uses_mirror``), each gap's from the agreement of
+    the model's two readings (``pair``: the clip's ``fill`` and mirrored-back fill, or filled here)."""
+    keys = list(keys)
+    curves = lambda ks: fcurves.fill(clip.skeleton, clip.rotations, clip.positions, ks)  # noqa: E731
+    rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
+    if uses_mirror(engine, keys):
+        if pair is None:
+            (own,), (back,) = fill_pairs(engine, [(clip, keys)], with_base=False)
+            pair = (own[0], own[1]), back
+        (rot, pos), back = pair
+        mean = mirror_mean((rot, pos), back)
+        return agreement_alphas((rot, pos), back, mean[:2], curves(keys), keys, rj, pj)
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
@@ -128,15 +151,16 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None) -> float:
     for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
-        cr, cp = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, p)
+        cr, cp = curves(p)
         model.append((mr[h], mp[h]))
         herm.append((cr[h], cp[h]))
     if not hidden:
-        return 1.0
+        return np.ones(len(keys) - 1)
+
     def cat(lst):
         return np.concatenate([r for r, _ in lst]), np.concatenate([q for _, q in lst])
-    return fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(herm),
-                     engine.layout.rotation_joints, engine.layout.position_joints)
+    alpha = fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(herm), rj, pj)
+    return np.full(len(keys) - 1, alpha)
 
 
 def checked_keys(keys, num_frames: int, frame_time: float, max_gap: int, model_ft: float) -> list[int]:
@@ -200,15 +224,17 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
         items += [(work, wkeys)] + [(work, p) for p in passes]
         mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
-    fills = fill_symmetric(engine, items, with_base=False, which=mirror)
+    fills, backs = fill_pairs(engine, items, with_base=False, which=mirror)
     out = []
     for (clip, keys, work, wkeys), span in zip(checked, spans):
-        mine = fills[span]
-        rot, pos, _, _, ctrl, origins, segs = mine[0]
+        mine, back = fills[span], backs[span.start]
+        own = mine[0]
+        rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)
         if engine.guard:
-            alpha = guard_weight(engine, work, wkeys, mine[1:])
-            engine.remember_guard(wkeys, work, alpha)
-            rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys), alpha)
+            alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back))
+            engine.remember_guard(wkeys, work, alphas)
+            rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys),
+                             frame_alphas(wkeys, alphas, len(rot)))
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
         # reads the same motion at its own times (tests/test_timebase.py)
         rot = follow_keys(rot, wkeys, still_joints(engine))  # (before the feet: they are solved under it)
@@ -273,14 +299,14 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = poses_from_features(feat, engine.layout, origin[0], template,
                                                                      skel.num_joints)
-    if engine.guard:
-        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
-                                 engine.guard_for(controls, skel))
     if uses_mirror(engine, keys):
         c_rot, c_pos = mirror_correction(engine, controls, skel)
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
             c_rot, c_pos = timebase.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = quat_np.mul(c_rot, out_rot), out_pos + c_pos
+    if engine.guard:  # (after the mirror correction: ``inbetween`` blends the mirror mean)
+        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
+                                 frame_alphas(dense_keys, engine.guard_for(controls, skel), total))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
     out_rot = follow_keys(out_rot, dense_keys, still_joints(engine))  # as ``inbetween`` does
     out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))

@@ -163,10 +163,40 @@ def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
     unguarded = Engine(DEFAULT_INBETWEEN, "cpu")
     unguarded.guard = False
     raw, _ = unguarded.inbetween(clip, keys)
-    alpha = fresh.guard_for(controls, clip.skeleton)
-    assert 0 <= alpha <= 1
-    if alpha != 1.0:
+    alphas = fresh.guard_for(controls, clip.skeleton)  # one per gap
+    assert alphas.shape == (len(keys) - 1,) and ((0 <= alphas) & (alphas <= 1)).all()
+    if (alphas != 1.0).any():
         assert np.abs(raw.positions - result.positions).max() > 1e-4
+
+
+def test_the_mirror_pairs_agreement_keeps_the_model_and_its_disagreement_the_curves(walk):
+    """Keys too far apart to hide one: each gap is judged by how far the model's two readings (the keys
+    as given, and mirrored) differ, against how far their mean departs from the curves."""
+    from backend.guard import AGREE, agreement_alphas, frame_alphas
+    keys = [0, 15, 30, 45]
+    first, last = (np.repeat(walk.rotations[f][None], 46, 0) for f in (0, 45))
+    curves = (quat_np.slerp(first, last, np.linspace(0, 1, 46)[:, None]), walk.positions[:46] + 5.0)
+    model = (walk.rotations[:46], walk.positions[:46])
+    joints, pj = list(range(1, walk.skeleton.num_joints)), [1]
+    assert np.array_equal(agreement_alphas(model, model, model, curves, keys, joints, pj), np.ones(3))
+    noise = quat_np.normalize(model[0] + np.random.default_rng(2).normal(0, 0.5, model[0].shape))
+    far = (noise, model[1] - 40.0)  # the two readings differ far more than the model departs from the curves
+    assert np.array_equal(agreement_alphas(model, far, model, curves, keys, joints, pj), np.zeros(3))
+    # in between: the alpha falls linearly from AGREE[0] to AGREE[1] (positions only: 1 cm of departure)
+    lo, hi = AGREE
+    for x, want in ((lo, 1.0), (0.5 * (lo + hi), 0.5), (hi, 0.0)):
+        own = (model[0], curves[1] + np.array([1.0, 0.0, 0.0]))
+        back = (model[0], own[1] + x * np.array([1.0, 0.0, 0.0]))
+        mean = (model[0], own[1])
+        rot_only = agreement_alphas(own, back, mean, (model[0], curves[1]), keys, [], pj)
+        assert np.allclose(rot_only, want, atol=1e-9), (x, rot_only)
+    assert np.array_equal(agreement_alphas(model, far, model, model, keys, joints, pj), np.ones(3))  # the curves
+    per_frame = frame_alphas(keys, [0.25, 1.0, 0.5], 50)
+    assert per_frame[[0, 15, 30, 45, 49]].tolist() == [1.0, 1.0, 1.0, 1.0, 1.0]
+    assert per_frame[1:15].tolist() == [0.25] * 14 and per_frame[31:45].tolist() == [0.5] * 14
+    r, p = blend(model, curves, per_frame[:46])
+    r1, p1 = blend(model, curves, 0.25)
+    assert np.allclose(p[1:15], p1[1:15]) and np.allclose(r[1:15], r1[1:15])
 
 
 def test_evaluation_reports_familiar_and_unfamiliar_columns(both_archives, tmp_path):
