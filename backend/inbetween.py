@@ -128,22 +128,24 @@ def guard_passes(engine, keys) -> list[list[int]]:
     return holdout_passes(list(keys), engine.ckpt.window - 1, limit=getattr(engine, "guard_limit", MAX_HIDDEN_GAP))
 
 
-def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None) -> np.ndarray:
+def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, curves=None) -> np.ndarray:
     """``backend.guard``'s alpha per gap between ``keys`` [len(keys) - 1].  Where keys are hidden
     (``guard_passes``) one alpha for the clip: the passes are filled (or taken from ``fills``, their
     ``fill`` results) and compared, with the curves through the same keys (``backend.fcurves``), with
     the hidden keys.  Where the mirror average answers (``uses_mirror``), each gap's from the agreement of
-    the model's two readings (``pair``: the clip's ``fill`` and mirrored-back fill, or filled here)."""
+    the model's two readings (``pair``: the clip's ``fill`` and mirrored-back fill, or filled here)
+    against the curves through the keys (``curves``, or drawn here)."""
     keys = list(keys)
-    curves = lambda ks: fcurves.fill(clip.skeleton, clip.rotations, clip.positions, ks)  # noqa: E731
     rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
     if uses_mirror(engine, keys):
         if pair is None:
             (own,), (back,) = fill_pairs(engine, [(clip, keys)], with_base=False)
             pair = (own[0], own[1]), back
+        if curves is None:
+            curves = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, keys)
         (rot, pos), back = pair
         mean = mirror_mean((rot, pos), back)
-        return agreement_alphas((rot, pos), back, mean[:2], curves(keys), keys, rj, pj)
+        return agreement_alphas((rot, pos), back, mean[:2], curves, keys, rj, pj)
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
@@ -151,7 +153,7 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None) -> 
     for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
-        cr, cp = curves(p)
+        cr, cp = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, p)
         model.append((mr[h], mp[h]))
         herm.append((cr[h], cp[h]))
     if not hidden:
@@ -231,10 +233,10 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         own = mine[0]
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)
         if engine.guard:
-            alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back))
+            curves = fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys)
+            alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back), curves)
             engine.remember_guard(wkeys, work, alphas)
-            rot, pos = blend((rot, pos), fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys),
-                             frame_alphas(wkeys, alphas, len(rot)))
+            rot, pos = blend((rot, pos), curves, frame_alphas(wkeys, alphas, len(rot)))
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
         # reads the same motion at its own times (tests/test_timebase.py)
         rot = follow_keys(rot, wkeys, still_joints(engine))  # (before the feet: they are solved under it)
