@@ -108,18 +108,11 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
 
 
 def mirror_mean(own, back):
-    """A ``fill`` result with its poses the mean of its own and the mirrored-back ones (``fill_pairs``)."""
+    """A ``fill`` result with its poses the mean of its own and the mirrored-back ones (``fill_pairs``): a
+    person moves the same way in a mirror, and the mean of the two answers misses less than either
+    (docs/results.md §9).  The Hermite base, control points and origins stay the item's own."""
     rot, pos, *rest = own
     return (quat_np.normalize(rot + back[0]).astype(rot.dtype), (0.5 * (pos + back[1])).astype(pos.dtype), *rest)
-
-
-def fill_symmetric(engine, items, with_base: bool = True, which=None):
-    """``fill``, where for the items chosen by ``which`` (``fill_pairs``) the model's answer is the mean of
-    its fill and the mirrored fill of the mirrored keys, mirrored back: a person moves the same way in a
-    mirror, and the mean of the two answers misses less than either (docs/results.md §9).  The Hermite
-    base, control points and origins stay the item's own."""
-    fills, backs = fill_pairs(engine, items, with_base, which)
-    return [f if b is None else mirror_mean(f, b) for f, b in zip(fills, backs)]
 
 
 def guard_passes(engine, keys) -> list[list[int]]:
@@ -133,19 +126,17 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     (``guard_passes``) one alpha for the clip: the passes are filled (or taken from ``fills``, their
     ``fill`` results) and compared, with the curves through the same keys (``backend.fcurves``), with
     the hidden keys.  Where the mirror average answers (``uses_mirror``), each gap's from the agreement of
-    the model's two readings (``pair``: the clip's ``fill`` and mirrored-back fill, or filled here)
-    against the curves through the keys (``curves``, or drawn here)."""
+    the model's two readings (``pair``: the clip's own, mirrored-back and mean poses, each (rotations,
+    positions), or filled here) against the curves through the keys (``curves``, or drawn here)."""
     keys = list(keys)
     rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
     if uses_mirror(engine, keys):
         if pair is None:
             (own,), (back,) = fill_pairs(engine, [(clip, keys)], with_base=False)
-            pair = (own[0], own[1]), back
+            pair = own[:2], back, mirror_mean(own, back)[:2]
         if curves is None:
             curves = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, keys)
-        (rot, pos), back = pair
-        mean = mirror_mean((rot, pos), back)
-        return agreement_alphas((rot, pos), back, mean[:2], curves, keys, rj, pj)
+        return agreement_alphas(*pair, curves, keys, rj, pj)
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
@@ -206,7 +197,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     With ``engine.guard`` (the default) each clip's fill is the guarded blend of the model and the curves
     Blender draws through the keys (``backend.guard``, ``backend.fcurves``); the hidden-key passes run in
     the same batches.  With ``engine.symmetric`` a fill the guard does not judge is the mean of the model
-    and its mirror image (``fill_symmetric``).  With ``engine.contacts`` the feet the keys plant are held
+    and its mirror image (``fill_pairs``, ``mirror_mean``).  With ``engine.contacts`` the feet the keys plant are held
     (``planted``), on the model's grid.
     """
     ck = engine.ckpt
@@ -234,7 +225,8 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)
         if engine.guard:
             curves = fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys)
-            alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back), curves)
+            alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back, (rot, pos)),
+                                  curves)
             engine.remember_guard(wkeys, work, alphas)
             rot, pos = blend((rot, pos), curves, frame_alphas(wkeys, alphas, len(rot)))
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
@@ -359,7 +351,7 @@ def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
 
 
 def uses_mirror(engine, keys) -> bool:
-    """Whether ``inbetween`` answered these keys with the mirror average (``fill_symmetric``): a
+    """Whether ``inbetween`` answered these keys with the mirror average (``mirror_mean``): a
     symmetric engine where the guard hides no key of a doubled gap up to ``guard.MAX_HIDDEN_GAP`` frames
     (with those passes the mirror would double a cost already twice the model's: the 10 ms budget per
     window)."""
@@ -376,8 +368,8 @@ def mirror_correction(engine, controls, skeleton) -> tuple[np.ndarray, np.ndarra
     cache = engine.guard_cache
     if key not in cache:
         clip, keys = keys_clip(controls, skeleton), list(controls.keys)
-        own, = fill(engine, [(clip, keys)], with_base=False)
-        sym, = fill_symmetric(engine, [(clip, keys)], with_base=False)
+        (own,), (back,) = fill_pairs(engine, [(clip, keys)], with_base=False)
+        sym = mirror_mean(own, back)
         cache[key] = (quat_np.normalize(quat_np.mul(sym[0], quat_np.inv(own[0]))), sym[1] - own[1])
     return cache[key]
 

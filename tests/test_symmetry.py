@@ -1,4 +1,4 @@
-"""The in-betweener's mirror average (backend.mirror, backend.inbetween.fill_symmetric): the numpy map
+"""The in-betweener's mirror average (backend.mirror, backend.inbetween.fill_pairs, mirror_mean): the numpy map
 is the training augmentation's, it is stored in and checked from the checkpoint, and a symmetric fill
 of mirrored keys is the mirror of the fill (left and right are treated alike), keys kept exactly."""
 import json

@@ -199,7 +199,8 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         skel = max(groups, key=lambda g: g[1])[0]  # max keeps the first of equal counts
     rots, poss, names, converted, frame_time = [], [], [], [], None
     for where, clip_skel, rot, pos, name, ft in clips:
-        if not skel.same_hierarchy(clip_skel) or (frame_time is not None and not same_rate(ft, frame_time)):
+        other = not skel.same_hierarchy(clip_skel)  # another studio's skeleton: converted, flagged
+        if other or (frame_time is not None and not same_rate(ft, frame_time)):
             try:  # another studio's skeleton or frame rate: the motion on the reference skeleton and rate
                 rot, pos, ft = _converted(clip_skel, rot, pos, name, ft, skel, frame_time or MODEL_FRAME_TIME)
             except ValueError as e:
@@ -210,7 +211,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         rots.append(rot)
         poss.append(pos)
         names.append(name)
-        converted.append(not skel.same_hierarchy(clip_skel))
+        converted.append(other)
     del clips
     if not names:
         why = (f" ({skipped[0]})" if skipped else

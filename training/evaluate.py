@@ -245,7 +245,7 @@ def _column(engine, args, data, sel, skeleton, bezier):
                     ("model_free_feet", True, symmetric, False),  # what backend.contacts adds
                     ("model_guard_every_gap", True, symmetric, True)]  # keys hidden at every spacing
         limit = engine.guard_limit
-        if symmetric:  # what the mirror average adds (backend.inbetween.fill_symmetric)
+        if symmetric:  # what the mirror average adds (backend.inbetween.mirror_mean)
             variants.append(("model_asymmetric", True, False, True))
         if args.shipped_only:
             variants = variants[:1]
