@@ -10,7 +10,8 @@ joint (ankle, toes):
   it is held on the line between its two key positions for the whole gap;
 * **fill contacts**: elsewhere, runs of at least ``min_frames`` frames in which the fill's joint is
   low and slower than ``slow`` leg lengths per second are held where they are on average (or at
-  the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down.
+  the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down; held along
+  the ground only (``ground_only``), so a heel that rises off its toes keeps the fill's height.
 
 The leg is then solved for the held joint: two-bone IK (hip, knee, ankle) with the knee in the plane
 of the fill's own leg, the foot turned so a held toe stays put, the hip where the fill puts it.  Only
@@ -33,15 +34,19 @@ class ContactConfig:
     near_ground: float = 0.12  # leg lengths above the lower foot joint at that frame: "on the ground"
     still: float = 0.06  # leg lengths between the two keys' positions: "the same place"
     lift: float = 0.15  # leg lengths the fill may raise a key contact above its keys before it is not one
-    slow: float = 1.0  # leg lengths per second: a low joint of the fill moving slower is planted
+    slow: float = 2.0  # leg lengths per second: a low joint of the fill moving slower is planted
     min_frames: int = 3  # a fill contact lasts at least this many frames
     ease: int = 4  # frames over which a fill contact is eased in and out
+    ground_only: bool = True  # a fill contact is held along the ground only; its height stays the fill's
+    spread: float = 0.0  # leg lengths along the ground a fill contact may stray from its held place (0: any)
 
 
 # The capture's own contacts, which the foot-sliding figure is measured on, are judged stricter than the
-# fill's: a fill's sliding foot is still a foot set down (slow 1.0 against 0.6 cut familiar sliding at keys
-# every 30 from 5.04 to 3.55 cm/s, L2Q 0.495 -> 0.499 x SLERP, every 6th validation window).
-CAPTURE = ContactConfig(slow=0.6)
+# fill's: a fill's sliding foot is still a foot set down.  Chosen on all validation windows (docs/results.md,
+# issue 28): slow 2.0 held along the ground against 1.0 holding the height too: other-studio sliding 29.1 /
+# 33.9 -> 25.4 / 31.3 cm/s at keys every 15 / 30 (the capture 12.9), familiar L2Q 0.517 / 0.486 -> 0.513 /
+# 0.485 x SLERP, other studio 0.958 / 0.988 -> 0.966 / 1.007.
+CAPTURE = ContactConfig(slow=0.6)  # detection reads near_ground and slow only
 
 
 @dataclass(frozen=True)
@@ -116,13 +121,15 @@ def _smooth(t):
 
 
 def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig):
-    """Per foot joint (``joints``) and frame: held positions [F, N, 3] and weights [F, N] in [0, 1]
-    (0: not held; the keys and the frames outside them always 0).  Each gap is judged on its own two
-    keys and the fill's frames between them."""
+    """Per foot joint (``joints``) and frame: held positions [F, N, 3], weights [F, N] in [0, 1]
+    (0: not held; the keys and the frames outside them always 0) and where the held height is only the
+    fill's [F, N] (``ground_only``: held along the ground).  Each gap is judged on its own two keys and
+    the fill's frames between them."""
     h = gpos[:, joints] @ up
     low = h - h.min(1, keepdims=True) < cfg.near_ground * length  # [F, N]
     moving = ground_contacts(gpos, joints, up, frame_time, length, cfg)
     target, weight = gpos[:, joints].copy(), np.zeros(h.shape)
+    free = np.zeros(h.shape, dtype=bool)
     for a, b in zip(keys, keys[1:]):
         if b - a < 2:
             continue
@@ -138,8 +145,14 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
                     continue
                 at_a, at_b = s == 0 and low[a, c], e == b - a - 2 and low[b, c]
                 s, e = s + a + 1, e + a + 1
-                target[s:e + 1, c] = (pa + t[s - a - 1:e - a] * (pb - pa) if at_a and at_b else pa if at_a else pb
-                                      if at_b else gpos[s:e + 1, joints[c]].mean(0))
+                held = (pa + t[s - a - 1:e - a] * (pb - pa) if at_a and at_b else pa if at_a else pb
+                        if at_b else gpos[s:e + 1, joints[c]].mean(0))
+                off = held - gpos[s:e + 1, joints[c]]
+                rise = off @ up
+                if cfg.spread > 0 and np.linalg.norm(off - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
+                    continue  # a foot gliding over the ground (a slide, a pivot), not one set down
+                target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
+                free[s:e + 1, c] = cfg.ground_only
                 i, k = np.arange(e - s + 1), max(1, cfg.ease)
                 ramp = np.ones(len(i))
                 if not at_a:
@@ -147,7 +160,7 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
                 if not at_b:
                     ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
                 weight[s:e + 1, c] = ramp
-    return target, weight
+    return target, weight, free
 
 
 def _cross(a, b):
@@ -200,16 +213,24 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
     ``ankle_goal`` [n, 3] (as near as the leg reaches) with the foot turned to ``foot_goal`` [n, 4].
     The hip joint stays where it is; the knee bends in the plane of the given pose (or towards the
     toes where that leg is straight)."""
-    H, K, A = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    fwd = None if leg.toe is None else gpos[:, leg.toe] - gpos[:, leg.ankle]
+    hip, knee = _two_bone(grot[:, leg.hip], grot[:, leg.knee], gpos[:, leg.hip], gpos[:, leg.knee],
+                          gpos[:, leg.ankle], fwd, ankle_goal)
+    return hip, knee, foot_goal
+
+
+def _two_bone(hip_rot, knee_rot, H, K, A, fwd, ankle_goal):
+    """``solve_leg`` on rows [n] of any legs: global hip and knee rotations, hip, knee and ankle positions,
+    the foot's forward direction (towards the toes; ``None``, or zero rows, where there is none)."""
     l1, l2 = np.linalg.norm(K - H, axis=-1), np.linalg.norm(A - K, axis=-1)
     to = ankle_goal - H
     d = np.clip(np.linalg.norm(to, axis=-1), np.abs(l1 - l2) + 1e-6, (l1 + l2) * (1 - 1e-9))
     u = to / np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-12)
     u0 = (A - H) / np.maximum(np.linalg.norm(A - H, axis=-1, keepdims=True), 1e-12)
     bend = (K - H) - ((K - H) * u0).sum(-1, keepdims=True) * u0
-    if leg.toe is not None:  # a straight leg: bend towards the toes
-        fwd = gpos[:, leg.toe] - A
-        bend = np.where(np.linalg.norm(bend, axis=-1, keepdims=True) < 1e-4 * l1[:, None], fwd, bend)
+    if fwd is not None:  # a straight leg: bend towards the toes (rows without toes have fwd zero)
+        straight = (np.linalg.norm(bend, axis=-1) < 1e-4 * l1) & (np.abs(fwd).max(-1) > 0)
+        bend = np.where(straight[:, None], fwd, bend)
     pole = _rotate(between(u0, u), bend)
     pole = pole - (pole * u).sum(-1, keepdims=True) * u
     pole /= np.maximum(np.linalg.norm(pole, axis=-1, keepdims=True), 1e-12)
@@ -217,9 +238,8 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
     knee = H + along[:, None] * u + np.sqrt(np.maximum(l1 ** 2 - along ** 2, 0.0))[:, None] * pole
     ankle = H + d[:, None] * u
     hip_turn = between(K - H, knee - H)
-    hip = quat_np.mul(hip_turn, grot[:, leg.hip])
     knee_turn = between(_rotate(hip_turn, A - K), ankle - knee)
-    return hip, quat_np.mul(knee_turn, quat_np.mul(hip_turn, grot[:, leg.knee])), foot_goal
+    return quat_np.mul(hip_turn, hip_rot), quat_np.mul(knee_turn, quat_np.mul(hip_turn, knee_rot))
 
 
 def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig()):
@@ -235,37 +255,61 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     grot, gpos = chain_fk(lrot, lpos, parents, joints)
     up = up_vector(gpos[keys], legs, parents)
     length = max(leg_length(pos[keys[0]], leg) for leg in legs)  # offsets: the same in every frame
-    target, weight = hold_targets(gpos, keys, joints, up, frame_time, length, cfg)
+    target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg)
+    if not weight.any():
+        return out.astype(np.asarray(rot).dtype)
     col = {j: c for c, j in enumerate(joints)}
+    # every leg's held frames as rows of one batch: (frame, leg) pairs, the leg's joints gathered per row
+    fr, rows = [], []
     for leg in legs:
-        wa = weight[:, col[leg.ankle]]
-        wt = weight[:, col[leg.toe]] if leg.toe is not None else np.zeros_like(wa)
-        fr = np.flatnonzero(np.maximum(wa, wt) > 0)
-        if not len(fr):
-            continue
-        G, P, w = grot[fr], gpos[fr], np.maximum(wa, wt)[fr]
-        A, foot = P[:, leg.ankle], G[:, leg.ankle]
-        ta = target[fr, col[leg.ankle]]
-        goal, turn = ta, foot
-        if leg.toe is not None:
-            tt, held_t = target[fr, col[leg.toe]], (wt[fr] > 0)[:, None]
-            toe_vec = P[:, leg.toe] - A
-            # a held toe: the ankle goes to its own held place as far as it is held, else where the fill's
-            # foot puts it relative to the toe, and the foot turns so the toe reaches its place
-            wa_ = wa[fr][:, None]
-            goal = np.where(held_t, (wa_ * ta + (w[:, None] - wa_) * (tt - toe_vec)) / w[:, None], ta)
-            # a foot that rolls between its keys cannot reach both places: ankle and toe share the miss
-            # by how firmly each is held (evenly when both are)
-            reach = tt - goal
-            dist = np.linalg.norm(reach, axis=-1, keepdims=True)
-            miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
-            wt_ = wt[fr][:, None]
-            goal = goal + np.where(held_t, miss * wt_ / np.maximum(wa_ + wt_, 1e-12), 0.0)
-            turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
-        hip, knee, foot_new = solve_leg(G, P, leg, A + w[:, None] * (goal - A), quat_np.slerp(foot, turn, w))
-        out[fr, leg.hip] = quat_np.mul(quat_np.inv(G[:, parents[leg.hip]]), hip)
-        out[fr, leg.knee] = quat_np.mul(quat_np.inv(hip), knee)
-        out[fr, leg.ankle] = quat_np.mul(quat_np.inv(knee), foot_new)
+        wt = weight[:, col[leg.toe]] if leg.toe is not None else 0.0
+        f = np.flatnonzero(np.maximum(weight[:, col[leg.ankle]], wt) > 0)
+        fr.append(f)
+        rows.append(np.broadcast_to([leg.hip, leg.knee, leg.ankle, -1 if leg.toe is None else leg.toe,
+                                     int(parents[leg.hip]), col[leg.ankle],
+                                     -1 if leg.toe is None else col[leg.toe]], (len(f), 7)))
+    fr, (hip_j, knee_j, ankle_j, toe_j, par_j, ca, ct) = np.concatenate(fr), np.concatenate(rows).T
+    has_toe = toe_j >= 0
+    wa = weight[fr, ca]
+    wt = np.where(has_toe, weight[fr, np.maximum(ct, 0)], 0.0)
+    w = np.maximum(wa, wt)
+    A, foot = gpos[fr, ankle_j], grot[fr, ankle_j]
+    ta = target[fr, ca]
+    tt = target[fr, np.maximum(ct, 0)]
+    toe_vec = np.where(has_toe[:, None], gpos[fr, np.maximum(toe_j, 0)] - A, 0.0)
+    held_t = (wt > 0)[:, None]
+    # ankle and toe both held, one of them along the ground only (its height the fill's): that height is set
+    # so the two are a foot's length apart where they can be, or the solve below splits the miss along the
+    # ground too
+    both = held_t[:, 0] & (wa > 0)
+    free_a = both & free[fr, ca]
+    free_t = both & ~free_a & has_toe & free[fr, np.maximum(ct, 0)]
+    if free_a.any() or free_t.any():
+        rel = ta - tt
+        rise = rel @ up
+        flat2 = (rel * rel).sum(-1) - rise ** 2
+        foot2 = (toe_vec * toe_vec).sum(-1)
+        lift = np.where(rise >= 0, 1.0, -1.0) * np.sqrt(np.maximum(foot2 - flat2, 0.0)) - rise
+        reach = flat2 < foot2
+        ta = np.where((free_a & reach)[:, None], ta + lift[:, None] * up, ta)
+        tt = np.where((free_t & reach)[:, None], tt - lift[:, None] * up, tt)
+    # a held toe: the ankle goes to its own held place as far as it is held, else where the fill's foot puts it
+    # relative to the toe, and the foot turns so the toe reaches its place
+    wa_, wt_ = wa[:, None], wt[:, None]
+    goal = np.where(held_t, (wa_ * ta + (w[:, None] - wa_) * (tt - toe_vec)) / w[:, None], ta)
+    # a foot that rolls between its keys cannot reach both places: ankle and toe share the miss by how firmly
+    # each is held (evenly when both are)
+    reach = tt - goal
+    dist = np.linalg.norm(reach, axis=-1, keepdims=True)
+    miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
+    goal = goal + np.where(held_t, miss * wt_ / np.maximum(wa_ + wt_, 1e-12), 0.0)
+    turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
+    hip, knee = _two_bone(grot[fr, hip_j], grot[fr, knee_j], gpos[fr, hip_j], gpos[fr, knee_j], A,
+                          np.where(has_toe[:, None], toe_vec, 0.0), A + w[:, None] * (goal - A))
+    foot_new = quat_np.slerp(foot, turn, w)
+    out[fr, hip_j] = quat_np.mul(quat_np.inv(grot[fr, par_j]), hip)
+    out[fr, knee_j] = quat_np.mul(quat_np.inv(hip), knee)
+    out[fr, ankle_j] = quat_np.mul(quat_np.inv(knee), foot_new)
     return out.astype(np.asarray(rot).dtype)
 
 

@@ -28,9 +28,9 @@ def _targets(clip, keys, fill):
     joints = C.foot_joints(legs)
     g = Q.fk(fill.rotations, fill.positions, skel.parents)[1]
     length = max(C.leg_length(fill.positions[0], leg) for leg in legs)
-    target, weight = C.hold_targets(g, keys, joints, C.up_vector(g[keys], legs, skel.parents), clip.frame_time, length,
-                                    C.ContactConfig())
-    return legs, joints, target, weight
+    target, weight, free = C.hold_targets(g, keys, joints, C.up_vector(g[keys], legs, skel.parents), clip.frame_time,
+                                          length, C.ContactConfig())
+    return legs, joints, target, weight, free
 
 
 def test_the_walks_legs_are_found(walk):
@@ -42,20 +42,24 @@ def test_the_walks_legs_are_found(walk):
 
 def test_a_planted_foot_stays_within_a_millimetre(walk):
     clip, keys, held, free = walk
-    _, joints, target, weight = _targets(clip, keys, free)
+    _, joints, target, weight, ground = _targets(clip, keys, free)
     g = Q.fk(held.rotations, held.positions, clip.skeleton.parents)[1][:, joints]
     full = weight == 1.0
     assert full.sum() > 100  # a walk with keys every 5 frames plants its feet most of the time
-    miss = np.linalg.norm(g - target, axis=-1)[full]
+    d = g - target
+    d[..., 1] = np.where(ground, 0.0, d[..., 1])  # held along the ground only: the height is the fill's (+Y up)
+    miss = np.linalg.norm(d, axis=-1)[full]
     assert miss.max() < 0.1, miss.max()  # centimetres
+    assert (full & ground).sum() > 20 and (full & ~ground).sum() > 100  # both kinds of hold are measured
     # the keys' own contacts: ankle and toes still and low at both ends of a gap stay on the line between them
     key_held = [(a, b, c) for a, b in zip(keys, keys[1:]) for c in range(len(joints))
                 if b - a > 1 and weight[a + 1:b, c].min() == 1]
     assert len(key_held) > 10
     for a, b, c in key_held:
         t = (np.arange(a + 1, b) - a)[:, None] / (b - a)
-        line = g[a, c] + t * (g[b, c] - g[a, c])
-        assert np.linalg.norm(g[a + 1:b, c] - line, axis=-1).max() < 0.1
+        off = g[a + 1:b, c] - (g[a, c] + t * (g[b, c] - g[a, c]))
+        off[:, 1] = np.where(ground[a + 1:b, c], 0.0, off[:, 1])  # a fill contact from key to key: along the ground
+        assert np.linalg.norm(off, axis=-1).max() < 0.1
 
 
 def test_planting_slows_the_feet_on_the_captures_contacts(walk):
@@ -77,7 +81,7 @@ def test_keys_bit_for_bit(walk):
 
 def test_a_foot_in_the_air_is_left_alone(walk):
     clip, keys, held, free = walk
-    legs, joints, _, weight = _targets(clip, keys, free)
+    legs, joints, _, weight, _ = _targets(clip, keys, free)
     col = {j: c for c, j in enumerate(joints)}
     airborne = 0
     for leg in legs:
@@ -173,3 +177,37 @@ def test_contact_study_changes_only_the_named_fields_and_names_a_wrong_one():
     assert (got.slow, got.min_frames) == (1.5, 2) and got.near_ground == C.ContactConfig().near_ground
     with pytest.raises(SystemExit, match="'fast' is not a ContactConfig field"):
         config("fast=2")
+
+
+def _glide(bob=0.0):
+    """Two foot joints over a 31-frame gap (a leg length of 1, +Y up, 30 fps): joint 1 planted at the origin;
+    joint 0 in the air (0.5 up) for the first and last 6 frames and between them low on the ground, gliding
+    along X at 0.5 leg lengths per second (slow enough to read as set down), its height bobbing by ``bob``."""
+    f = np.arange(31)
+    g = np.zeros((31, 2, 3))
+    g[:, 0, 0] = 0.5 * f / 30
+    g[:, 0, 1] = np.where((f < 6) | (f > 24), 0.5, bob * np.sin(f))
+    g[:, 0, 2] = 0.3
+    return g
+
+
+def test_a_foot_gliding_over_the_ground_is_held_only_without_a_spread_limit():
+    g, up = _glide(), np.array([0.0, 1.0, 0.0])
+    loose = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig())[1]
+    firm = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(spread=0.1))[1]
+    assert loose[6:25, 0].max() == 1.0  # the glide's 19 frames travel 0.32 leg lengths: held without a limit
+    assert firm[:, 0].max() == 0.0  # they stray 0.16 from their mean, over 0.1: a slide, left to the fill
+    np.testing.assert_array_equal(firm[:, 1], loose[:, 1])  # the planted joint is held either way
+    assert firm[1:30, 1].min() == 1.0
+
+
+def test_ground_only_keeps_the_fills_height_and_holds_the_rest():
+    g, up = _glide(bob=0.02), np.array([0.0, 1.0, 0.0])
+    target, weight, free = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(ground_only=True))
+    held = weight[:, 0] > 0
+    assert free[held, 0].all() and not free[:, 1].any()  # the glide's height is the fill's; the key contact's not
+    assert held.sum() >= 15
+    np.testing.assert_allclose(target[held, 0, 1], g[held, 0, 1], atol=1e-12)  # height: the fill's
+    assert np.ptp(target[held, 0, 0]) < 1e-12 and np.ptp(target[held, 0, 2]) < 1e-12  # along the ground: still
+    everything = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(ground_only=False))[0]
+    assert np.ptp(everything[held, 0, 1]) < 1e-12  # without it the height is held too

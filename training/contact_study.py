@@ -16,6 +16,7 @@ from backend import contacts, inbetween
 from . import evaluate
 
 INTEGERS = ("min_frames", "ease")
+BOOLEANS = ("ground_only",)
 
 
 def config(text: str) -> contacts.ContactConfig:
@@ -26,7 +27,8 @@ def config(text: str) -> contacts.ContactConfig:
         key, _, value = item.partition("=")
         if key not in names:
             raise SystemExit(f"contact_study: {key!r} is not a ContactConfig field ({', '.join(sorted(names))})")
-        changes[key] = int(value) if key in INTEGERS else float(value)
+        changes[key] = (int(value) if key in INTEGERS else value.lower() in ("1", "true") if key in BOOLEANS
+                        else float(value))
     return dataclasses.replace(contacts.ContactConfig(), **changes)
 
 
