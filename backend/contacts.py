@@ -278,31 +278,18 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     tt = target[fr, np.maximum(ct, 0)]
     toe_vec = np.where(has_toe[:, None], gpos[fr, np.maximum(toe_j, 0)] - A, 0.0)
     held_t = (wt > 0)[:, None]
-    # ankle and toe both held, one of them along the ground only (its height the fill's): that height is set
-    # so the two are a foot's length apart where they can be, or the solve below splits the miss along the
-    # ground too
-    both = held_t[:, 0] & (wa > 0)
-    free_a = both & free[fr, ca]
-    free_t = both & ~free_a & has_toe & free[fr, np.maximum(ct, 0)]
-    if free_a.any() or free_t.any():
-        rel = ta - tt
-        rise = rel @ up
-        flat2 = (rel * rel).sum(-1) - rise ** 2
-        foot2 = (toe_vec * toe_vec).sum(-1)
-        lift = np.where(rise >= 0, 1.0, -1.0) * np.sqrt(np.maximum(foot2 - flat2, 0.0)) - rise
-        reach = flat2 < foot2
-        ta = np.where((free_a & reach)[:, None], ta + lift[:, None] * up, ta)
-        tt = np.where((free_t & reach)[:, None], tt - lift[:, None] * up, tt)
     # a held toe: the ankle goes to its own held place as far as it is held, else where the fill's foot puts it
     # relative to the toe, and the foot turns so the toe reaches its place
     wa_, wt_ = wa[:, None], wt[:, None]
     goal = np.where(held_t, (wa_ * ta + (w[:, None] - wa_) * (tt - toe_vec)) / w[:, None], ta)
-    # a foot that rolls between its keys cannot reach both places: ankle and toe share the miss by how firmly
-    # each is held (evenly when both are)
+    # a foot that rolls between its keys cannot reach both places: the one held less firmly takes the miss
+    # (ankle and toe share it evenly when both are held as firmly)
     reach = tt - goal
     dist = np.linalg.norm(reach, axis=-1, keepdims=True)
     miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
-    goal = goal + np.where(held_t, miss * wt_ / np.maximum(wa_ + wt_, 1e-12), 0.0)
+    give_a, give_t = 1.0 - wa_, 1.0 - wt_
+    share = np.where(give_a + give_t > 1e-9, give_a / np.maximum(give_a + give_t, 1e-12), 0.5)
+    goal = goal + np.where(held_t, miss * share, 0.0)
     turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
     hip, knee = _two_bone(grot[fr, hip_j], grot[fr, knee_j], gpos[fr, hip_j], gpos[fr, knee_j], A,
                           np.where(has_toe[:, None], toe_vec, 0.0), A + w[:, None] * (goal - A))
