@@ -104,3 +104,40 @@ def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
         assert abs(share - expect) < 0.015, (weight, share, expect)
     with pytest.raises(ConfigError, match="converted_weight"):
         TrainConfig(converted_weight=0.0).validate()
+
+
+def test_the_foot_loss_reads_the_captures_planted_feet_and_costs_only_their_steps():
+    """training.losses: where the capture plants a foot the fill's foot must step as the capture's does; a
+    foot in the air, and every other joint, cost nothing there."""
+    from backend.contacts import find_legs, foot_joints
+    from training.losses import foot_step_error, planted_mask
+    skel = _model_skeleton()
+    legs = find_legs(skel.names, skel.parents)
+    joints = foot_joints(legs)
+    F, J = 20, skel.num_joints
+    template = torch.as_tensor(np.asarray(skel.offsets, np.float32))[None]  # [1, J, 3], cm
+    true = torch.zeros(1, F, J, 3)
+    true[..., 1] = 80.0  # the body well above the feet
+    for c, j in enumerate(joints):
+        true[0, :, j] = torch.tensor([10.0 * c, 2.0, 0.0])  # every foot joint low and still...
+    lifted = joints[0]
+    true[0, 10:, lifted, 1] = 2.0 + 3.0 * torch.arange(10)  # ...but one rises from frame 10 (3 cm a frame)
+    mask = planted_mask(true, legs, template)
+    assert mask.shape == (1, F - 1, len(joints))
+    assert mask[0, :9].all() and not mask[0, 10:, 0].any() and mask[0, 10:, 1:].all()
+    assert float(foot_step_error(true, true, legs, template)) == 0.0
+    slide = true.clone()
+    slide[0, :, joints[1], 0] += torch.arange(F, dtype=torch.float32)  # a planted foot sliding 1 cm a frame
+    got = foot_step_error(slide, true, legs, template)
+    # (1 cm / 10 cm)^2 on each of that joint's planted steps, averaged over every planted step
+    np.testing.assert_allclose(float(got), 0.01 * float(mask[..., 1].sum()) / float(mask.sum()), rtol=1e-5)
+    arm = true.clone()
+    arm[0, :, lifted, 0] += torch.arange(F, dtype=torch.float32)  # the lifted joint moving: planted only before
+    arm[0, 10:, lifted, 0] = arm[0, 9, lifted, 0]
+    others = [j for j in range(J) if j not in joints]
+    arm[0, :, others, 2] += 5.0 * torch.arange(F, dtype=torch.float32)[:, None]  # the rest of the body moving
+    assert float(foot_step_error(arm, true, legs, template)) > 0  # the lifted joint moved while it stood
+    still_after = arm.clone()
+    still_after[0, :10, lifted, 0] = 0.0  # ...and not before it lifted: only the steps in the air differ
+    still_after[0, 10:, lifted, 0] = 50.0 * torch.arange(10, dtype=torch.float32)
+    assert float(foot_step_error(still_after, true, legs, template)) == 0.0

@@ -37,6 +37,9 @@ class TrainConfig:
     clip_grad: float = 1.0  # gradient norm clipping (0 = off)
     weight_decay: float = 0.0
     fk_weight: float = 1.0  # weight of the forward-kinematics position loss (cm, scaled)
+    # weight of the planted-foot loss: where the capture plants a foot (backend.contacts.CAPTURE), the fill's
+    # foot moves as the capture's does (frame-to-frame steps, in the FK loss's units; 0 = off)
+    foot_weight: float = 0.0
     augment_yaw: bool = True  # random rotation about the up axis
     # Motion the data lacks (training.augment): the chance of a mirrored / time-reversed window, of a
     # batch played at another speed (0.5-2x), of a window with another window's upper body.
@@ -84,6 +87,8 @@ class TrainConfig:
                 raise ConfigError(f"{k}={getattr(self, k)}: a probability between 0 and 1")
         if not 0.0 < self.norm_floor <= 1.0:
             raise ConfigError(f"norm_floor={self.norm_floor}: a spread above 0 and at most 1")
+        if not 0.0 <= self.foot_weight <= 1000.0:
+            raise ConfigError(f"foot_weight={self.foot_weight}: a weight from 0 to 1000")
         if not 0.0 < self.converted_weight <= 100.0:
             raise ConfigError(f"converted_weight={self.converted_weight}: a weight above 0 and at most 100")
         if not 0.0 <= self.augment_scale < 0.5:

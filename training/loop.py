@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from backend import checkpoint as ckpt_io
 from backend import quat_torch
+from backend.contacts import find_legs
 from backend.features import Normalizer, detect_layout, split_features, to_features
 from backend.model import ModelConfig, count_parameters
 from backend.registry import build_model
@@ -246,6 +247,7 @@ def train(cfg: TrainConfig) -> Path:
             progress.emit("resume", step=step)
     net = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     parents = train_ms.skeleton.parents
+    legs = find_legs(train_ms.skeleton.names, parents)
     info_base = {"data": str(cfg.data), "split": "train (dataset-2: id % 10 not in {5, 8}; dataset-1: style not "
                  "happy or tired; CMU: subjects other than 05 and 09)", "left_out_kinds": list(left_out), "task": cfg.task,
                  "parameters": count_parameters(model), "train_clips": len(train_ms.names),
@@ -274,7 +276,7 @@ def train(cfg: TrainConfig) -> Path:
                                              origin[shard], template[shard], parents, cfg.fk_weight)
         else:
             loss, parts = pose_loss(pred, target_n[shard], normalizer, layout, origin[shard], template[shard],
-                                    parents, cfg.fk_weight)
+                                    parents, cfg.fk_weight, legs=legs, foot_weight=cfg.foot_weight)
         optimizer_step(loss, model, opt, sched, cfg.clip_grad)
         step += 1
         seen += cfg.batch_size

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from backend import quat_torch
+from backend.contacts import CAPTURE, foot_joints
 from backend.features import FeatureLayout, split_features
 
 
@@ -71,9 +72,44 @@ def relative_pose_loss(pred_n, base_n, target_n, frames, normalizer, layout, ori
     return ratio.mean(), {"feat": f.mean().detach(), "fk": k.mean().detach(), "ratio": ratio.mean().detach()}
 
 
-def pose_loss(pred_n, target_n, normalizer, layout, origin, template, parents, fk_weight, pos_scale=10.0):
+def planted_mask(gpos: torch.Tensor, legs, template: torch.Tensor, frame_time: float = 1 / 30) -> torch.Tensor:
+    """[B, F - 1, N] bool: frame steps in which the capture ``gpos [B, F, J, 3]`` plants foot joint n (ankle,
+    toes of ``legs``) at both ends, low and still as ``backend.contacts.CAPTURE`` judges it (+Y up)."""
+    joints = foot_joints(legs)
+    length = torch.stack([template[..., leg.knee, :].norm(dim=-1) + template[..., leg.ankle, :].norm(dim=-1)
+                          for leg in legs], -1).amax(-1).reshape(len(gpos), 1, 1)
+    g = gpos[:, :, joints]
+    h = g[..., 1]
+    low = h - h.amin(-1, keepdim=True) < CAPTURE.near_ground * length
+    step = (g[:, 1:] - g[:, :-1]).norm(dim=-1) / frame_time
+    still = step < CAPTURE.slow * length
+    return low[:, 1:] & low[:, :-1] & still
+
+
+def foot_step_error(pred_pos, true_pos, legs, template, pos_scale=10.0) -> torch.Tensor:
+    """Per window [B]: mean squared difference of the fill's and the capture's foot steps (frame to frame, in
+    units of pos_scale cm) over the steps in which the capture plants that foot (0 where it plants none)."""
+    joints = foot_joints(legs)
+    mask = planted_mask(true_pos.detach(), legs, template).to(pred_pos.dtype)
+    d = torch.diff(pred_pos[:, :, joints], dim=1) - torch.diff(true_pos[:, :, joints], dim=1)
+    err = ((d / pos_scale) ** 2).sum(-1)
+    return (err * mask).sum((1, 2)) / mask.sum((1, 2)).clamp_min(1)
+
+
+def pose_loss(pred_n, target_n, normalizer, layout, origin, template, parents, fk_weight, pos_scale=10.0,
+              legs=None, foot_weight=0.0):
     """MSE in normalised feature space + fk_weight * MSE of global positions in units of pos_scale cm
-    (every window has the same frames, so the mean of the windows' errors is the MSE over the batch)."""
+    (every window has the same frames, so the mean of the windows' errors is the MSE over the batch)
+    + foot_weight * the planted feet's step error (``foot_step_error``; ``legs``: backend.contacts.find_legs)."""
+    if foot_weight > 0 and legs:
+        tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
+        pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
+        gt, gp = fk_positions(tr, tp, template, layout, parents), fk_positions(pr, pp, template, layout, parents)
+        feat = ((pred_n - target_n) ** 2).mean((1, 2))
+        fk = (((gp - gt) / pos_scale) ** 2).mean((1, 2, 3))
+        foot = foot_step_error(gp, gt, legs, template, pos_scale)
+        loss = feat.mean() + fk_weight * fk.mean() + foot_weight * foot.mean()
+        return loss, {"feat": feat.mean().detach(), "fk": fk.mean().detach(), "foot": foot.mean().detach()}
     ((feat, fk),) = window_errors([pred_n], target_n, normalizer, layout, origin, template, parents, fk_weight,
                                   None, pos_scale)
     loss = feat.mean()
