@@ -117,13 +117,12 @@ def evaluate(x, y, frames) -> np.ndarray:
     return u * u * u * y[s] + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * y[s + 1]
 
 
-def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
-    """(rotations [F, J, 4], positions [F, J, 3]) of the curves through the key frames of ``rot``,
-    ``pos`` (only keys are read) over frames keys[0]..keys[-1]; other frames as given; keys exact."""
+def at(skeleton, rot: np.ndarray, pos: np.ndarray, keys, frames) -> tuple[np.ndarray, np.ndarray]:
+    """(rotations [N, J, 4], positions [N, J, 3]) of the curves through the key frames of ``rot``, ``pos``
+    (only keys are read) at ``frames [N]`` (within keys[0]..keys[-1]): ``fill`` at those frames only, as
+    the guard's hidden-key passes need (the same numbers, without the frames nobody reads)."""
     from .bvh import unwrap_euler
-    keys = np.asarray(keys, dtype=np.int64)
-    out_r, out_p = np.array(rot, dtype=np.float64, copy=True), np.array(pos, dtype=np.float64, copy=True)
-    span = np.arange(keys[0], keys[-1] + 1)
+    keys, frames = np.asarray(keys, dtype=np.int64), np.asarray(frames, dtype=np.int64)
     j = skeleton.num_joints
     orders = [skeleton.euler_order(i) for i in range(j)]
     groups = {o: [i for i in range(j) if orders[i] == o] for o in dict.fromkeys(orders)}  # one pass per order
@@ -133,9 +132,19 @@ def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, 
     # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
     # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
     keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
-    dense = evaluate(keys, keyed, span).reshape(-1, j, 6)
-    out_p[span] = dense[..., :3]
+    dense = evaluate(keys, keyed, frames).reshape(-1, j, 6)
+    out_r = np.empty((len(frames), j, 4))
     for o, js in groups.items():
-        out_r[span[:, None], js] = quat_np.from_euler(dense[:, js, 3:], o)
+        out_r[:, js] = quat_np.from_euler(dense[:, js, 3:], o)
+    return out_r, dense[..., :3].copy()
+
+
+def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
+    """(rotations [F, J, 4], positions [F, J, 3]) of the curves through the key frames of ``rot``,
+    ``pos`` (only keys are read) over frames keys[0]..keys[-1]; other frames as given; keys exact."""
+    keys = np.asarray(keys, dtype=np.int64)
+    out_r, out_p = np.array(rot, dtype=np.float64, copy=True), np.array(pos, dtype=np.float64, copy=True)
+    span = np.arange(keys[0], keys[-1] + 1)
+    out_r[span], out_p[span] = at(skeleton, rot, pos, keys, span)
     out_r[keys], out_p[keys] = rot[keys], pos[keys]
     return out_r, out_p

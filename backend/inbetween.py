@@ -144,9 +144,8 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
-        cr, cp = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, p)
         model.append((mr[h], mp[h]))
-        herm.append((cr[h], cp[h]))
+        herm.append(fcurves.at(clip.skeleton, clip.rotations, clip.positions, p, h))
     if not hidden:
         return np.ones(len(keys) - 1)
 

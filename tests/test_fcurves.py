@@ -50,3 +50,18 @@ def test_jagged_values_hold_their_handles_as_blender_does():
         bpy.data.actions.remove(act)
     ours = fcurves.evaluate(x, ys.astype(np.float32).astype(np.float64).T, frames).T
     assert np.abs(ours - np.array(theirs)).max() < 1e-4 * np.abs(ys).max()
+
+
+def test_the_curves_at_a_few_frames_are_the_full_fills_there():
+    """fcurves.at (the guard's hidden keys) gives what fill gives at those frames; keys read only."""
+    clip = read_bvh(TEST_CLIP)
+    keys = list(range(0, clip.num_frames, 10))
+    frames = [3, 15, 25, keys[-1] - 1]
+    full_r, full_p = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, keys)
+    got_r, got_p = fcurves.at(clip.skeleton, clip.rotations, clip.positions, keys, frames)
+    # the same arithmetic per frame; 1e-12 leaves room for a SIMD path's last bit on shorter arrays
+    np.testing.assert_allclose(got_r, full_r[frames], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got_p, full_p[frames], rtol=0, atol=1e-9)
+    other = clip.rotations.copy()
+    other[[f for f in range(clip.num_frames) if f not in keys]] = [1.0, 0.0, 0.0, 0.0]
+    np.testing.assert_array_equal(fcurves.at(clip.skeleton, other, clip.positions, keys, frames)[0], got_r)
