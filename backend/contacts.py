@@ -128,38 +128,55 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     h = gpos[:, joints] @ up
     low = h - h.min(1, keepdims=True) < cfg.near_ground * length  # [F, N]
     moving = ground_contacts(gpos, joints, up, frame_time, length, cfg)
-    target, weight = gpos[:, joints].copy(), np.zeros(h.shape)
+    g = gpos[:, joints]
+    target, weight = g.copy(), np.zeros(h.shape)
     free = np.zeros(h.shape, dtype=bool)
-    for a, b in zip(keys, keys[1:]):
-        if b - a < 2:
-            continue
-        t = (np.arange(1, b - a) / (b - a))[:, None]
-        for c in range(len(joints)):
-            pa, pb = gpos[a, joints[c]], gpos[b, joints[c]]
-            lifted = h[a + 1:b, c].max() - max(h[a, c], h[b, c]) > cfg.lift * length
-            if low[a, c] and low[b, c] and np.linalg.norm(pb - pa) < cfg.still * length and not lifted:
-                target[a + 1:b, c], weight[a + 1:b, c] = pa + t * (pb - pa), 1.0
+    ka = np.asarray(keys[:-1], dtype=np.int64)
+    kb = np.asarray(keys[1:], dtype=np.int64)
+    wide = kb - ka >= 2
+    ka, kb = ka[wide], kb[wide]
+    if not len(ka):
+        return target, weight, free
+    # every in-between frame of a judged gap, its gap and its place along it
+    frames = np.concatenate([np.arange(x + 1, y) for x, y in zip(ka, kb)])
+    gap = np.repeat(np.arange(len(ka)), kb - ka - 1)
+    t = ((frames - ka[gap]) / (kb - ka)[gap])[:, None, None]
+    pa, pb = g[ka], g[kb]  # [G, N, 3]
+    # key contacts, per gap and joint: low at both keys, in the same place, not lifted in between
+    inner = np.maximum.reduceat(h, np.stack([ka + 1, kb], 1).ravel(), axis=0)[::2]  # [G, N]: max over a+1..b-1
+    lifted = inner - np.maximum(h[ka], h[kb]) > cfg.lift * length
+    keyed = low[ka] & low[kb] & (np.linalg.norm(pb - pa, axis=-1) < cfg.still * length) & ~lifted
+    line = pa[gap] + t * (pb[gap] - pa[gap])  # [M, N, 3]
+    on = keyed[gap]
+    target[frames] = np.where(on[..., None], line, target[frames])
+    weight[frames] = np.where(on, 1.0, 0.0)
+    # fill contacts: runs of low, slow frames inside a gap whose joint is not a key contact
+    runs_of = np.zeros(h.shape, dtype=bool)
+    runs_of[frames] = moving[frames] & ~on
+    first, last = ka + 1, kb - 1
+    for c in range(len(joints)):
+        for s, e in _runs(runs_of[:, c]):
+            if e - s + 1 < cfg.min_frames:
                 continue
-            for s, e in _runs(moving[a + 1:b, c]):
-                if e - s + 1 < cfg.min_frames:
-                    continue
-                at_a, at_b = s == 0 and low[a, c], e == b - a - 2 and low[b, c]
-                s, e = s + a + 1, e + a + 1
-                held = (pa + t[s - a - 1:e - a] * (pb - pa) if at_a and at_b else pa if at_a else pb
-                        if at_b else gpos[s:e + 1, joints[c]].mean(0))
-                off = held - gpos[s:e + 1, joints[c]]
-                rise = off @ up
-                if cfg.spread > 0 and np.linalg.norm(off - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
-                    continue  # a foot gliding over the ground (a slide, a pivot), not one set down
-                target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
-                free[s:e + 1, c] = cfg.ground_only
-                i, k = np.arange(e - s + 1), max(1, cfg.ease)
-                ramp = np.ones(len(i))
-                if not at_a:
-                    ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
-                if not at_b:
-                    ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
-                weight[s:e + 1, c] = ramp
+            i_gap = int(np.searchsorted(kb, s))  # runs end at keys: one gap each
+            a, b = int(ka[i_gap]), int(kb[i_gap])
+            at_a, at_b = s == first[i_gap] and low[a, c], e == last[i_gap] and low[b, c]
+            m = int(np.searchsorted(gap, i_gap)) + s - a - 1  # the run's first frame in ``frames``
+            held = (line[m:m + e - s + 1, c] if at_a and at_b else g[a, c] if at_a else g[b, c] if at_b
+                    else g[s:e + 1, c].mean(0))
+            away = held - g[s:e + 1, c]
+            rise = away @ up
+            if cfg.spread > 0 and np.linalg.norm(away - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
+                continue  # a foot gliding over the ground (a slide, a pivot), not one set down
+            target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
+            free[s:e + 1, c] = cfg.ground_only
+            i, k = np.arange(e - s + 1), max(1, cfg.ease)
+            ramp = np.ones(len(i))
+            if not at_a:
+                ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
+            if not at_b:
+                ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
+            weight[s:e + 1, c] = ramp
     return target, weight, free
 
 
