@@ -304,8 +304,11 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     reach = tt - goal
     dist = np.linalg.norm(reach, axis=-1, keepdims=True)
     miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
+    # (both fully held: a place the keys hold in 3-D is firmer than one the fill holds along the ground)
     give_a, give_t = 1.0 - wa_, 1.0 - wt_
-    share = np.where(give_a + give_t > 1e-9, give_a / np.maximum(give_a + give_t, 1e-12), 0.5)
+    fa, ft = free[fr, ca][:, None], np.where(has_toe, free[fr, np.maximum(ct, 0)], False)[:, None]
+    share = np.where(give_a + give_t > 1e-9, give_a / np.maximum(give_a + give_t, 1e-12),
+                     np.where(fa == ft, 0.5, np.where(fa, 1.0, 0.0)))
     goal = goal + np.where(held_t, miss * share, 0.0)
     turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
     hip, knee = _two_bone(grot[fr, hip_j], grot[fr, knee_j], gpos[fr, hip_j], gpos[fr, knee_j], A,
