@@ -2,8 +2,13 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
+# The tests compare this process's numbers with the batch's and the CLI's, which run their maths on one
+# thread (tests/batch_helpers.py): numpy's BLAS here too, whatever OMP_NUM_THREADS the caller set (.ci/run
+# sets 2; a threaded matrix product sums in another order, and a written BVH then differs in its 6th decimal)
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 try:
     import torch
