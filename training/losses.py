@@ -33,25 +33,29 @@ def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tens
 
 
 def window_errors(preds, target_n, normalizer, layout, origin, template, parents, fk_weight, frames=None,
-                  pos_scale=10.0):
+                  pos_scale=10.0, legs=None):
     """For each of ``preds`` (normalised features), per-window errors [B] over the frames where
     ``frames`` [B, N] is True (default: all): a list of (feature MSE in normalised space, global-position
-    MSE in units of pos_scale cm).  The target's global positions are computed once for all of them."""
+    MSE in units of pos_scale cm, the planted feet's step error (``foot_step_error``) where ``legs`` are
+    given, else None).  The target's global positions are computed once for all of them."""
     w = torch.ones(target_n.shape[:2], dtype=target_n.dtype) if frames is None else frames.to(target_n.dtype)
     count = w.sum(1).clamp_min(1)
-    if fk_weight > 0:
+    positions = fk_weight > 0 or bool(legs)
+    if positions:
         tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
         gt = fk_positions(tr, tp, template, layout, parents)
     out = []
     for pred_n in preds:
         feat = (((pred_n - target_n) ** 2).mean(-1) * w).sum(1) / count
-        if fk_weight > 0:
+        fk, foot = torch.zeros_like(feat), None
+        if positions:
             pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
-            d = fk_positions(pr, pp, template, layout, parents) - gt
-            fk = (((d / pos_scale) ** 2).mean((-1, -2)) * w).sum(1) / count
-        else:
-            fk = torch.zeros_like(feat)
-        out.append((feat, fk))
+            gp = fk_positions(pr, pp, template, layout, parents)
+            if fk_weight > 0:
+                fk = ((((gp - gt) / pos_scale) ** 2).mean((-1, -2)) * w).sum(1) / count
+            if legs:
+                foot = foot_step_error(gp, gt, legs, template, pos_scale)
+        out.append((feat, fk, foot))
     return out
 
 
@@ -64,7 +68,7 @@ def relative_pose_loss(pred_n, base_n, target_n, frames, normalizer, layout, ori
     here a window where the base is already close costs as much to spoil as a long gap.  The floor
     (1 % of the batch's mean base error) keeps near-perfect bases from dividing by zero.
     """
-    (f, k), (bf, bk) = window_errors([pred_n, base_n], target_n, normalizer, layout, origin, template, parents,
+    (f, k, _), (bf, bk, _) = window_errors([pred_n, base_n], target_n, normalizer, layout, origin, template, parents,
                                      fk_weight, frames, pos_scale)
     base = (bf + fk_weight * bk).detach()
     floor = 0.01 * base.mean() + 1e-8
@@ -101,20 +105,15 @@ def pose_loss(pred_n, target_n, normalizer, layout, origin, template, parents, f
     """MSE in normalised feature space + fk_weight * MSE of global positions in units of pos_scale cm
     (every window has the same frames, so the mean of the windows' errors is the MSE over the batch)
     + foot_weight * the planted feet's step error (``foot_step_error``; ``legs``: backend.contacts.find_legs)."""
-    if foot_weight > 0 and legs:
-        tp, tr = split_features(normalizer.inverse(target_n), layout, origin)
-        pp, pr = split_features(normalizer.inverse(pred_n), layout, origin)
-        gt, gp = fk_positions(tr, tp, template, layout, parents), fk_positions(pr, pp, template, layout, parents)
-        feat = ((pred_n - target_n) ** 2).mean((1, 2))
-        fk = (((gp - gt) / pos_scale) ** 2).mean((1, 2, 3))
-        foot = foot_step_error(gp, gt, legs, template, pos_scale)
-        loss = feat.mean() + fk_weight * fk.mean() + foot_weight * foot.mean()
-        return loss, {"feat": feat.mean().detach(), "fk": fk.mean().detach(), "foot": foot.mean().detach()}
-    ((feat, fk),) = window_errors([pred_n], target_n, normalizer, layout, origin, template, parents, fk_weight,
-                                  None, pos_scale)
+    feet = legs if foot_weight > 0 and legs else None
+    ((feat, fk, foot),) = window_errors([pred_n], target_n, normalizer, layout, origin, template, parents,
+                                        fk_weight, None, pos_scale, feet)
     loss = feat.mean()
     parts = {"feat": loss.detach()}
     if fk_weight > 0:
         parts["fk"] = fk.mean().detach()
         loss = loss + fk_weight * fk.mean()
+    if feet:
+        parts["foot"] = foot.mean().detach()
+        loss = loss + foot_weight * foot.mean()
     return loss, parts
