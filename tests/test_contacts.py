@@ -186,6 +186,9 @@ def test_contact_study_changes_only_the_named_fields_and_names_a_wrong_one():
     assert (got.slow, got.min_frames) == (1.5, 2) and got.near_ground == C.ContactConfig().near_ground
     with pytest.raises(SystemExit, match="'fast' is not a ContactConfig field"):
         config("fast=2")
+    assert config("ground_only=0").ground_only is False and config("ground_only=true").ground_only is True
+    with pytest.raises(SystemExit, match="ground_only='yes': use 1 / true or 0 / false"):
+        config("ground_only=yes")
 
 
 def _glide(bob=0.0):

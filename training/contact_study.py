@@ -27,6 +27,8 @@ def config(text: str) -> contacts.ContactConfig:
         key, _, value = item.partition("=")
         if key not in names:
             raise SystemExit(f"contact_study: {key!r} is not a ContactConfig field ({', '.join(sorted(names))})")
+        if key in BOOLEANS and value.lower() not in ("1", "true", "0", "false"):
+            raise SystemExit(f"contact_study: {key}={value!r}: use 1 / true or 0 / false")
         changes[key] = (int(value) if key in INTEGERS else value.lower() in ("1", "true") if key in BOOLEANS
                         else float(value))
     return dataclasses.replace(contacts.ContactConfig(), **changes)
