@@ -141,3 +141,29 @@ def test_the_foot_loss_reads_the_captures_planted_feet_and_costs_only_their_step
     still_after[0, :10, lifted, 0] = 0.0  # ...and not before it lifted: only the steps in the air differ
     still_after[0, 10:, lifted, 0] = 50.0 * torch.arange(10, dtype=torch.float32)
     assert float(foot_step_error(still_after, true, legs, template)) == 0.0
+
+
+def test_a_calibration_t_pose_before_the_motion_is_not_read_as_motion(tmp_path):
+    """CMU's BVH files begin with a T-pose one frame (1/120 s) before the performer's first pose; the data
+    reading drops it (``backend.calibration``) and keeps every frame of a clip that starts moving at once."""
+    import shutil
+    from backend.bvh import read_bvh
+    from backend.calibration import LEAD_S, leading_calibration_frames
+    fx = ROOT / "tests/fixtures"
+    cmu = read_bvh(fx / "skeletons/cmu_07_01.bvh")
+    assert leading_calibration_frames(cmu.rotations, cmu.frame_time) == 1
+    for name in ("dataset-2_walk_normal_005.bvh", "dataset-1_guide_tired_001.bvh"):
+        clip = read_bvh(fx / name)
+        assert leading_calibration_frames(clip.rotations, clip.frame_time) == 0
+    walk = read_bvh(fx / "dataset-2_walk_normal_005.bvh")
+    r = walk.rotations.copy()
+    r[:3] = Q.normalize(np.broadcast_to([1.0, 0.3, 0.0, 0.0], r[:3].shape))  # a held pose, then the motion
+    assert leading_calibration_frames(r, walk.frame_time) == 3
+    late = int(LEAD_S / walk.frame_time) + 2  # a pop later in the clip is the motion's, not calibration
+    r = walk.rotations.copy()
+    r[late] = Q.normalize(np.broadcast_to([1.0, 0.3, 0.0, 0.0], r[late].shape))
+    assert leading_calibration_frames(r, walk.frame_time) == 0
+    shutil.copy(fx / "skeletons/cmu_07_01.bvh", tmp_path / "07_01.bvh")
+    ms = load_split(str(tmp_path), Selection(("train",)), None, verbose=False)
+    assert ms.lengths.tolist() == [cmu.num_frames - 1]
+    np.testing.assert_allclose(ms.rotations[0], cmu.rotations[1], atol=1e-6)

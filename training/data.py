@@ -21,6 +21,7 @@ import numpy as np
 
 from backend.atomic import replacing
 from backend.bvh import BVHError, parse_bvh
+from backend.calibration import leading_calibration_frames
 from backend.skeleton import Skeleton
 from backend.timebase import MODEL_FRAME_TIME, same_rate
 
@@ -180,7 +181,8 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         except (BVHError, DataError) as e:
             skipped.append(f"{e}")
             continue
-        rot, pos = fold_root_translation(clip.rotations, clip.positions, clip.skeleton.parents)
+        lead = leading_calibration_frames(clip.rotations, clip.frame_time)  # CMU's T-pose frame
+        rot, pos = fold_root_translation(clip.rotations[lead:], clip.positions[lead:], clip.skeleton.parents)
         clips.append((where, clip.skeleton, rot.astype(np.float32), pos.astype(np.float32), clip.name, clip.frame_time))
         del clip
     if not seen_any:
@@ -263,7 +265,7 @@ def _cache_path(paths: list[Path], sel: Selection, cache_dir, skeleton: Skeleton
         return None
     ids = "|".join(f"{p.resolve()}|{p.stat().st_size}|{p.stat().st_mtime_ns}" for p in paths)
     ref = "" if skeleton is None else "|" + json.dumps([list(skeleton.names), [int(p) for p in skeleton.parents]])
-    key = hashlib.sha1(f"{ids}|{sel.key()}|v6{ref}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{ids}|{sel.key()}|v7{ref}".encode()).hexdigest()[:16]
     return Path(cache_dir) / f"motion-{'+'.join(sel.splits)}-{key}.npz"
 
 

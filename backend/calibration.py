@@ -1,0 +1,32 @@
+"""A capture's calibration frames: the reference pose some archives put before the motion.
+
+Every file of CMU's BVH release (the cgspeed conversion, ``../shared/data/cmu-mocap-part``) begins with
+the same T-pose, and the performer's first pose follows it one frame (1/120 s) later: a jump of 20-180°
+in the arms that no body makes.  Read as motion, that frame is a key in a T-pose for an evaluation window
+and a snap out of one for a training window.  A few files also repeat their first frame and then jump.
+The data reading drops such leading frames; the motion after them is kept as it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+JUMP_DEG_S = 720.0  # mean joint turn per second no body makes between frames (Bandai: 99.9 % of steps < 320)
+LEAD_S = 0.25  # how far into a clip a jump still marks a calibration frame rather than a glitch
+
+
+def joint_speeds(rotations: np.ndarray, frame_time: float) -> np.ndarray:
+    """Mean turn of the joints' local rotations ``[F, J, 4]`` (w, x, y, z) between frames, in deg/s: ``[F-1]``."""
+    r = np.asarray(rotations, dtype=np.float64)
+    dot = np.abs(np.sum(r[1:] * r[:-1], axis=-1)) / (
+        np.linalg.norm(r[1:], axis=-1) * np.linalg.norm(r[:-1], axis=-1))
+    return np.degrees(2.0 * np.arccos(np.clip(dot, 0.0, 1.0))).mean(axis=-1) / float(frame_time)
+
+
+def leading_calibration_frames(rotations: np.ndarray, frame_time: float) -> int:
+    """How many leading frames of a clip are calibration, not motion: the frames before the last jump
+    (``JUMP_DEG_S``) in its first ``LEAD_S`` seconds; 0 for a clip that starts moving at once."""
+    n = min(len(rotations) - 1, max(1, int(round(LEAD_S / float(frame_time)))))
+    if n < 1:
+        return 0
+    jumps = np.flatnonzero(joint_speeds(rotations[:n + 1], frame_time) > JUMP_DEG_S)
+    return int(jumps[-1]) + 1 if len(jumps) else 0
