@@ -8,7 +8,8 @@ time (the rest deleted), then *Inbetween* (the add-on as shipped: built-in backe
 against the curves Blender draws through the same keys (auto-clamped Bézier).  Error: the mapped bones'
 world heads on the frames between keys against the capture's, mean, in cm per 1.75 m of the figure's
 height (its rest height, head over feet), as the issue measures.  Only the first ``--frames`` frames of
-each clip are used (the Blender passes dominate the run time).  ``--encode``: Encode's own readout instead
+each clip are used (the Blender passes dominate the run time), from the first frame of motion: CMU's files
+begin with a calibration T-pose (``backend.calibration``), which an animator would not key.  ``--encode``: Encode's own readout instead
 (the autoencoder's fit per segment, degrees and cm, as the panel shows it).
 """
 from __future__ import annotations
@@ -49,6 +50,14 @@ def trim(obj, last: int) -> None:
         fc.update()
 
 
+def first_frame(path: Path) -> int:
+    """The scene frame (Import BVH puts the file's first frame on 1) where the motion starts."""
+    from backend.bvh import read_bvh
+    from backend.calibration import leading_calibration_frames
+    clip = read_bvh(path)
+    return 1 + leading_calibration_frames(clip.rotations, clip.frame_time)
+
+
 def measure(bpy, path: Path, seconds: float, frames: int) -> tuple[float, float, int]:
     """(Inbetween's error, Bézier's error, keys) in cm per 1.75 m for one clip and key spacing."""
     import numpy as np
@@ -68,8 +77,9 @@ def measure(bpy, path: Path, seconds: float, frames: int) -> tuple[float, float,
         per = 175.0 / height
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
         every = max(2, int(round(seconds * fps)))
-        keys = [1 + k for k in every_k(n, every)]
-        between = [f for f in range(1, n + 1) if f not in set(keys)]
+        first = first_frame(path)
+        keys = [first + k for k in every_k(n - first + 1, every)]
+        between = [f for f in range(first, n + 1) if f not in set(keys)]
         truth = heads(bpy, obj, bones, between)
         thin_keys(obj, keys)
         bezier = float(np.linalg.norm(heads(bpy, obj, bones, between) - truth, axis=-1).mean()) * per
@@ -88,7 +98,8 @@ def encode_fit(bpy, path: Path, frames: int) -> list:
     obj = import_bvh(path)
     try:
         n = min(frames, int(obj.animation_data.action.frame_range[1]))
-        assert bpy.ops.anim.splinetween_encode(frame_range="CUSTOM", frame_start=1, frame_end=n) == {"FINISHED"}
+        assert bpy.ops.anim.splinetween_encode(frame_range="CUSTOM", frame_start=first_frame(path),
+                                               frame_end=n) == {"FINISHED"}
         return [tuple(map(float, f)) for f in latent_core.fidelity(obj.splinetween_latent)]
     finally:
         bpy.data.objects.remove(obj)
@@ -99,7 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default="/work/data-cache/cmu-mocap-part/bvh",
                     help="the unpacked cmu-mocap-part archive's BVH folder")
     ap.add_argument("--clips", type=int, default=6, help="clips of subjects 05 and 09, spread over them")
-    ap.add_argument("--frames", type=int, default=600, help="frames read of each clip (from its first)")
+    ap.add_argument("--frames", type=int, default=600, help="frames read of each clip (up to this scene frame)")
     ap.add_argument("--encode", action="store_true", help="Encode's readout (the autoencoder's fit per segment) "
                     "instead of Inbetween")
     ap.add_argument("--checkpoint", default="", help="another in-betweener (run in-process with PyTorch; default: "
