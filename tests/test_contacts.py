@@ -223,3 +223,31 @@ def test_ground_only_keeps_the_fills_height_and_holds_the_rest():
     assert np.ptp(target[held, 0, 0]) < 1e-12 and np.ptp(target[held, 0, 2]) < 1e-12  # along the ground: still
     everything = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(ground_only=False))[0]
     assert np.ptp(everything[held, 0, 1]) < 1e-12  # without it the height is held too
+
+
+def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, capsys):
+    """training.slide_study: its parts (held, easing, not held) add up to training.evaluate's figure on the
+    same windows and keys."""
+    import re
+    import shutil
+    from backend.engine import DEFAULT_INBETWEEN, Engine
+    from backend.keyframes import every_k
+    from backend.skeleton import Clip
+    from training import slide_study
+    from training.data import Selection
+    from training.evaluate import foot_sliding, load_windows
+    from tests.conftest import TEST_CLIP
+    shutil.copy(TEST_CLIP, tmp_path)
+    assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15"]) == 0
+    out = capsys.readouterr().out
+    total = float(re.search(r"feet ([\d.]+) cm/s", out).group(1))
+    shares = [float(x) for x in re.findall(r"([\d.]+)% of the figure", out)]
+    assert len(shares) == 3 and abs(sum(shares) - 100.0) < 0.5
+    eng = Engine(DEFAULT_INBETWEEN, "cpu")
+    rot, pos, ms = load_windows(str(tmp_path), Selection(("test",)), None, skeleton=eng.skeleton)
+    keys = every_k(rot.shape[1], 15)
+    fills = [c for c, _ in eng.inbetween([Clip(eng.skeleton, rot[i], pos[i], ms.frame_time) for i in range(len(rot))],
+                                         [keys] * len(rot))]
+    figure = foot_sliding(eng.skeleton, rot, pos, np.stack([f.rotations for f in fills]),
+                          np.stack([f.positions for f in fills]), keys, ms.frame_time)
+    assert abs(total - figure) < 0.006

@@ -1,0 +1,105 @@
+"""python -m training.slide_study CKPT --data <folder> [--split val] [--every 30] [--cache DIR]: where a
+planted foot slides.
+
+The foot-sliding figure (``training.evaluate.foot_sliding``) averages a foot joint's speed over the frame
+steps in which the capture plants it.  This splits those steps by what the fill's planted-feet pass
+(``backend.contacts``) made of them, judged on the fill before that pass: *held* (fully, at both ends of
+the step), *easing* (in or out of a hold) or *not held* (then: the fill has the joint in the air, or moving
+faster than the pass holds), and prints each part's share of the steps, its mean speed and its share of
+the figure.  A slide in held steps is the pass's to fix; one in unheld steps is the fill stepping at
+another time than the capture.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from backend import contacts as C
+from backend import quat_np
+
+from .data import Selection
+from .evaluate import load_windows
+
+
+def classify(skeleton, rot, pos, free, planted, keys, frame_time, cfg=C.ContactConfig()):
+    """One window: the capture ``rot``, ``pos`` [F, J, *], the fill before (``free``) and after
+    (``planted``) the planted-feet pass, as (rotations, positions).  -> {part: speeds (cm/s)} and the
+    unheld steps' reasons {"in the air": n, "fast": n, "other": n}."""
+    parents = skeleton.parents
+    legs = C.find_legs(skeleton.names, parents)
+    joints = C.foot_joints(legs)
+    gt = quat_np.fk(rot, pos, parents)[1]
+    gf = quat_np.fk(quat_np.normalize(free[0]), free[1], parents)[1]
+    gs = quat_np.fk(quat_np.normalize(planted[0]), planted[1], parents)[1]
+    up = C.up_vector(gt[keys], legs, parents)
+    length = max(C.leg_length(pos[keys[0]], leg) for leg in legs)
+    cap = C.ground_contacts(gt, joints, up, frame_time, length, C.CAPTURE)
+    _, w, _ = C.hold_targets(gf, keys, joints, up, frame_time, length, cfg)
+    h = gf[:, joints] @ up
+    low = h - h.min(1, keepdims=True) < cfg.near_ground * length
+    v = np.linalg.norm(np.gradient(gf[:, joints], axis=0), axis=-1) / frame_time
+    speed = np.linalg.norm(np.diff(gs[:, joints], axis=0), axis=-1) / frame_time
+    parts = {"held": [], "easing": [], "not held": []}
+    why = {"in the air": 0, "fast": 0, "other": 0}
+    key_set = set(int(k) for k in keys)
+    for s in range(len(rot) - 1):
+        if s in key_set and s + 1 in key_set:
+            continue
+        for c in range(len(joints)):
+            if not (cap[s, c] and cap[s + 1, c]):
+                continue
+            inner = [f for f in (s, s + 1) if f not in key_set]
+            part = ("held" if min(w[f, c] for f in inner) > 0.99 else
+                    "easing" if max(w[s, c], w[s + 1, c]) > 0 else "not held")
+            parts[part].append(speed[s, c])
+            if part == "not held":
+                why["in the air" if not (low[s, c] and low[s + 1, c]) else
+                    "fast" if max(v[s, c], v[s + 1, c]) > cfg.slow * length else "other"] += 1
+    return parts, why
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint")
+    ap.add_argument("--data", required=True, help="BVH folder(s) (another studio's are converted)")
+    ap.add_argument("--split", default="val")
+    ap.add_argument("--every", type=int, default=30, help="frames between keys")
+    ap.add_argument("--cache", default=None)
+    args = ap.parse_args(argv)
+    from backend.engine import Engine
+    from backend.keyframes import every_k
+    from backend.skeleton import Clip
+    eng = Engine(args.checkpoint, "cpu")
+    rot, pos, ms = load_windows(args.data, Selection((args.split,)), args.cache, skeleton=eng.skeleton)
+    ft = float(ms.frame_time)
+    keys = every_k(rot.shape[1], args.every)
+    clips = [Clip(eng.skeleton, rot[i], pos[i], ft) for i in range(len(rot))]
+    eng.contacts = False
+    free = [c for c, _ in eng.inbetween(clips, [keys] * len(clips))]
+    eng.contacts = True
+    planted = [c for c, _ in eng.inbetween(clips, [keys] * len(clips))]
+    parts, why = {"held": [], "easing": [], "not held": []}, {"in the air": 0, "fast": 0, "other": 0}
+    for i in range(len(rot)):
+        p, w = classify(eng.skeleton, rot[i], pos[i], (free[i].rotations, free[i].positions),
+                        (planted[i].rotations, planted[i].positions), keys, ft)
+        for k in parts:
+            parts[k] += p[k]
+        for k in why:
+            why[k] += w[k]
+    every = np.concatenate([np.asarray(v, dtype=float) for v in parts.values()])
+    if not len(every):
+        print("no planted steps in these windows", file=sys.stderr)
+        return 1
+    print(f"{len(rot)} windows, keys every {args.every}: {len(every)} planted steps, feet {every.mean():.2f} cm/s")
+    for k, v in parts.items():
+        v = np.asarray(v, dtype=float)
+        mean = f"{v.mean():7.2f}" if len(v) else "      —"
+        print(f"  {k:9s} {len(v) / len(every):6.1%} of the steps, {mean} cm/s, {v.sum() / every.sum():6.1%} of the figure")
+    print("  not held because the fill has the joint: " + ", ".join(f"{k} {n}" for k, n in why.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
