@@ -76,8 +76,17 @@ def test_planting_slows_the_feet_on_the_captures_contacts(walk):
                                                             (free.rotations, free.positions),
                                                             (clip.rotations, clip.positions))]
     held_speed, free_speed, capture = speeds
-    assert held_speed < 0.9 * free_speed, speeds  # planting slows the fill's feet where the capture plants them
+    assert held_speed < free_speed, speeds  # planting slows the fill's feet where the capture plants them
     assert held_speed < 2.0 * capture, speeds  # issue 28's target: within 2 x the capture's own speed there
+    # a second apart, where a fill's foot has the room to slide, by a quarter at least (this model: 0.55 x)
+    keys = every_k(clip.num_frames, 30)
+    engine = Engine(DEFAULT_INBETWEEN, "cpu")
+    fills = [engine.inbetween(clip, keys)[0]]
+    engine.contacts = False
+    fills.append(engine.inbetween(clip, keys)[0])
+    held_speed, free_speed = (C.planted_speed(clip.skeleton.parents, legs, clip.rotations, clip.positions, f.rotations,
+                                              f.positions, keys, clip.frame_time) for f in fills)
+    assert held_speed < 0.75 * free_speed and held_speed < 2.0 * capture, (held_speed, free_speed, capture)
 
 
 def test_keys_bit_for_bit(walk):
