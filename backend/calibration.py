@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import quat_np
+
 JUMP_DEG_S = 720.0  # mean joint turn per second no body makes between frames (Bandai: 99.9 % of steps < 320)
 LEAD_S = 0.25  # how far into a clip a jump still marks a calibration frame rather than a glitch
 
@@ -17,9 +19,7 @@ LEAD_S = 0.25  # how far into a clip a jump still marks a calibration frame rath
 def joint_speeds(rotations: np.ndarray, frame_time: float) -> np.ndarray:
     """Mean turn of the joints' local rotations ``[F, J, 4]`` (w, x, y, z) between frames, in deg/s: ``[F-1]``."""
     r = np.asarray(rotations, dtype=np.float64)
-    dot = np.abs(np.sum(r[1:] * r[:-1], axis=-1)) / (
-        np.linalg.norm(r[1:], axis=-1) * np.linalg.norm(r[:-1], axis=-1))
-    return np.degrees(2.0 * np.arccos(np.clip(dot, 0.0, 1.0))).mean(axis=-1) / float(frame_time)
+    return np.degrees(quat_np.angle_between(r[1:], r[:-1])).mean(axis=-1) / float(frame_time)
 
 
 def leading_calibration_frames(rotations: np.ndarray, frame_time: float) -> int:

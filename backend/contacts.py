@@ -320,21 +320,33 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     return out.astype(np.asarray(rot).dtype)
 
 
-def planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time: float,
-                  cfg: ContactConfig = CAPTURE) -> np.ndarray:
-    """Speeds (units per second) of the foot joints of a fill ``rot``, ``pos`` [F, J, *] over each frame
-    step in which the capture ``true_rot``, ``true_pos`` has that joint planted (``ground_contacts``) at
-    both ends, leaving out steps from key to key: the foot-sliding figure's samples."""
+def planted_step_mask(parents, legs, true_rot, true_pos, keys, frame_time: float,
+                      cfg: ContactConfig = CAPTURE) -> np.ndarray:
+    """[F-1, N] bool over frame steps and ``foot_joints(legs)``: the capture ``true_rot``, ``true_pos``
+    [F, J, *] has that joint planted (``ground_contacts``) at both ends of the step, and the step does not
+    run from key to key."""
     joints = foot_joints(legs)
     keys = np.asarray(keys, dtype=np.int64)
     g_true = quat_np.fk(true_rot, true_pos, parents)[1]
-    g = quat_np.fk(quat_np.normalize(rot), pos, parents)[1][:, joints]
     length = max(leg_length(true_pos[keys[0]], leg) for leg in legs)
     c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs, parents), frame_time, length, cfg)
-    free = np.ones(len(g), dtype=bool)
+    free = np.ones(len(g_true), dtype=bool)
     free[keys] = False
-    steps = c[:-1] & c[1:] & (free[:-1] | free[1:])[:, None]
-    return (np.linalg.norm(np.diff(g, axis=0), axis=-1) / frame_time)[steps]
+    return c[:-1] & c[1:] & (free[:-1] | free[1:])[:, None]
+
+
+def foot_step_speeds(parents, legs, rot, pos, frame_time: float) -> np.ndarray:
+    """[F-1, N]: the speed (units per second) of each of ``foot_joints(legs)`` over each frame step."""
+    g = quat_np.fk(quat_np.normalize(rot), pos, parents)[1][:, foot_joints(legs)]
+    return np.linalg.norm(np.diff(g, axis=0), axis=-1) / frame_time
+
+
+def planted_steps(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time: float,
+                  cfg: ContactConfig = CAPTURE) -> np.ndarray:
+    """Speeds of the foot joints of a fill ``rot``, ``pos`` over the steps of ``planted_step_mask``: the
+    foot-sliding figure's samples."""
+    return foot_step_speeds(parents, legs, rot, pos, frame_time)[
+        planted_step_mask(parents, legs, true_rot, true_pos, keys, frame_time, cfg)]
 
 
 def planted_speed(parents, legs, true_rot, true_pos, rot, pos, keys, frame_time: float) -> float:

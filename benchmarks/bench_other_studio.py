@@ -9,8 +9,8 @@ against the curves Blender draws through the same keys (auto-clamped Bézier).  
 world heads on the frames between keys against the capture's, mean, in cm per 1.75 m of the figure's
 height (its rest height, head over feet), as the issue measures.  Only the first ``--frames`` frames of
 each clip are used (the Blender passes dominate the run time), from the first frame of motion: CMU's files
-begin with a calibration T-pose (``backend.calibration``), which an animator would not key.  ``--encode``: Encode's own readout instead
-(the autoencoder's fit per segment, degrees and cm, as the panel shows it).
+begin with a calibration T-pose (``backend.calibration``), which an animator would not key.  ``--encode``:
+Encode's own readout instead (the autoencoder's fit per segment, degrees and cm, as the panel shows it).
 """
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ def first_frame(path: Path) -> int:
     return 1 + leading_calibration_frames(clip.rotations, clip.frame_time)
 
 
-def measure(bpy, path: Path, seconds: float, frames: int) -> tuple[float, float, int]:
-    """(Inbetween's error, Bézier's error, keys) in cm per 1.75 m for one clip and key spacing."""
+def measure(bpy, path: Path, seconds: float, frames: int, first: int) -> tuple[float, float, int]:
+    """(Inbetween's error, Bézier's error, keys) in cm per 1.75 m for one clip and key spacing, from scene
+    frame ``first`` (``first_frame``) to ``frames``."""
     import numpy as np
     from addon_helpers import import_bvh, thin_keys
     from blender_addon import bridge, preferences
@@ -77,7 +78,6 @@ def measure(bpy, path: Path, seconds: float, frames: int) -> tuple[float, float,
         per = 175.0 / height
         fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
         every = max(2, int(round(seconds * fps)))
-        first = first_frame(path)
         keys = [first + k for k in every_k(n - first + 1, every)]
         between = [f for f in range(first, n + 1) if f not in set(keys)]
         truth = heads(bpy, obj, bones, between)
@@ -142,8 +142,9 @@ def main(argv=None) -> int:
         return 0
     rows = {s: [] for s in SPACINGS}
     for path in clips:
+        first = first_frame(path)
         for s in SPACINGS:
-            rows[s].append(measure(bpy, path, s, args.frames))
+            rows[s].append(measure(bpy, path, s, args.frames, first))
             m, b, k = rows[s][-1]
             print(f"  {path.name} keys every {s:.3g} s ({k} keys): Inbetween {m:6.2f}  Bezier {b:6.2f} cm", flush=True)
     disable_addon()

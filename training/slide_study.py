@@ -12,6 +12,7 @@ another time than the capture.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -30,33 +31,24 @@ def classify(skeleton, rot, pos, free, planted, keys, frame_time, cfg=C.ContactC
     parents = skeleton.parents
     legs = C.find_legs(skeleton.names, parents)
     joints = C.foot_joints(legs)
-    gt = quat_np.fk(rot, pos, parents)[1]
+    steps = C.planted_step_mask(parents, legs, rot, pos, keys, frame_time)  # the figure's steps [F-1, N]
+    speed = C.foot_step_speeds(parents, legs, planted[0], planted[1], frame_time)
+    # the pass's own reading of the fill before it: hold weights, low joints, low and slow joints
     gf = quat_np.fk(quat_np.normalize(free[0]), free[1], parents)[1]
-    gs = quat_np.fk(quat_np.normalize(planted[0]), planted[1], parents)[1]
-    up = C.up_vector(gt[keys], legs, parents)
+    up = C.up_vector(gf[keys], legs, parents)
     length = max(C.leg_length(pos[keys[0]], leg) for leg in legs)
-    cap = C.ground_contacts(gt, joints, up, frame_time, length, C.CAPTURE)
     _, w, _ = C.hold_targets(gf, keys, joints, up, frame_time, length, cfg)
-    h = gf[:, joints] @ up
-    low = h - h.min(1, keepdims=True) < cfg.near_ground * length
-    v = np.linalg.norm(np.gradient(gf[:, joints], axis=0), axis=-1) / frame_time
-    speed = np.linalg.norm(np.diff(gs[:, joints], axis=0), axis=-1) / frame_time
-    parts = {"held": [], "easing": [], "not held": []}
-    why = {"in the air": 0, "fast": 0, "other": 0}
-    key_set = set(int(k) for k in keys)
-    for s in range(len(rot) - 1):
-        if s in key_set and s + 1 in key_set:
-            continue
-        for c in range(len(joints)):
-            if not (cap[s, c] and cap[s + 1, c]):
-                continue
-            inner = [f for f in (s, s + 1) if f not in key_set]
-            part = ("held" if min(w[f, c] for f in inner) > 0.99 else
-                    "easing" if max(w[s, c], w[s + 1, c]) > 0 else "not held")
-            parts[part].append(speed[s, c])
-            if part == "not held":
-                why["in the air" if not (low[s, c] and low[s + 1, c]) else
-                    "fast" if max(v[s, c], v[s + 1, c]) > cfg.slow * length else "other"] += 1
+    low = C.ground_contacts(gf, joints, up, frame_time, length, dataclasses.replace(cfg, slow=np.inf))
+    slow = C.ground_contacts(gf, joints, up, frame_time, length, cfg)
+    inner = w.copy()
+    inner[keys] = np.inf  # a key end of a step is not the pass's to hold
+    held = steps & (np.minimum(inner[:-1], inner[1:]) > 0.99)
+    easing = steps & ~held & (np.maximum(w[:-1], w[1:]) > 0)
+    loose = steps & ~held & ~easing
+    in_air = loose & ~(low[:-1] & low[1:])
+    fast = loose & ~in_air & ~(slow[:-1] & slow[1:])
+    parts = {"held": speed[held], "easing": speed[easing], "not held": speed[loose]}
+    why = {"in the air": int(in_air.sum()), "fast": int(fast.sum()), "other": int((loose & ~in_air & ~fast).sum())}
     return parts, why
 
 
@@ -85,16 +77,16 @@ def main(argv=None) -> int:
         p, w = classify(eng.skeleton, rot[i], pos[i], (free[i].rotations, free[i].positions),
                         (planted[i].rotations, planted[i].positions), keys, ft)
         for k in parts:
-            parts[k] += p[k]
+            parts[k].append(p[k])
         for k in why:
             why[k] += w[k]
-    every = np.concatenate([np.asarray(v, dtype=float) for v in parts.values()])
+    parts = {k: np.concatenate(v) for k, v in parts.items()}
+    every = np.concatenate(list(parts.values()))
     if not len(every):
         print("no planted steps in these windows", file=sys.stderr)
         return 1
     print(f"{len(rot)} windows, keys every {args.every}: {len(every)} planted steps, feet {every.mean():.2f} cm/s")
     for k, v in parts.items():
-        v = np.asarray(v, dtype=float)
         mean = f"{v.mean():7.2f}" if len(v) else "      —"
         print(f"  {k:9s} {len(v) / len(every):6.1%} of the steps, {mean} cm/s, {v.sum() / every.sum():6.1%} of the figure")
     print("  not held because the fill has the joint: " + ", ".join(f"{k} {n}" for k, n in why.items()))
