@@ -182,9 +182,12 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
 
 def _cross(a, b):
     """``np.cross`` of [..., 3] rows without its axis bookkeeping (a tenth of the time on short rows)."""
-    a, b = np.broadcast_arrays(a, b)
-    return np.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1], a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], -1)
+    out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)), dtype=np.result_type(a, b))
+    a0, a1, a2, b0, b1, b2 = a[..., 0], a[..., 1], a[..., 2], b[..., 0], b[..., 1], b[..., 2]
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def _rotate(q, v):
@@ -195,20 +198,29 @@ def _rotate(q, v):
 
 def chain_fk(lrot, lpos, parents, joints):
     """Global rotations and positions [F, J, *] of ``joints`` and their ancestors only (the others left
-    zero): forward kinematics for the legs without the arms and head."""
-    need = set()
+    zero): forward kinematics for the legs without the arms and head, the joints of one depth at once."""
+    depth = {}
     for j in joints:
-        while j >= 0 and j not in need:
-            need.add(j)
+        chain = []
+        while j >= 0 and j not in depth:
+            chain.append(j)
             j = int(parents[j])
+        d = depth[j] if j >= 0 else -1
+        for c in reversed(chain):
+            d += 1
+            depth[c] = d
     grot, gpos = np.zeros(lrot.shape), np.zeros(lpos.shape)
-    for j in sorted(need):
-        p = int(parents[j])
-        if p < 0:
-            grot[:, j], gpos[:, j] = lrot[:, j], lpos[:, j]
-        else:
-            grot[:, j] = quat_np.mul(grot[:, p], lrot[:, j])
-            gpos[:, j] = _rotate(grot[:, p], lpos[:, j]) + gpos[:, p]
+    levels = {}
+    for j, d in depth.items():
+        levels.setdefault(d, []).append(j)
+    for d in sorted(levels):
+        js = sorted(levels[d])
+        if d == 0:
+            grot[:, js], gpos[:, js] = lrot[:, js], lpos[:, js]
+            continue
+        ps = [int(parents[j]) for j in js]
+        grot[:, js] = quat_np.mul(grot[:, ps], lrot[:, js])
+        gpos[:, js] = _rotate(grot[:, ps], lpos[:, js]) + gpos[:, ps]
     return grot, gpos
 
 

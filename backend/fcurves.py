@@ -35,15 +35,21 @@ def _thomas(a, b, c, d):
 
 
 def _limits(dy, l):
-    """(hmin, hmax) [C, K] of the right-handle offsets (``bezier_clamp``: no overshoot, no reversal)."""
+    """(hmin, hmax) [C, K] of the right-handle offsets (``bezier_clamp``: no overshoot, no reversal).
+
+    Each key's handle is bounded by its two neighbouring spans (``dy`` scaled by the span ratio ``l`` on
+    the right): a span going up caps the offset at its rise and floors it at 0, one going down the other
+    way round, a flat one pins it at 0; the bounds of both spans hold at once (the tightest)."""
+    def cap(v):  # an upper bound from one span: its rise where it goes up, else 0 (NaN: none)
+        return np.where(v > 0, v, np.where(v <= 0, 0.0, np.inf))
+
+    def floor(v):
+        return np.where(v < 0, v, np.where(v >= 0, 0.0, -np.inf))
     c, k = dy.shape[0], dy.shape[1] + 1
     hmin, hmax = np.full((c, k), -np.inf), np.full((c, k), np.inf)
-    for i in range(1, k):
-        for j, v in ((i - 1, dy[:, i - 1]), (i, dy[:, i - 1] * l[i])):
-            hmax[:, j] = np.where(v > 0, np.minimum(hmax[:, j], v), np.where(v < 0, 0.0, np.where(v == 0, 0.0,
-                                                                                                  hmax[:, j])))
-            hmin[:, j] = np.where(v > 0, 0.0, np.where(v < 0, np.maximum(hmin[:, j], v), np.where(v == 0, 0.0,
-                                                                                                 hmin[:, j])))
+    right = dy * l[1:]  # the span before key i, scaled to key i's right handle
+    hmax[:, :-1], hmin[:, :-1] = cap(dy), floor(dy)
+    hmax[:, 1:], hmin[:, 1:] = np.minimum(hmax[:, 1:], cap(right)), np.maximum(hmin[:, 1:], floor(right))
     return hmin, hmax
 
 
@@ -67,6 +73,18 @@ def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     c0[:, i] = np.where(free[:, i], 1.0 / l[i + 1], 0.0)
     d0[:, i] = np.where(free[:, i], dy[:, :-1] * (l[i] * l[i]) + dy[:, 1:], 0.0)
     hmin, hmax = _limits(dy, l)
+    h = _thomas(a0, b0, c0, d0)
+    # most curves overshoot nowhere: only those that do are solved again with handles held at their limits
+    redo = np.flatnonzero(((h < hmin) | (h > hmax)).any(1))
+    if len(redo):
+        h[redo] = _clamped(a0[redo], b0[redo], c0[redo], d0[redo], hmin[redo], hmax[redo])
+    return np.where(locked, 0.0, h)
+
+
+def _clamped(a0, b0, c0, d0, hmin, hmax):
+    """Blender's ``tridiagonal_solve_with_limits`` of the systems [C, K] (each row on its own): solve, hold
+    the handles that overshoot their limits at the limit, release held ones the solution pulls back."""
+    ch, k = d0.shape
     a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
     held = np.zeros((ch, k), dtype=bool)
     unlocks = np.zeros((ch, k), dtype=np.int8)
@@ -96,7 +114,7 @@ def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         held[rows] &= ~release
         unlocks[rows] += release
         active[rows] = over.any(1) | release.any(1)
-    return np.where(locked, 0.0, h)
+    return h
 
 
 def evaluate(x, y, frames) -> np.ndarray:
