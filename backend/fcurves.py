@@ -14,6 +14,8 @@ axis.  Pure numpy.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import quat_np
@@ -135,26 +137,45 @@ def evaluate(x, y, frames) -> np.ndarray:
     return u * u * u * y[s] + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t * t * t * y[s + 1]
 
 
+@functools.lru_cache(maxsize=64)
+def _order_groups(channels: tuple, num_joints: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The joints of each Euler order, in first-seen order (one conversion per order)."""
+    from .skeleton import euler_order_of
+    orders = [euler_order_of(channels[i] if i < len(channels) else ()) for i in range(num_joints)]
+    return tuple((o, tuple(i for i in range(num_joints) if orders[i] == o)) for o in dict.fromkeys(orders))
+
+
 def at(skeleton, rot: np.ndarray, pos: np.ndarray, keys, frames) -> tuple[np.ndarray, np.ndarray]:
     """(rotations [N, J, 4], positions [N, J, 3]) of the curves through the key frames of ``rot``, ``pos``
     (only keys are read) at ``frames [N]`` (within keys[0]..keys[-1]): ``fill`` at those frames only, as
     the guard's hidden-key passes need (the same numbers, without the frames nobody reads)."""
+    return at_many(skeleton, rot, pos, [(keys, frames)])[0]
+
+
+def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``at`` of one clip for several ``jobs`` [(keys, frames)] (the guard's passes, each with some keys
+    hidden): every key's Euler angles converted once, every job's frames back to quaternions at once."""
     from .bvh import unwrap_euler
-    keys, frames = np.asarray(keys, dtype=np.int64), np.asarray(frames, dtype=np.int64)
     j = skeleton.num_joints
-    orders = [skeleton.euler_order(i) for i in range(j)]
-    groups = {o: [i for i in range(j) if orders[i] == o] for o in dict.fromkeys(orders)}  # one pass per order
-    euler = np.empty((len(keys), j, 3))
-    for o, js in groups.items():
-        euler[:, js] = unwrap_euler(quat_np.to_euler(np.asarray(rot[keys][:, js], np.float64), o))
-    # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
-    # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
-    keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
-    dense = evaluate(keys, keyed, frames).reshape(-1, j, 6)
-    out_r = np.empty((len(frames), j, 4))
-    for o, js in groups.items():
+    groups = _order_groups(tuple(skeleton.channels), j)
+    jobs = [(np.asarray(k, dtype=np.int64), np.asarray(f, dtype=np.int64)) for k, f in jobs]
+    every = np.unique(np.concatenate([k for k, _ in jobs]))
+    raw = np.empty((len(every), j, 3))
+    for o, js in groups:
+        raw[:, js] = quat_np.to_euler(np.asarray(rot[every][:, js], np.float64), o)
+    dense = []
+    for keys, frames in jobs:
+        euler = unwrap_euler(raw[np.searchsorted(every, keys)])
+        # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
+        # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
+        keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
+        dense.append(evaluate(keys, keyed, frames).reshape(-1, j, 6))
+    dense = np.concatenate(dense)
+    out_r = np.empty((len(dense), j, 4))
+    for o, js in groups:
         out_r[:, js] = quat_np.from_euler(dense[:, js, 3:], o)
-    return out_r, dense[..., :3].copy()
+    cuts = np.cumsum([len(f) for _, f in jobs])[:-1]
+    return list(zip(np.split(out_r, cuts), np.split(dense[..., :3].copy(), cuts)))
 
 
 def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:

@@ -140,17 +140,18 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
-    hidden, model, herm = [], [], []
+    hidden, model, jobs = [], [], []
     for p, (mr, mp, *_) in zip(passes, fills):
         h = sorted(set(keys) - set(p))
         hidden += h
         model.append((mr[h], mp[h]))
-        herm.append(fcurves.at(clip.skeleton, clip.rotations, clip.positions, p, h))
+        jobs.append((p, h))
     if not hidden:
         return np.ones(len(keys) - 1)
 
     def cat(lst):
         return np.concatenate([r for r, _ in lst]), np.concatenate([q for _, q in lst])
+    herm = fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)
     alpha = fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(herm), rj, pj)
     return np.full(len(keys) - 1, alpha)
 

@@ -37,8 +37,7 @@ class Skeleton:
 
     def euler_order(self, j: int) -> str:
         """The joint's rotation order from its channels ("ZXY" for Z-, X-, Y-rotation)."""
-        order = "".join(c[0].upper() for c in self.channels[j] if c.lower().endswith("rotation"))
-        return order or "ZXY"
+        return euler_order_of(self.channels[j])
 
     def position_joints(self) -> tuple[int, ...]:
         return tuple(j for j, ch in enumerate(self.channels) if any(c.lower().endswith("position") for c in ch))
@@ -119,3 +118,9 @@ class Clip:
         meta = {k: v[start:stop] if isinstance(v, np.ndarray) and v.shape[:1] == (self.num_frames,) else v
                 for k, v in self.meta.items()}
         return replace(self, rotations=self.rotations[start:stop], positions=self.positions[start:stop], meta=meta)
+
+
+def euler_order_of(channels) -> str:
+    """A joint's rotation order from its BVH channel names ("ZXY" for Z-, X-, Y-rotation; "ZXY" without any)."""
+    order = "".join(c[0].upper() for c in channels if c.lower().endswith("rotation"))
+    return order or "ZXY"
