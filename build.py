@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -69,10 +71,15 @@ def fetch_wheels(platforms, folder: Path = WHEELS) -> list[Path]:
             name, ver = req.split("==")
             have = [p for p in folder.glob(f"{name.replace('-', '_')}-{ver}-*.whl") if _fits(p.name, tag)]
             if not have:
-                res = subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
-                                      "--platform", tag, "--python-version", "3.11", "--implementation", "cp",
-                                      "--abi", "cp311", "--abi", "abi3", "--abi", "none", "-d", str(folder), req],
-                                     capture_output=True, text=True)
+                # into a folder of its own, then moved in whole: two builds at once (the test suite under Blender
+                # 5.0 and 4.5 side by side) never read a wheel the other is still writing
+                with tempfile.TemporaryDirectory(dir=folder, prefix=".fetch-") as tmp:
+                    res = subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--no-deps",
+                                          "--platform", tag, "--python-version", "3.11", "--implementation", "cp",
+                                          "--abi", "cp311", "--abi", "abi3", "--abi", "none", "-d", tmp, req],
+                                         capture_output=True, text=True)
+                    for w in Path(tmp).glob("*.whl"):
+                        os.replace(w, folder / w.name)
                 have = [p for p in folder.glob(f"{name.replace('-', '_')}-{ver}-*.whl") if _fits(p.name, tag)]
                 if res.returncode != 0 or not have:
                     raise SystemExit(f"build.py: cannot fetch the {platform} wheel of {req} (pip download needs the "

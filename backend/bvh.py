@@ -199,10 +199,12 @@ def read_bvh(path, name: str | None = None, keep_source: bool = True, finite: bo
 
 def _nearest_equivalent(e, ref):
     """Of the two Euler triples for one rotation, each shifted by whole turns, the one nearest ``ref``."""
-    alt = np.stack([e[..., 0] + np.pi, np.pi - e[..., 1], e[..., 2] + np.pi], -1)
-    cands = [c + 2 * np.pi * np.round((ref - c) / (2 * np.pi)) for c in (e, alt)]
-    far = np.abs(cands[0] - ref).sum(-1, keepdims=True) > np.abs(cands[1] - ref).sum(-1, keepdims=True)
-    return np.where(far, cands[1], cands[0])
+    alt = np.empty_like(e)
+    alt[..., 0], alt[..., 1], alt[..., 2] = e[..., 0] + np.pi, np.pi - e[..., 1], e[..., 2] + np.pi
+    near = e + 2 * np.pi * np.round((ref - e) / (2 * np.pi))
+    other = alt + 2 * np.pi * np.round((ref - alt) / (2 * np.pi))
+    far = np.abs(near - ref).sum(-1, keepdims=True) > np.abs(other - ref).sum(-1, keepdims=True)
+    return np.where(far, other, near)
 
 
 def unwrap_euler(e, reference=None):

@@ -13,6 +13,7 @@ repository's .venv, which has PyTorch), passed on as SPLINETWEEN_PYTHON.  Tests 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,35 @@ def environment(home: str) -> dict:
     env["BLENDER_USER_RESOURCES"] = home  # Blender 4.5's own configuration: not 5.0's, not the user's
     env["SPLINETWEEN_PYTHON"] = sys.executable  # the backend process: this Python, which has PyTorch
     return env
+
+
+class Background:
+    """This script run in a process of its own beside the rest of the suite (``tests/conftest.py`` starts it
+    when collection ends and puts its test last): its output in a temporary file, read by :meth:`wait`."""
+
+    def __init__(self, args=()):
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], cwd=ROOT,
+                                     stdout=self.log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def wait(self, timeout: float) -> tuple[int, str]:
+        """(exit status, everything it printed); stopped and TimeoutExpired after ``timeout`` seconds."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        self.log.seek(0)
+        return code, self.log.read()
+
+    def stop(self) -> None:
+        """Ends the run and whatever it started (pytest, Blender, backend processes) if still going."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 def run(args=(), **kw) -> subprocess.CompletedProcess:

@@ -23,6 +23,44 @@ if torch is not None:
     torch.set_num_threads(1)
 
 
+# The Blender 4.5 run (tests/test_blender45.py) takes minutes in a process of its own: it starts when collection
+# ends and runs beside the rest of the suite; its test goes last and waits for it.
+BLENDER45_TEST = "tests/test_blender45.py::"
+_blender45 = {}
+
+
+def _blender45_wanted(items) -> bool:
+    return (torch is not None and not os.environ.get("SPLINETWEEN_NO_BLENDER45")
+            and any(i.nodeid.startswith(BLENDER45_TEST) for i in items))
+
+
+def pytest_collection_modifyitems(config, items):
+    last = [i for i in items if i.nodeid.startswith(BLENDER45_TEST)]
+    if last:
+        items[:] = [i for i in items if not i.nodeid.startswith(BLENDER45_TEST)] + last
+
+
+def pytest_collection_finish(session):
+    if _blender45_wanted(session.items) and "run" not in _blender45 and not session.config.option.collectonly:
+        import blender45
+        _blender45["run"] = blender45.Background(["-q"])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    run = _blender45.pop("run", None)
+    if run is not None:
+        run.stop()  # (a run no test waited for: -x stopped the suite first)
+
+
+@pytest.fixture(scope="session")
+def blender45_run():
+    """The background Blender 4.5 run (started here if collection did not start it)."""
+    if "run" not in _blender45:
+        import blender45
+        _blender45["run"] = blender45.Background(["-q"])
+    return _blender45["run"]
+
+
 @pytest.fixture(scope="session")
 def example_clips():
     from backend.bvh import read_bvh
