@@ -1,12 +1,15 @@
-"""The in-betweener's speed in two (or more) source trees, in turn, in one run: what a change costs.
+"""The in-betweener's speed in two (or more) source trees, side by side in one run: what a change costs.
 
-    python benchmarks/bench_trees.py TREE [TREE ...] [--rounds 3] [--threads 1] [--calls 200]
+    python benchmarks/bench_trees.py TREE [TREE ...] [--rounds 40] [--calls 10] [--threads 1] [--clock cpu]
 
-Each round runs every tree in its own process, one after the other (so both see the same machine), and
-times ``Engine.inbetween`` on one 61-frame window of the example walk with keys every 5, 15 and 30
-frames, as each tree ships it (its checkpoint, guard, mirror average and planted feet): the median of
-``--calls`` calls after a warm-up.  Prints each tree's medians per round, then each tree's median over
-the rounds and its ratio to the first tree's.  A tree is a checkout (``git worktree add /tmp/old REV``).
+Each tree runs in a process of its own (its checkpoint, guard, mirror average and planted feet, as it
+ships them), started once and warmed up; then, round after round, every tree in turn times ``--calls``
+calls of ``Engine.inbetween`` on one 61-frame window of the example walk with keys every 5, 15 and 30
+frames and reports their median.  The trees take turns a few hundred milliseconds apart, so a slow
+spell of the machine (another job, the host) falls on all of them: each round gives each tree a ratio
+to the first tree's time in that round, and the figure is the median of those ratios (with the median
+times beside it).  A tree is a checkout (``git worktree add /tmp/old REV``).  ``--clock cpu`` times the
+calling thread's CPU time instead of the wall clock (with one thread the model's products run on it).
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pathlib import Path
 
 SPACINGS = (5, 15, 30)
 
-PROBE = r"""
+SERVE = r"""
 import json, statistics, sys, time
 import torch
 torch.set_num_threads({threads})
@@ -29,52 +32,83 @@ from backend.engine import DEFAULT_INBETWEEN, Engine
 from backend.keyframes import every_k
 eng = Engine(DEFAULT_INBETWEEN, "cpu")
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
-out = {{}}
-for k in {spacings!r}:
-    keys = every_k(61, k)
+keys = {{k: every_k(61, k) for k in {spacings!r}}}
+for k in keys:
     for _ in range(20):
-        eng.inbetween(clip, keys)
+        eng.inbetween(clip, keys[k])
+print("ready", flush=True)
+for line in sys.stdin:
+    k, n = map(int, line.split())
     times = []
-    for _ in range({calls}):
-        t = time.perf_counter()
-        eng.inbetween(clip, keys)
-        times.append(time.perf_counter() - t)
-    out[k] = 1e3 * statistics.median(times)
-print(json.dumps(out))
+    for _ in range(n):
+        t = {clock}()
+        eng.inbetween(clip, keys[k])
+        times.append({clock}() - t)
+    print(json.dumps(1e3 * statistics.median(times)), flush=True)
 """
 
+CLOCKS = {"wall": "time.perf_counter", "cpu": "time.thread_time"}
 
-def probe(root: Path, threads: int, calls: int) -> dict[int, float]:
-    code = PROBE.format(root=str(root.resolve()), threads=threads, calls=calls, spacings=SPACINGS)
-    env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, env=env)
-    if r.returncode:
-        raise SystemExit(f"{root}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
-    return {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+
+class Tree:
+    """One tree's process: loaded and warmed up once, then asked for blocks of timed calls."""
+
+    def __init__(self, root: Path, threads: int, clock: str):
+        self.root = root
+        code = SERVE.format(root=str(root.resolve()), threads=threads, spacings=SPACINGS, clock=CLOCKS[clock])
+        env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
+        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if self.proc.stdout.readline().strip() != "ready":
+            err = self.proc.stderr.read().strip().splitlines()
+            raise SystemExit(f"{root}: {err[-1] if err else 'the probe did not start'}")
+
+    def block(self, k: int, calls: int) -> float:
+        self.proc.stdin.write(f"{k} {calls}\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trees", nargs="+", type=Path)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--calls", type=int, default=10, help="timed calls per tree, spacing and round")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     args = ap.parse_args(argv)
     for t in args.trees:
         if not (t / "backend" / "engine.py").exists():
             raise SystemExit(f"{t}: not a Splinetween tree (no backend/engine.py); make one with git worktree add")
-    got = {t: [] for t in args.trees}
-    for r in range(args.rounds):
-        for t in args.trees:
-            got[t].append(probe(t, args.threads, args.calls))
-            ms = " / ".join(f"{got[t][-1][k]:.2f}" for k in SPACINGS)
-            print(f"round {r + 1} {t}: {ms} ms at keys every 5 / 15 / 30", flush=True)
-    med = {t: {k: statistics.median(x[k] for x in got[t]) for k in SPACINGS} for t in args.trees}
-    base = med[args.trees[0]]
-    print(f"\nmedians over {args.rounds} rounds, {args.threads} thread(s), one 61-frame window (ms; ratio to "
-          f"{args.trees[0]}):")
+    trees = [Tree(t, args.threads, args.clock) for t in args.trees]
+    times = {(t, k): [] for t in args.trees for k in SPACINGS}
+    ratios = {(t, k): [] for t in args.trees for k in SPACINGS}
+    try:
+        for r in range(args.rounds):
+            for k in SPACINGS:
+                # (the order of the trees turns each round: none always runs first after another's block)
+                order = trees[r % len(trees):] + trees[:r % len(trees)]
+                got = {tree.root: tree.block(k, args.calls) for tree in order}
+                for t in args.trees:
+                    times[t, k].append(got[t])
+                    ratios[t, k].append(got[t] / got[args.trees[0]])
+            if (r + 1) % 10 == 0 or r + 1 == args.rounds:
+                print(f"{r + 1} rounds", flush=True)
+    finally:
+        for tree in trees:
+            tree.close()
+    print(f"\n{args.rounds} rounds of {args.calls} calls, {args.threads} thread(s), {args.clock} clock, one 61-frame "
+          f"window: median ms, and the median of each round's ratio to {args.trees[0]} (quartiles in brackets):")
     for t in args.trees:
-        print(f"  {t}: " + " | ".join(f"k={k}: {med[t][k]:.2f} ({med[t][k] / base[k]:.2f} x)" for k in SPACINGS))
+        cells = []
+        for k in SPACINGS:
+            q = statistics.quantiles(ratios[t, k], n=4) if len(ratios[t, k]) > 1 else [ratios[t, k][0]] * 3
+            cells.append(f"k={k}: {statistics.median(times[t, k]):.2f} ms, {q[1]:.3f} x [{q[0]:.3f}, {q[2]:.3f}]")
+        print(f"  {t}: " + " | ".join(cells))
     return 0
 
 
