@@ -247,11 +247,17 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     from training.evaluate import foot_sliding, load_windows
     from tests.conftest import TEST_CLIP
     shutil.copy(TEST_CLIP, tmp_path)
-    assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15"]) == 0
+    assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15",
+                             "--by-clip"]) == 0
     out = capsys.readouterr().out
     total = float(re.search(r"feet ([\d.]+) cm/s", out).group(1))
     shares = [float(x) for x in re.findall(r"([\d.]+)% of the figure", out)]
     assert len(shares) == 3 and abs(sum(shares) - 100.0) < 0.5
+    # by clip: one clip here, holding every planted step, all of the excess, the same figure
+    steps = int(re.search(r"(\d+) planted steps", out).group(1))
+    row = out.split("share of the excess\n")[1].split()
+    assert row[0] == TEST_CLIP.stem and int(row[2]) == steps and abs(float(row[3]) - total) < 0.006
+    assert row[5] == "100.0%" and float(row[4]) < float(row[3])
     eng = Engine(DEFAULT_INBETWEEN, "cpu")
     rot, pos, ms = load_windows(str(tmp_path), Selection(("test",)), None, skeleton=eng.skeleton)
     keys = every_k(rot.shape[1], 15)

@@ -7,7 +7,8 @@ steps in which the capture plants it.  This splits those steps by what the fill'
 the step), *easing* (in or out of a hold) or *not held* (then: the fill has the joint in the air, or moving
 faster than the pass holds), and prints each part's share of the steps, its mean speed and its share of
 the figure.  A slide in held steps is the pass's to fix; one in unheld steps is the fill stepping at
-another time than the capture.
+another time than the capture.  ``--by-clip`` also prints the figure per clip beside the capture's own
+speed on the same steps, and each clip's share of the excess over the capture (where the slide is).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 from backend import contacts as C
 from backend import quat_np
 
-from .data import Selection
+from .data import Selection, protocol_windows
 from .evaluate import load_windows
 
 
@@ -59,6 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="val")
     ap.add_argument("--every", type=int, default=30, help="frames between keys")
     ap.add_argument("--cache", default=None)
+    ap.add_argument("--by-clip", action="store_true", help="the figure per clip, and its share of the excess")
     args = ap.parse_args(argv)
     from backend.engine import Engine
     from backend.keyframes import every_k
@@ -73,11 +75,21 @@ def main(argv=None) -> int:
     eng.contacts = True
     planted = [c for c, _ in eng.inbetween(clips, [keys] * len(clips))]
     parts, why = {"held": [], "easing": [], "not held": []}, {"in the air": 0, "fast": 0, "other": 0}
+    starts = protocol_windows(ms, rot.shape[1], rot.shape[1])[:, 0]
+    clip_of = [ms.names[c] for c in np.searchsorted(ms.starts, starts, side="right") - 1]
+    per_clip = {}  # name -> [windows, steps, the fill's speed summed, the capture's]
     for i in range(len(rot)):
         p, w = classify(eng.skeleton, rot[i], pos[i], (free[i].rotations, free[i].positions),
                         (planted[i].rotations, planted[i].positions), keys, ft)
         for k in parts:
             parts[k].append(p[k])
+        if args.by_clip:
+            fill, own = capture_speeds(eng.skeleton, rot[i], pos[i], planted[i], keys, ft)
+            row = per_clip.setdefault(clip_of[i], [0, 0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += len(fill)
+            row[2] += float(fill.sum())
+            row[3] += float(own.sum())
         for k in why:
             why[k] += w[k]
     parts = {k: np.concatenate(v) for k, v in parts.items()}
@@ -90,7 +102,22 @@ def main(argv=None) -> int:
         mean = f"{v.mean():7.2f}" if len(v) else "      —"
         print(f"  {k:9s} {len(v) / len(every):6.1%} of the steps, {mean} cm/s, {v.sum() / every.sum():6.1%} of the figure")
     print("  not held because the fill has the joint: " + ", ".join(f"{k} {n}" for k, n in why.items()))
+    if args.by_clip:
+        excess = sum(r[2] - r[3] for r in per_clip.values())
+        print("by clip (most of the excess first): windows, planted steps, the fill's and the capture's cm/s, "
+              "share of the excess")
+        for name, (n, steps, fill, own) in sorted(per_clip.items(), key=lambda kv: kv[1][3] - kv[1][2]):
+            share = f"{(fill - own) / excess:6.1%}" if excess else "     —"
+            print(f"  {name:32s} {n:3d} {steps:5d} {fill / max(steps, 1):7.2f} {own / max(steps, 1):7.2f} {share}")
     return 0
+
+
+def capture_speeds(skeleton, rot, pos, fill, keys, frame_time):
+    """The fill's and the capture's foot speeds (cm/s) over the figure's steps of one window."""
+    legs = C.find_legs(skeleton.names, skeleton.parents)
+    steps = C.planted_step_mask(skeleton.parents, legs, rot, pos, keys, frame_time)
+    return (C.foot_step_speeds(skeleton.parents, legs, fill.rotations, fill.positions, frame_time)[steps],
+            C.foot_step_speeds(skeleton.parents, legs, rot, pos, frame_time)[steps])
 
 
 if __name__ == "__main__":
