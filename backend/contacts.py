@@ -10,8 +10,10 @@ joint (ankle, toes):
   it is held on the line between its two key positions for the whole gap;
 * **fill contacts**: elsewhere, runs of at least ``min_frames`` frames in which the fill's joint is
   low and slower than ``slow`` leg lengths per second are held where they are on average (or at
-  the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down; held along
-  the ground only (``ground_only``), so a heel that rises off its toes keeps the fill's height.
+  the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down (the contact's
+  first and last frames; with ``outside``, the frames in the air before and after it, the contact held
+  whole); held along the ground only (``ground_only``), so a heel that rises off its toes keeps the fill's
+  height.
 
 The leg is then solved for the held joint: two-bone IK (hip, knee, ankle) with the knee in the plane
 of the fill's own leg, the foot turned so a held toe stays put, the hip where the fill puts it.  Only
@@ -37,6 +39,7 @@ class ContactConfig:
     slow: float = 2.0  # leg lengths per second: a low joint of the fill moving slower is planted
     min_frames: int = 3  # a fill contact lasts at least this many frames
     ease: int = 4  # frames over which a fill contact is eased in and out
+    outside: bool = False  # ease in the air (before touch-down, after lift-off), the contact itself held whole
     ground_only: bool = True  # a fill contact is held along the ground only; its height stays the fill's
     spread: float = 0.0  # leg lengths along the ground a fill contact may stray from its held place (0: any)
 
@@ -172,6 +175,20 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
             free[s:e + 1, c] = cfg.ground_only
             i, k = np.arange(e - s + 1), max(1, cfg.ease)
             ramp = np.ones(len(i))
+            if cfg.outside:
+                weight[s:e + 1, c] = 1.0
+                for side, near in ((not at_a, np.arange(s - 1, max(a, s - k - 1), -1)),
+                                   (not at_b, np.arange(e + 1, min(b, e + k + 1)))):
+                    if not side or not len(near):
+                        continue
+                    w = _smooth(1.0 - np.arange(1, len(near) + 1) / (k + 1))
+                    up_rise = (held - g[near, c]) @ up
+                    wins = w > weight[near, c]
+                    near, w = near[wins], w[wins]
+                    target[near, c] = (held - up_rise[wins, None] * up) if cfg.ground_only else held
+                    free[near, c] = cfg.ground_only
+                    weight[near, c] = w
+                continue
             if not at_a:
                 ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
             if not at_b:

@@ -266,3 +266,26 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     figure = foot_sliding(eng.skeleton, rot, pos, np.stack([f.rotations for f in fills]),
                           np.stack([f.positions for f in fills]), keys, ms.frame_time)
     assert abs(total - figure) < 0.006
+
+
+def test_easing_outside_holds_the_whole_contact_and_eases_in_the_air():
+    """``outside``: the fill's contact (the glide's low, slow frames) is held whole and eased in over the
+    ``ease`` frames before touch-down and after lift-off (in the air), towards the same place; the shipped
+    setting eases inside the contact instead, and touches no frame in the air."""
+    g, up = _glide(), np.array([0.0, 1.0, 0.0])
+    inside = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig())
+    target, weight, free = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(outside=True))
+    run = np.flatnonzero(inside[1][:, 0] > 0)  # the contact (the frames the shipped setting holds at all)
+    s, e, k = run[0], run[-1], C.ContactConfig().ease
+    assert len(run) == e - s + 1 >= 15 and inside[1][s, 0] < 1.0 and inside[1][e, 0] < 1.0  # eased inside
+    assert weight[s:e + 1, 0].min() == 1.0
+    before, after = weight[s - k:s, 0], weight[e + 1:e + 1 + k, 0]  # the ease frames either side, in the air
+    assert (np.diff(before) > 0).all() and (np.diff(after) < 0).all() and 0 < before.min() and before.max() < 1
+    np.testing.assert_allclose(before, after[::-1])
+    assert weight[[s - k - 1, e + k + 1], 0].max() == 0.0  # and no further
+    eased = np.r_[s - k:s, e + 1:e + 1 + k]
+    held = target[s, 0]
+    np.testing.assert_allclose(target[eased][:, 0, [0, 2]], np.broadcast_to(held[[0, 2]], (2 * k, 2)), atol=1e-12)
+    np.testing.assert_allclose(target[eased, 0, 1], g[eased, 0, 1], atol=1e-12)  # the fill's height
+    assert free[eased, 0].all()
+    np.testing.assert_array_equal(weight[:, 1], inside[1][:, 1])  # the key contact as before

@@ -16,7 +16,7 @@ from backend import contacts, inbetween
 from . import evaluate
 
 INTEGERS = ("min_frames", "ease")
-BOOLEANS = ("ground_only",)
+BOOLEANS = ("ground_only", "outside")
 
 
 def config(text: str) -> contacts.ContactConfig:
