@@ -157,7 +157,7 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
     hidden): every key's Euler angles converted once, every job's frames back to quaternions at once."""
     from .bvh import unwrap_euler
     j = skeleton.num_joints
-    groups = _order_groups(tuple(skeleton.channels), j)
+    groups = _order_groups(tuple(tuple(c) for c in skeleton.channels), j)
     jobs = [(np.asarray(k, dtype=np.int64), np.asarray(f, dtype=np.int64)) for k, f in jobs]
     every = np.unique(np.concatenate([k for k, _ in jobs]))
     raw = np.empty((len(every), j, 3))
