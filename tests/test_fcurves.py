@@ -65,3 +65,17 @@ def test_the_curves_at_a_few_frames_are_the_full_fills_there():
     other = clip.rotations.copy()
     other[[f for f in range(clip.num_frames) if f not in keys]] = [1.0, 0.0, 0.0, 0.0]
     np.testing.assert_array_equal(fcurves.at(clip.skeleton, other, clip.positions, keys, frames)[0], got_r)
+
+
+def test_the_guards_passes_drawn_together_are_each_drawn_alone():
+    """fcurves.at_many (the guard's hidden-key passes in one call) gives each pass what ``at`` gives it."""
+    from backend.guard import holdout_passes
+    clip = read_bvh(TEST_CLIP)
+    keys = list(range(0, clip.num_frames, 5))
+    jobs = [(p, sorted(set(keys) - set(p))) for p in holdout_passes(keys)]
+    assert len(jobs) == 2 and all(len(h) for _, h in jobs)
+    for (p, h), (r, q) in zip(jobs, fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)):
+        alone_r, alone_q = fcurves.at(clip.skeleton, clip.rotations, clip.positions, p, h)
+        assert r.shape == (len(h), clip.skeleton.num_joints, 4) and q.shape == (len(h), clip.skeleton.num_joints, 3)
+        np.testing.assert_allclose(r, alone_r, rtol=0, atol=1e-12)  # (as above: a SIMD path's last bit)
+        np.testing.assert_allclose(q, alone_q, rtol=0, atol=1e-9)
