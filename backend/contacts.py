@@ -23,6 +23,7 @@ one segment gives what the whole fill gave.  Pure numpy (float64).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -66,6 +67,12 @@ _FOOT = re.compile(r"foot|ankle", re.I)
 def find_legs(names, parents) -> list[Leg]:
     """The legs of a skeleton by its joint names: a joint called *foot* or *ankle* (not a toe) whose
     parent and grandparent are joints (knee, hip); its first child is the toe."""
+    return list(_legs(tuple(names), tuple(int(p) for p in parents)))
+
+
+@functools.lru_cache(maxsize=64)
+def _legs(names: tuple, parents: tuple) -> tuple[Leg, ...]:
+    """``find_legs`` once per skeleton (every fill asks again)."""
     legs = []
     for j, n in enumerate(names):
         if not _FOOT.search(n) or re.search(r"toe|end", n, re.I):
@@ -76,7 +83,7 @@ def find_legs(names, parents) -> list[Leg]:
             continue
         kids = [c for c in range(len(names)) if parents[c] == j]
         legs.append(Leg(hip, knee, j, kids[0] if kids else None))
-    return legs
+    return tuple(legs)
 
 
 def up_vector(gpos_keys: np.ndarray, legs: list[Leg], parents) -> np.ndarray:
@@ -113,10 +120,28 @@ def ground_contacts(gpos: np.ndarray, joints, up, frame_time: float, length: flo
     return low & (v < cfg.slow * length)
 
 
-def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    """Inclusive (start, end) of each run of True."""
-    d = np.diff(np.r_[0, flags.astype(np.int8), 0])
-    return list(zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1))
+def _column_runs(flags: np.ndarray) -> list[tuple[int, int, int]]:
+    """(column, start, end) of each run of True down the columns of ``flags`` [F, N], column by column:
+    ``_runs`` of every column in one pass."""
+    pad = np.zeros((flags.shape[0] + 2, flags.shape[1]), dtype=np.int8)
+    pad[1:-1] = flags
+    d = np.diff(pad, axis=0).T  # [N, F + 1]: runs start where +1, end after -1
+    col, start = np.nonzero(d == 1)
+    end = np.nonzero(d == -1)[1] - 1
+    return list(zip(col.tolist(), start.tolist(), end.tolist()))
+
+
+@functools.lru_cache(maxsize=256)
+def _ramp(n: int, k: int, ease_in: bool, ease_out: bool) -> np.ndarray:
+    """A fill contact's weights over its ``n`` frames, eased over ``k`` at a free start and end (read only)."""
+    i = np.arange(n)
+    ramp = np.ones(n)
+    if ease_in:
+        ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
+    if ease_out:
+        ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
+    ramp.flags.writeable = False
+    return ramp
 
 
 def _smooth(t):
@@ -157,43 +182,37 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     runs_of = np.zeros(h.shape, dtype=bool)
     runs_of[frames] = moving[frames] & ~on
     first, last = ka + 1, kb - 1
-    for c in range(len(joints)):
-        for s, e in _runs(runs_of[:, c]):
-            if e - s + 1 < cfg.min_frames:
-                continue
-            i_gap = int(np.searchsorted(kb, s))  # runs end at keys: one gap each
-            a, b = int(ka[i_gap]), int(kb[i_gap])
-            at_a, at_b = s == first[i_gap] and low[a, c], e == last[i_gap] and low[b, c]
-            m = int(np.searchsorted(gap, i_gap)) + s - a - 1  # the run's first frame in ``frames``
-            held = (line[m:m + e - s + 1, c] if at_a and at_b else g[a, c] if at_a else g[b, c] if at_b
-                    else g[s:e + 1, c].mean(0))
-            away = held - g[s:e + 1, c]
-            rise = away @ up
-            if cfg.spread > 0 and np.linalg.norm(away - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
-                continue  # a foot gliding over the ground (a slide, a pivot), not one set down
-            target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
-            free[s:e + 1, c] = cfg.ground_only
-            i, k = np.arange(e - s + 1), max(1, cfg.ease)
-            ramp = np.ones(len(i))
-            if cfg.outside:
-                weight[s:e + 1, c] = 1.0
-                for side, near in ((not at_a, np.arange(s - 1, max(a, s - k - 1), -1)),
-                                   (not at_b, np.arange(e + 1, min(b, e + k + 1)))):
-                    if not side or not len(near):
-                        continue
-                    w = _smooth(1.0 - np.arange(1, len(near) + 1) / (k + 1))
-                    up_rise = (held - g[near, c]) @ up
-                    wins = w > weight[near, c]
-                    near, w = near[wins], w[wins]
-                    target[near, c] = (held - up_rise[wins, None] * up) if cfg.ground_only else held
-                    free[near, c] = cfg.ground_only
-                    weight[near, c] = w
-                continue
-            if not at_a:
-                ramp = np.minimum(ramp, _smooth(np.clip((i + 1) / k, 0, 1)))
-            if not at_b:
-                ramp = np.minimum(ramp, _smooth(np.clip((i[::-1] + 1) / k, 0, 1)))
-            weight[s:e + 1, c] = ramp
+    for c, s, e in _column_runs(runs_of):
+        if e - s + 1 < cfg.min_frames:
+            continue
+        i_gap = int(np.searchsorted(kb, s))  # runs end at keys: one gap each
+        a, b = int(ka[i_gap]), int(kb[i_gap])
+        at_a, at_b = s == first[i_gap] and low[a, c], e == last[i_gap] and low[b, c]
+        m = int(np.searchsorted(gap, i_gap)) + s - a - 1  # the run's first frame in ``frames``
+        held = (line[m:m + e - s + 1, c] if at_a and at_b else g[a, c] if at_a else g[b, c] if at_b
+                else g[s:e + 1, c].mean(0))
+        away = held - g[s:e + 1, c]
+        rise = away @ up
+        if cfg.spread > 0 and np.linalg.norm(away - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
+            continue  # a foot gliding over the ground (a slide, a pivot), not one set down
+        target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
+        free[s:e + 1, c] = cfg.ground_only
+        k = max(1, cfg.ease)
+        if cfg.outside:
+            weight[s:e + 1, c] = 1.0
+            for side, near in ((not at_a, np.arange(s - 1, max(a, s - k - 1), -1)),
+                               (not at_b, np.arange(e + 1, min(b, e + k + 1)))):
+                if not side or not len(near):
+                    continue
+                w = _smooth(1.0 - np.arange(1, len(near) + 1) / (k + 1))
+                up_rise = (held - g[near, c]) @ up
+                wins = w > weight[near, c]
+                near, w = near[wins], w[wins]
+                target[near, c] = (held - up_rise[wins, None] * up) if cfg.ground_only else held
+                free[near, c] = cfg.ground_only
+                weight[near, c] = w
+            continue
+        weight[s:e + 1, c] = _ramp(e - s + 1, k, not at_a, not at_b)
     return target, weight, free
 
 
