@@ -148,14 +148,15 @@ def _smooth(t):
     return t * t * (3 - 2 * t)
 
 
-def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig):
+def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig, down=None):
     """Per foot joint (``joints``) and frame: held positions [F, N, 3], weights [F, N] in [0, 1]
     (0: not held; the keys and the frames outside them always 0) and where the held height is only the
     fill's [F, N] (``ground_only``: held along the ground).  Each gap is judged on its own two keys and
-    the fill's frames between them."""
+    the fill's frames between them.  ``down`` [F, N] bool: where a foot joint is set down, when something
+    other than the fill's own low, slow joints says so (``training.slide_study --oracle``: the capture's)."""
     h = gpos[:, joints] @ up
     low = h - h.min(1, keepdims=True) < cfg.near_ground * length  # [F, N]
-    moving = ground_contacts(gpos, joints, up, frame_time, length, cfg)
+    moving = ground_contacts(gpos, joints, up, frame_time, length, cfg) if down is None else np.asarray(down, bool)
     g = gpos[:, joints]
     target, weight = g.copy(), np.zeros(h.shape)
     free = np.zeros(h.shape, dtype=bool)
@@ -307,9 +308,10 @@ def _two_bone(hip_rot, knee_rot, H, K, A, fwd, ankle_goal):
     return quat_np.mul(hip_turn, hip_rot), quat_np.mul(knee_turn, quat_np.mul(hip_turn, knee_rot))
 
 
-def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig()):
+def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig(), down=None):
     """Local rotations [F, J, 4] of the fill ``rot``, ``pos`` with every held foot joint planted
-    between ``keys`` (see the module's docstring); frames outside the gaps and the keys unchanged."""
+    between ``keys`` (see the module's docstring); frames outside the gaps and the keys unchanged.
+    ``down``: ``hold_targets``' (the foot joints of ``foot_joints(find_legs(names, parents))``)."""
     legs = find_legs(names, parents)
     keys = sorted(int(k) for k in keys)
     if not legs or len(keys) < 2:
@@ -320,7 +322,7 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     grot, gpos = chain_fk(lrot, lpos, parents, joints)
     up = up_vector(gpos[keys], legs, parents)
     length = max(leg_length(pos[keys[0]], leg) for leg in legs)  # offsets: the same in every frame
-    target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg)
+    target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg, down)
     if not weight.any():
         return out.astype(np.asarray(rot).dtype)
     col = {j: c for c, j in enumerate(joints)}

@@ -248,7 +248,7 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     from tests.conftest import TEST_CLIP
     shutil.copy(TEST_CLIP, tmp_path)
     assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15",
-                             "--by-clip"]) == 0
+                             "--by-clip", "--oracle"]) == 0
     out = capsys.readouterr().out
     total = float(re.search(r"feet ([\d.]+) cm/s", out).group(1))
     shares = [float(x) for x in re.findall(r"([\d.]+)% of the figure", out)]
@@ -258,6 +258,9 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     row = out.split("share of the excess\n")[1].split()
     assert row[0] == TEST_CLIP.stem and int(row[2]) == steps and abs(float(row[3]) - total) < 0.006
     assert row[5] == "100.0%" and float(row[4]) < float(row[3])
+    # the oracle: the capture's own contacts held, against the same capture speed
+    oracle = re.search(r"an oracle\): feet ([\d.]+) cm/s, ([\d.]+) x the capture's ([\d.]+)", out)
+    assert oracle and float(oracle.group(3)) == float(row[4]) and float(oracle.group(1)) > 0
     eng = Engine(DEFAULT_INBETWEEN, "cpu")
     rot, pos, ms = load_windows(str(tmp_path), Selection(("test",)), None, skeleton=eng.skeleton)
     keys = every_k(rot.shape[1], 15)
@@ -289,3 +292,18 @@ def test_easing_outside_holds_the_whole_contact_and_eases_in_the_air():
     np.testing.assert_allclose(target[eased, 0, 1], g[eased, 0, 1], atol=1e-12)  # the fill's height
     assert free[eased, 0].all()
     np.testing.assert_array_equal(weight[:, 1], inside[1][:, 1])  # the key contact as before
+
+
+def test_something_else_can_say_where_a_foot_is_set_down():
+    """``down`` (a learned contact; slide_study's oracle: the capture's) replaces the fill's own low, slow
+    frames as the fill contacts; the key contacts stay the keys'."""
+    g, up = _glide(), np.array([0.0, 1.0, 0.0])
+    own = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig())[1]
+    none = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(), down=np.zeros((31, 2), bool))[1]
+    told = np.zeros((31, 2), bool)
+    told[10:20, 0] = True  # set down for ten frames only, whatever the fill does
+    some = C.hold_targets(g, [0, 30], [0, 1], up, 1 / 30, 1.0, C.ContactConfig(), down=told)[1]
+    assert own[:, 0].max() == 1.0 and none[:, 0].max() == 0.0
+    assert np.flatnonzero(some[:, 0]).tolist() == list(range(10, 20)) and some[14, 0] == 1.0
+    for w in (none, some):
+        np.testing.assert_array_equal(w[:, 1], own[:, 1])
