@@ -9,9 +9,9 @@ faster than the pass holds), and prints each part's share of the steps, its mean
 the figure.  A slide in held steps is the pass's to fix; one in unheld steps is the fill stepping at
 another time than the capture.  ``--by-clip`` also prints the figure per clip beside the capture's own
 speed on the same steps, and each clip's share of the excess over the capture (where the slide is).
-``--oracle`` also prints the figure with the planted-feet pass holding the capture's own contacts instead
-of the fill's (``backend.contacts.plant_feet``'s ``down``): what a perfectly learned contact would give,
-the bound on that lever.
+``--oracle [outside=1,...]`` also prints the figure with the planted-feet pass holding the capture's own
+contacts instead of the fill's (``backend.contacts.plant_feet``'s ``down``), as shipped or with the given
+contact settings: what a perfectly learned contact would give, the bound on that lever.
 """
 from __future__ import annotations
 
@@ -64,7 +64,9 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=int, default=30, help="frames between keys")
     ap.add_argument("--cache", default=None)
     ap.add_argument("--by-clip", action="store_true", help="the figure per clip, and its share of the excess")
-    ap.add_argument("--oracle", action="store_true", help="the figure with the capture's own contacts held")
+    ap.add_argument("--oracle", nargs="?", const="", default=None, metavar="KEY=VALUE,...",
+                    help="the figure with the capture's own contacts held (by the pass as shipped, or with these "
+                         "ContactConfig fields changed, as training.contact_study takes them)")
     args = ap.parse_args(argv)
     from backend.engine import Engine
     from backend.keyframes import every_k
@@ -106,12 +108,15 @@ def main(argv=None) -> int:
         mean = f"{v.mean():7.2f}" if len(v) else "      —"
         print(f"  {k:9s} {len(v) / len(every):6.1%} of the steps, {mean} cm/s, {v.sum() / every.sum():6.1%} of the figure")
     print("  not held because the fill has the joint: " + ", ".join(f"{k} {n}" for k, n in why.items()))
-    if args.oracle:
+    if args.oracle is not None:
+        from .contact_study import config
+        cfg = config(args.oracle)
         fill, own = zip(*(capture_speeds(eng.skeleton, rot[i], pos[i], oracle(eng.skeleton, rot[i], pos[i], free[i],
-                                                                               keys, ft), keys, ft)
+                                                                               keys, ft, cfg), keys, ft)
                           for i in range(len(rot))))
         fill, own = np.concatenate(fill), np.concatenate(own)
-        print(f"with the capture's own contacts held (an oracle): feet {fill.mean():.2f} cm/s, "
+        print(f"with the capture's own contacts held (an oracle{', ' + args.oracle if args.oracle else ''}): "
+              f"feet {fill.mean():.2f} cm/s, "
               f"{fill.mean() / own.mean():.2f} x the capture's {own.mean():.2f}")
     if args.by_clip:
         excess = sum(r[2] - r[3] for r in per_clip.values())
@@ -132,7 +137,7 @@ def capture_speeds(skeleton, rot, pos, fill, keys, frame_time):
 
 
 
-def oracle(skeleton, rot, pos, free, keys, frame_time):
+def oracle(skeleton, rot, pos, free, keys, frame_time, cfg=C.ContactConfig()):
     """The fill ``free`` (a Clip, planted feet off) with its feet held where the capture ``rot``, ``pos``
     plants them (``contacts.CAPTURE``, the figure's own reading) instead of where the fill sets them down."""
     legs = C.find_legs(skeleton.names, skeleton.parents)
@@ -140,7 +145,8 @@ def oracle(skeleton, rot, pos, free, keys, frame_time):
     g = quat_np.fk(rot, pos, skeleton.parents)[1]
     length = max(C.leg_length(pos[keys[0]], leg) for leg in legs)
     down = C.ground_contacts(g, joints, C.up_vector(g[keys], legs, skeleton.parents), frame_time, length, C.CAPTURE)
-    held = C.plant_feet(skeleton.parents, skeleton.names, free.rotations, free.positions, keys, frame_time, down=down)
+    held = C.plant_feet(skeleton.parents, skeleton.names, free.rotations, free.positions, keys, frame_time, cfg,
+                        down=down)
     return dataclasses.replace(free, rotations=held)
 
 
