@@ -1,5 +1,5 @@
-"""python -m training.slide_study CKPT --data <folder> [--split val] [--every 30] [--cache DIR]: where a
-planted foot slides.
+"""python -m training.slide_study CKPT --data <folder> [--split val] [--every 30] [--cache DIR] [--by-clip]
+[--oracle [KEY=VALUE,...]]: where a planted foot slides.
 
 The foot-sliding figure (``training.evaluate.foot_sliding``) averages a foot joint's speed over the frame
 steps in which the capture plants it.  This splits those steps by what the fill's planted-feet pass
@@ -134,7 +134,6 @@ def capture_speeds(skeleton, rot, pos, fill, keys, frame_time):
     steps = C.planted_step_mask(skeleton.parents, legs, rot, pos, keys, frame_time)
     return (C.foot_step_speeds(skeleton.parents, legs, fill.rotations, fill.positions, frame_time)[steps],
             C.foot_step_speeds(skeleton.parents, legs, rot, pos, frame_time)[steps])
-
 
 
 def oracle(skeleton, rot, pos, free, keys, frame_time, cfg=C.ContactConfig()):
