@@ -121,8 +121,8 @@ def ground_contacts(gpos: np.ndarray, joints, up, frame_time: float, length: flo
 
 
 def _column_runs(flags: np.ndarray) -> list[tuple[int, int, int]]:
-    """(column, start, end) of each run of True down the columns of ``flags`` [F, N], column by column:
-    ``_runs`` of every column in one pass."""
+    """(column, start, end) of each run of True down the columns of ``flags`` [F, N] (ends inclusive), column
+    by column and in time within one: every column's runs in one pass."""
     pad = np.zeros((flags.shape[0] + 2, flags.shape[1]), dtype=np.int8)
     pad[1:-1] = flags
     d = np.diff(pad, axis=0).T  # [N, F + 1]: runs start where +1, end after -1
@@ -370,18 +370,24 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     return out.astype(np.asarray(rot).dtype)
 
 
-def planted_step_mask(parents, legs, true_rot, true_pos, keys, frame_time: float,
-                      cfg: ContactConfig = CAPTURE) -> np.ndarray:
-    """[F-1, N] bool over frame steps and ``foot_joints(legs)``: the capture ``true_rot``, ``true_pos``
-    [F, J, *] has that joint planted (``ground_contacts``) at both ends of the step, and the step does not
-    run from key to key."""
-    joints = foot_joints(legs)
+def capture_contacts(parents, legs, true_rot, true_pos, keys, frame_time: float,
+                     cfg: ContactConfig = CAPTURE) -> np.ndarray:
+    """[F, N] bool over frames and ``foot_joints(legs)``: the capture ``true_rot``, ``true_pos`` [F, J, *]
+    has that joint planted (``ground_contacts``, read as the foot-sliding figure reads it)."""
     keys = np.asarray(keys, dtype=np.int64)
     g_true = quat_np.fk(true_rot, true_pos, parents)[1]
     length = max(leg_length(true_pos[keys[0]], leg) for leg in legs)
-    c = ground_contacts(g_true, joints, up_vector(g_true[keys], legs, parents), frame_time, length, cfg)
-    free = np.ones(len(g_true), dtype=bool)
-    free[keys] = False
+    return ground_contacts(g_true, foot_joints(legs), up_vector(g_true[keys], legs, parents), frame_time, length,
+                           cfg)
+
+
+def planted_step_mask(parents, legs, true_rot, true_pos, keys, frame_time: float,
+                      cfg: ContactConfig = CAPTURE) -> np.ndarray:
+    """[F-1, N] bool over frame steps and ``foot_joints(legs)``: the capture has that joint planted
+    (``capture_contacts``) at both ends of the step, and the step does not run from key to key."""
+    c = capture_contacts(parents, legs, true_rot, true_pos, keys, frame_time, cfg)
+    free = np.ones(len(c), dtype=bool)
+    free[np.asarray(keys, dtype=np.int64)] = False
     return c[:-1] & c[1:] & (free[:-1] | free[1:])[:, None]
 
 

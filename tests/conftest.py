@@ -40,10 +40,17 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [i for i in items if not i.nodeid.startswith(BLENDER45_TEST)] + last
 
 
-def pytest_collection_finish(session):
-    if _blender45_wanted(session.items) and "run" not in _blender45 and not session.config.option.collectonly:
+def _blender45_started():
+    """The background Blender 4.5 run, started on the first call."""
+    if "run" not in _blender45:
         import blender45
         _blender45["run"] = blender45.Background(["-q"])
+    return _blender45["run"]
+
+
+def pytest_collection_finish(session):
+    if _blender45_wanted(session.items) and not session.config.option.collectonly:
+        _blender45_started()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -55,10 +62,7 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(scope="session")
 def blender45_run():
     """The background Blender 4.5 run (started here if collection did not start it)."""
-    if "run" not in _blender45:
-        import blender45
-        _blender45["run"] = blender45.Background(["-q"])
-    return _blender45["run"]
+    return _blender45_started()
 
 
 @pytest.fixture(scope="session")

@@ -140,10 +140,7 @@ def oracle(skeleton, rot, pos, free, keys, frame_time, cfg=C.ContactConfig()):
     """The fill ``free`` (a Clip, planted feet off) with its feet held where the capture ``rot``, ``pos``
     plants them (``contacts.CAPTURE``, the figure's own reading) instead of where the fill sets them down."""
     legs = C.find_legs(skeleton.names, skeleton.parents)
-    joints = C.foot_joints(legs)
-    g = quat_np.fk(rot, pos, skeleton.parents)[1]
-    length = max(C.leg_length(pos[keys[0]], leg) for leg in legs)
-    down = C.ground_contacts(g, joints, C.up_vector(g[keys], legs, skeleton.parents), frame_time, length, C.CAPTURE)
+    down = C.capture_contacts(skeleton.parents, legs, rot, pos, keys, frame_time)
     held = C.plant_feet(skeleton.parents, skeleton.names, free.rotations, free.positions, keys, frame_time, cfg,
                         down=down)
     return dataclasses.replace(free, rotations=held)
