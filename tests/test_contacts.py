@@ -307,3 +307,30 @@ def test_something_else_can_say_where_a_foot_is_set_down():
     assert np.flatnonzero(some[:, 0]).tolist() == list(range(10, 20)) and some[14, 0] == 1.0
     for w in (none, some):
         np.testing.assert_array_equal(w[:, 1], own[:, 1])
+
+
+def test_the_learned_contact_study_reads_any_size_of_skeleton_and_learns_the_capture_contacts(tmp_path, capsys):
+    """training.learned_contact_study: its inputs do not change with the skeleton's size or where it stands, and
+    trained and validated on the same walk it finds the capture's contacts and reports the figure both ways."""
+    import re
+    import shutil
+    from tests.conftest import TEST_CLIP
+    from backend.engine import DEFAULT_INBETWEEN
+    from training import learned_contact_study as L
+    rng = np.random.default_rng(3)
+    g = rng.normal(size=(40, 6, 3))
+    up, keys, joints, toes = np.array([0.0, 1.0, 0.0]), [0, 12, 25, 39], [2, 3, 4, 5], [False, True, False, True]
+    frames, x = L.features(g, keys, joints, toes, up, 1 / 30, 0.9)
+    assert frames.tolist() == [f for f in range(40) if f not in keys] and x.shape == (36, 4, 4 * 9 + 6)
+    moved = 2.5 * g + np.array([3.0, 0.0, -7.0])  # a larger performer, elsewhere on the ground
+    np.testing.assert_allclose(L.features(moved, keys, joints, toes, up, 1 / 30, 2.5 * 0.9)[1], x, atol=1e-9)
+    for name in ("dataset-2_walk_normal_001.bvh", "dataset-2_walk_normal_008.bvh"):  # a train and a val clip
+        shutil.copy(TEST_CLIP, tmp_path / name)
+    assert L.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--every", "1", "--steps", "300"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"familiar, keys every (\d+): learned P ([\d.]+) R ([\d.]+) \(the fill's own P ([\d.]+) "
+                      r"R ([\d.]+)\); feet ([\d.]+) cm/s held as learned, ([\d.]+) as shipped, the capture ([\d.]+)", out)
+    assert [r[0] for r in rows] == ["15", "30"]
+    for _, p, r, p_own, r_own, learned, shipped, capture in rows:
+        assert 0.8 < float(r) <= 1 and 0.8 < float(p) <= 1  # the walk it trained on
+        assert 0 < float(p_own) <= 1 and 0 < float(r_own) <= 1 and min(float(learned), float(shipped), float(capture)) > 0
