@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("inputs", nargs="+", type=Path, metavar="IN.bvh")
     keys = b.add_mutually_exclusive_group(required=True)
     keys.add_argument("--keys", help="0-based key frames, comma separated: 0,15,30")
-    keys.add_argument("--every", type=int, metavar="K", help="keys at frames 0, K, 2K, ... and the last frame")
+    keys.add_argument("--every", type=int, metavar="K",
+                      help="keys at frames 0, K, 2K, ... and the last frame (from the first frame of motion: a "
+                           "capture's leading calibration frames, such as CMU's T-pose, are copied as they are)")
     b.add_argument("--out-dir", required=True, type=Path)
     b.add_argument("--no-contacts", dest="contacts", action="store_false",
                    help="leave the feet as the model moves them (by default a foot planted at two keys, or by "
@@ -148,7 +150,7 @@ def _parse_keys(text: str) -> list[int]:
 def cmd_inbetween(args) -> int:
     from .engine import DEFAULT_INBETWEEN, Engine
     from .inbetween import checked_keys
-    from .keyframes import every_k
+    from .calibration import motion_keys
     t0 = time.perf_counter()
     if args.every is not None and args.every < 1:
         raise ValueError("--every must be at least 1")
@@ -157,7 +159,7 @@ def cmd_inbetween(args) -> int:
     engine.contacts = args.contacts
 
     def prepare(clip):
-        keys = fixed if fixed is not None else every_k(clip.num_frames, args.every)
+        keys = fixed if fixed is not None else motion_keys(clip.rotations, clip.frame_time, args.every)
         # the gap limit is the model's 2 s in the file's own frames (its Frame Time)
         checked_keys(keys, clip.num_frames, clip.frame_time, engine.ckpt.window - 1, engine.frame_time)
         engine.check_clip(clip, keys)  # only the key frames are read ...

@@ -18,9 +18,10 @@ def key_mask(num_frames: int, keys) -> np.ndarray:
     return m
 
 
-def every_k(num_frames: int, k: int) -> list[int]:
-    """Frames 0, k, 2k, ... and the last frame (the CLI's ``--every K``, the protocol's keys)."""
-    keys = list(range(0, num_frames, k))
+def every_k(num_frames: int, k: int, start: int = 0) -> list[int]:
+    """Frames start, start + k, start + 2k, ... and the last frame (the protocol's keys from 0; the CLI's and the
+    batch's ``--every K`` from a capture's first frame of motion, ``calibration.motion_keys``)."""
+    keys = list(range(start, num_frames, k))
     if keys[-1] != num_frames - 1:
         keys.append(num_frames - 1)
     return keys

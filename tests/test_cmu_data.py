@@ -167,3 +167,29 @@ def test_a_calibration_t_pose_before_the_motion_is_not_read_as_motion(tmp_path):
     ms = load_split(str(tmp_path), Selection(("train",)), None, verbose=False)
     assert ms.lengths.tolist() == [cmu.num_frames - 1]
     np.testing.assert_allclose(ms.rotations[0], cmu.rotations[1], atol=1e-6)
+
+
+def test_keys_every_k_start_after_a_calibration_pose_and_leave_it_as_it_is(tmp_path):
+    """``python -m backend inbetween --every K`` (and the batch's, tests/test_batch_families.py) on a capture that
+    begins with a held calibration pose: the first key is the first frame of motion, the calibration frames
+    are written as they were, not in-betweened out of; a clip that starts moving at once keys frame 0."""
+    import subprocess
+    import sys
+    from backend.bvh import format_bvh, read_bvh
+    from backend.calibration import motion_keys
+    from backend.keyframes_np import every_k
+    walk = read_bvh(ROOT / "tests/fixtures/dataset-2_walk_normal_005.bvh")
+    assert motion_keys(walk.rotations, walk.frame_time, 10) == every_k(walk.num_frames, 10)
+    r = walk.rotations.copy()
+    r[:3] = Q.normalize(np.broadcast_to([1.0, 0.3, 0.0, 0.0], r[:3].shape))  # a held pose, then the motion
+    posed = walk.__class__(walk.skeleton, r, walk.positions, walk.frame_time, "posed")
+    assert motion_keys(r, walk.frame_time, 10)[:3] == [3, 13, 23]
+    assert motion_keys(r[:4], walk.frame_time, 10) == [0, 3]  # nothing but calibration and one frame: from 0
+    (tmp_path / "posed.bvh").write_text(format_bvh(posed))
+    src = read_bvh(tmp_path / "posed.bvh")
+    out = subprocess.run([sys.executable, "-m", "backend", "inbetween", str(tmp_path / "posed.bvh"), "--every", "10",
+                          "--out-dir", str(tmp_path / "o")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    got = read_bvh(tmp_path / "o" / "posed.bvh")
+    np.testing.assert_allclose(got.rotations[[0, 1, 2, 3, 13]], src.rotations[[0, 1, 2, 3, 13]], atol=1e-5)
+    assert not np.allclose(got.rotations[4:13], src.rotations[4:13], atol=1e-3)  # the first gap was filled

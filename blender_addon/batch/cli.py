@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument("--present", action="store_const", dest="key_source", const="present",
                       help=".blend: every key present on the rig's bones")
     keys.add_argument("--every", type=_positive, metavar="K", help="keys at the first frame, every K-th frame and "
-                      "the last (.bvh: frames 0, K, ...; .blend: from the first key of the rig)")
+                      "the last (.bvh: frames 0, K, ..., from the first frame of motion: a capture's calibration frames, such as "
+                      "CMU's T-pose, are copied as they are; .blend: from the first key of the rig)")
     keys.add_argument("--marker", metavar="PATTERN", help=".blend: the frames of timeline markers whose name "
                       "matches (fnmatch)")
     keys.add_argument("--keys", type=_frames, metavar="F,F,...", help="these frames (.bvh: 0-based frame indices; "

@@ -26,16 +26,11 @@ def read(path: str, finite: bool = True):
         raise JobError(e.problem) from None
 
 
-def every_k(num_frames: int, k: int) -> list[int]:
-    """Frames 0, k, 2k, ... and the last (``backend.keyframes.every_k``, without importing torch)."""
-    keys = list(range(0, num_frames, k))
-    return keys + ([num_frames - 1] if keys[-1] != num_frames - 1 else [])
-
-
 def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
     """The job's key frames, checked; the gap limit is the model's 2 s in frames of the file's Frame Time."""
     if keys["source"] == "every":
-        frames = every_k(clip.num_frames, int(keys["every"]))
+        # from the first frame of motion: a capture's calibration frames (CMU's T-pose) are copied as they are
+        frames = bridge.backend_module("calibration").motion_keys(clip.rotations, clip.frame_time, int(keys["every"]))
     elif keys["source"] == "frames":
         frames = [int(k) for k in keys["frames"]]
     else:
