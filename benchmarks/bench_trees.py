@@ -1,6 +1,6 @@
 """The in-betweener's speed in two (or more) source trees, side by side in one run: what a change costs.
 
-    python benchmarks/bench_trees.py TREE [TREE ...] [--rounds 40] [--calls 10] [--threads 1] [--clock cpu]
+    python benchmarks/bench_trees.py TREE[@onnx] [TREE[@onnx] ...] [--rounds 40] [--calls 10] [--threads 1] [--clock cpu]
 
 Each tree runs in a process of its own (its checkpoint, guard, mirror average and planted feet, as it
 ships them), started once and warmed up; then, round after round, every tree in turn times ``--calls``
@@ -10,6 +10,9 @@ spell of the machine (another job, the host) falls on all of them: each round gi
 to the first tree's time in that round, and the figure is the median of those ratios (with the median
 times beside it).  A tree is a checkout (``git worktree add /tmp/old REV``).  ``--clock cpu`` times the
 calling thread's CPU time instead of the wall clock (with one thread the model's products run on it).
+``TREE@onnx`` runs that tree's model on its exported graphs through ONNX Runtime (``backend.runtime``: what
+the add-on's built-in backend runs in a Blender without PyTorch) instead of PyTorch; one tree may be named
+twice, once each way.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ sys.path.insert(0, {root!r})
 from backend.bvh import read_bvh
 from backend.engine import DEFAULT_INBETWEEN, Engine
 from backend.keyframes import every_k
-eng = Engine(DEFAULT_INBETWEEN, "cpu")
+eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
 keys = {{k: every_k(61, k) for k in {spacings!r}}}
 for k in keys:
@@ -53,15 +56,22 @@ CLOCKS = {"wall": "time.perf_counter", "cpu": "time.thread_time"}
 class Tree:
     """One tree's process: loaded and warmed up once, then asked for blocks of timed calls."""
 
-    def __init__(self, root: Path, threads: int, clock: str):
-        self.root = root
-        code = SERVE.format(root=str(root.resolve()), threads=threads, spacings=SPACINGS, clock=CLOCKS[clock])
+    def __init__(self, spec: str, threads: int, clock: str):
+        self.spec = spec
+        root, _, runtime = spec.partition("@")
+        root = Path(root)
+        if runtime not in ("", "onnx"):
+            raise SystemExit(f"{spec}: the runtime after @ is onnx (or none: PyTorch)")
+        if runtime and not (root / "backend" / "runtime.py").exists():
+            raise SystemExit(f"{spec}: this tree has no ONNX Runtime path (backend/runtime.py)")
+        code = SERVE.format(root=str(root.resolve()), threads=threads, spacings=SPACINGS, clock=CLOCKS[clock],
+                            runtime=', runtime="onnx"' if runtime else "")
         env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
         self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if self.proc.stdout.readline().strip() != "ready":
             err = self.proc.stderr.read().strip().splitlines()
-            raise SystemExit(f"{root}: {err[-1] if err else 'the probe did not start'}")
+            raise SystemExit(f"{spec}: {err[-1] if err else 'the probe did not start'}")
 
     def block(self, k: int, calls: int) -> float:
         self.proc.stdin.write(f"{k} {calls}\n")
@@ -75,14 +85,14 @@ class Tree:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("trees", nargs="+", type=Path)
+    ap.add_argument("trees", nargs="+", help="source trees, each optionally @onnx")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--calls", type=int, default=10, help="timed calls per tree, spacing and round")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     args = ap.parse_args(argv)
     for t in args.trees:
-        if not (t / "backend" / "engine.py").exists():
+        if not (Path(t.partition("@")[0]) / "backend" / "engine.py").exists():
             raise SystemExit(f"{t}: not a Splinetween tree (no backend/engine.py); make one with git worktree add")
     trees = [Tree(t, args.threads, args.clock) for t in args.trees]
     times = {(t, k): [] for t in args.trees for k in SPACINGS}
@@ -92,7 +102,7 @@ def main(argv=None) -> int:
             for k in SPACINGS:
                 # (the order of the trees turns each round: none always runs first after another's block)
                 order = trees[r % len(trees):] + trees[:r % len(trees)]
-                got = {tree.root: tree.block(k, args.calls) for tree in order}
+                got = {tree.spec: tree.block(k, args.calls) for tree in order}
                 for t in args.trees:
                     times[t, k].append(got[t])
                     ratios[t, k].append(got[t] / got[args.trees[0]])
