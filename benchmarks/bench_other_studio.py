@@ -64,7 +64,7 @@ def measure(bpy, path: Path, seconds: float, frames: int, first: int) -> tuple[f
     import numpy as np
     from addon_helpers import import_bvh, thin_keys
     from blender_addon import bridge, preferences
-    from blender_addon.batch.job_bvh import every_k
+    from backend.keyframes_np import every_k
     from blender_addon.io import bone_map as bone_map_io
     obj = import_bvh(path)
     try:
