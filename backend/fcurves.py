@@ -58,9 +58,13 @@ def _limits(dy, l):
 def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """[C, K] right-handle value offsets of keys at frames ``x [K]`` with values ``y [C, K]`` (the left
     handle's offset is ``-h / l``, ``l`` the ratio of the key's next to previous span)."""
+    return right_offsets_many([(x, y)])[0]
+
+
+def _system(x: np.ndarray, y: np.ndarray):
+    """The handle system of one key set: (a, b, c, d, hmin, hmax, locked) [C, K] (``_thomas``' rows, the limits,
+    the keys whose handles are flat)."""
     ch, k = y.shape
-    if k < 3:
-        return np.zeros((ch, k))
     dx, dy = np.diff(x), np.diff(y, axis=1)
     l = np.ones(k)
     l[1:-1] = dx[1:] / dx[:-1]
@@ -74,25 +78,59 @@ def right_offsets(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     b0[:, i] = np.where(free[:, i], 2.0 * (l[i] + 1), 1.0)
     c0[:, i] = np.where(free[:, i], 1.0 / l[i + 1], 0.0)
     d0[:, i] = np.where(free[:, i], dy[:, :-1] * (l[i] * l[i]) + dy[:, 1:], 0.0)
-    hmin, hmax = _limits(dy, l)
+    return (a0, b0, c0, d0) + _limits(dy, l) + (locked,)
+
+
+def right_offsets_many(sets) -> list[np.ndarray]:
+    """``right_offsets`` of several key sets [(x [K_i], y [C_i, K_i])] in one solve: their rows stacked, each
+    padded after its last key with rows of a locked key (a = c = d = 0, b = 1, no limits).  The last key is
+    locked too (c = 0), so nothing flows back from the padding and every row gets the numbers it gets alone."""
+    out = [np.zeros(np.shape(y)) for _, y in sets]
+    todo = [i for i, (_, y) in enumerate(sets) if np.shape(y)[1] >= 3]
+    if not todo:
+        return out
+    systems = [_system(np.asarray(sets[i][0]), np.asarray(sets[i][1])) for i in todo]
+    if len(systems) == 1:
+        a0, b0, c0, d0, hmin, hmax, locked = systems[0]
+    else:
+        k = max(s[0].shape[1] for s in systems)
+        rows = sum(s[0].shape[0] for s in systems)
+        a0, b0, c0, d0, hmin, hmax, locked = stacked = [
+            np.full((rows, k), v, dtype=bool if v is True else np.float64)
+            for v in (0.0, 1.0, 0.0, 0.0, -np.inf, np.inf, True)]
+        start = 0
+        for s in systems:
+            ch, ki = s[0].shape
+            for whole, part in zip(stacked, s):
+                whole[start:start + ch, :ki] = part
+            start += ch
     h = _thomas(a0, b0, c0, d0)
     # most curves overshoot nowhere: only those that do are solved again with handles held at their limits
     redo = np.flatnonzero(((h < hmin) | (h > hmax)).any(1))
     if len(redo):
-        h[redo] = _clamped(a0[redo], b0[redo], c0[redo], d0[redo], hmin[redo], hmax[redo])
-    return np.where(locked, 0.0, h)
+        keys = np.concatenate([np.full(s[0].shape[0], s[0].shape[1]) for s in systems])
+        h[redo] = _clamped(a0[redo], b0[redo], c0[redo], d0[redo], hmin[redo], hmax[redo], 4 * keys[redo] + 8)
+    h = np.where(locked, 0.0, h)
+    start = 0
+    for i, s in zip(todo, systems):
+        ch, ki = s[0].shape
+        out[i] = h[start:start + ch, :ki]
+        start += ch
+    return out
 
 
-def _clamped(a0, b0, c0, d0, hmin, hmax):
+def _clamped(a0, b0, c0, d0, hmin, hmax, rounds):
     """Blender's ``tridiagonal_solve_with_limits`` of the systems [C, K] (each row on its own): solve, hold
-    the handles that overshoot their limits at the limit, release held ones the solution pulls back."""
+    the handles that overshoot their limits at the limit, release held ones the solution pulls back; row r
+    for at most ``rounds[r]`` rounds (Blender's 4 K + 8 of its own key count K)."""
     ch, k = d0.shape
     a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
     held = np.zeros((ch, k), dtype=bool)
     unlocks = np.zeros((ch, k), dtype=np.int8)
     active = np.ones(ch, dtype=bool)
     h = np.zeros((ch, k))
-    for _ in range(4 * k + 8):  # tridiagonal_solve_with_limits: hold overshooting handles, release some
+    for n in range(int(np.max(rounds))):  # tridiagonal_solve_with_limits: hold overshooting handles, release some
+        active &= n < rounds
         if not active.any():
             break
         rows = np.flatnonzero(active)
@@ -121,12 +159,23 @@ def _clamped(a0, b0, c0, d0, hmin, hmax):
 
 def evaluate(x, y, frames) -> np.ndarray:
     """The curves through keys ``x [K]``, ``y [K, C]`` at ``frames [N]`` -> [N, C] (constant outside)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).reshape(len(x), -1)
-    f = np.clip(np.asarray(frames, dtype=np.float64), x[0], x[-1])
+    return evaluate_many([(x, y, frames)])[0]
+
+
+def evaluate_many(jobs) -> list[np.ndarray]:
+    """``evaluate`` of several key sets [(x, y, frames)], their handles in one solve (``right_offsets_many``)."""
+    jobs = [(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(len(x), -1),
+             np.asarray(frames, dtype=np.float64)) for x, y, frames in jobs]
+    handles = right_offsets_many([(x, y.T) for x, y, _ in jobs if len(x) > 1])[::-1]
+    return [_draw(x, y, handles.pop().T if len(x) > 1 else None, f) for x, y, f in jobs]
+
+
+def _draw(x, y, h, frames) -> np.ndarray:
+    """The cubic of each span through keys ``x [K]``, ``y [K, C]`` with right-handle offsets ``h [K, C]``, at
+    ``frames`` (clipped to the keys)."""
+    f = np.clip(frames, x[0], x[-1])
     if len(x) == 1:
         return np.repeat(y, len(f), 0)
-    h = right_offsets(x, y.T).T  # [K, C]
     l = np.ones(len(x))
     l[1:-1] = np.diff(x)[1:] / np.diff(x)[:-1]
     s = np.clip(np.searchsorted(x, f, side="right") - 1, 0, len(x) - 2)
@@ -163,14 +212,14 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
     raw = np.empty((len(every), j, 3))
     for o, js in groups:
         raw[:, js] = quat_np.to_euler(np.asarray(rot[every][:, js], np.float64), o)
-    dense = []
+    curves = []
     for keys, frames in jobs:
         euler = unwrap_euler(raw[np.searchsorted(every, keys)])
         # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
         # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
         keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
-        dense.append(evaluate(keys, keyed, frames).reshape(-1, j, 6))
-    dense = np.concatenate(dense)
+        curves.append((keys, keyed, frames))
+    dense = np.concatenate([c.reshape(-1, j, 6) for c in evaluate_many(curves)])
     out_r = np.empty((len(dense), j, 4))
     for o, js in groups:
         out_r[:, js] = quat_np.from_euler(dense[:, js, 3:], o)
