@@ -79,3 +79,24 @@ def test_the_guards_passes_drawn_together_are_each_drawn_alone():
         assert r.shape == (len(h), clip.skeleton.num_joints, 4) and q.shape == (len(h), clip.skeleton.num_joints, 3)
         np.testing.assert_allclose(r, alone_r, rtol=0, atol=1e-12)  # (as above: a SIMD path's last bit)
         np.testing.assert_allclose(q, alone_q, rtol=0, atol=1e-9)
+
+
+def test_key_sets_solved_together_get_the_handles_each_gets_alone():
+    """``right_offsets_many`` (the guard's hidden-key passes in one handle solve): key sets of different key
+    counts, spans and overshooting values, stacked and padded, give each set exactly its own solve's handles."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        sets = []
+        for _ in range(int(rng.integers(2, 5))):
+            k = int(rng.integers(1, 14))
+            x = np.sort(rng.choice(np.arange(120), k, replace=False)).astype(float)
+            y = rng.normal(size=(int(rng.integers(1, 12)), k)) * 10.0
+            y[:, ::3] = np.round(y[:, ::3])  # plateaus and extremes: locked handles, clamped solves
+            sets.append((x, y))
+        together = fcurves.right_offsets_many(sets)
+        for (x, y), got in zip(sets, together):
+            np.testing.assert_array_equal(got, fcurves.right_offsets_many([(x, y)])[0])
+        frames = [rng.uniform(x[0], x[-1], 9) for x, _ in sets]
+        drawn = fcurves.evaluate_many([(x, y.T, f) for (x, y), f in zip(sets, frames)])
+        for (x, y), f, got in zip(sets, frames, drawn):
+            np.testing.assert_array_equal(got, fcurves.evaluate(x, y.T, f))
