@@ -148,6 +148,20 @@ def _smooth(t):
     return t * t * (3 - 2 * t)
 
 
+def judged_gaps(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps between sorted ``keys`` with a frame in between: (first keys [G], last keys [G], every in-between
+    frame [M], its gap [M])."""
+    ka = np.asarray(keys[:-1], dtype=np.int64)
+    kb = np.asarray(keys[1:], dtype=np.int64)
+    wide = kb - ka >= 2
+    ka, kb = ka[wide], kb[wide]
+    if not len(ka):
+        empty = np.zeros(0, dtype=np.int64)
+        return ka, kb, empty, empty
+    frames = np.concatenate([np.arange(x + 1, y) for x, y in zip(ka, kb)])
+    return ka, kb, frames, np.repeat(np.arange(len(ka)), kb - ka - 1)
+
+
 def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig, down=None):
     """Per foot joint (``joints``) and frame: held positions [F, N, 3], weights [F, N] in [0, 1]
     (0: not held; the keys and the frames outside them always 0) and where the held height is only the
@@ -160,15 +174,10 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     g = gpos[:, joints]
     target, weight = g.copy(), np.zeros(h.shape)
     free = np.zeros(h.shape, dtype=bool)
-    ka = np.asarray(keys[:-1], dtype=np.int64)
-    kb = np.asarray(keys[1:], dtype=np.int64)
-    wide = kb - ka >= 2
-    ka, kb = ka[wide], kb[wide]
+    ka, kb, frames, gap = judged_gaps(keys)
     if not len(ka):
         return target, weight, free
-    # every in-between frame of a judged gap, its gap and its place along it
-    frames = np.concatenate([np.arange(x + 1, y) for x, y in zip(ka, kb)])
-    gap = np.repeat(np.arange(len(ka)), kb - ka - 1)
+    # every in-between frame's place along its gap
     t = ((frames - ka[gap]) / (kb - ka)[gap])[:, None, None]
     pa, pb = g[ka], g[kb]  # [G, N, 3]
     # key contacts, per gap and joint: low at both keys, in the same place, not lifted in between

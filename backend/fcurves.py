@@ -166,8 +166,8 @@ def evaluate_many(jobs) -> list[np.ndarray]:
     """``evaluate`` of several key sets [(x, y, frames)], their handles in one solve (``right_offsets_many``)."""
     jobs = [(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64).reshape(len(x), -1),
              np.asarray(frames, dtype=np.float64)) for x, y, frames in jobs]
-    handles = right_offsets_many([(x, y.T) for x, y, _ in jobs if len(x) > 1])[::-1]
-    return [_draw(x, y, handles.pop().T if len(x) > 1 else None, f) for x, y, f in jobs]
+    handles = iter(right_offsets_many([(x, y.T) for x, y, _ in jobs if len(x) > 1]))
+    return [_draw(x, y, next(handles).T if len(x) > 1 else None, f) for x, y, f in jobs]
 
 
 def _draw(x, y, h, frames) -> np.ndarray:

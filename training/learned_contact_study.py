@@ -33,25 +33,14 @@ SPEED_SCALE = 4.0  # leg lengths per second: speeds enter as log1p(speed / scale
 SPACINGS = (5, 8, 10, 15, 20, 30)
 
 
-def gap_frames(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(in-between frames [M], their gap's first key [M], its last [M]) of gaps at least two frames wide."""
-    keys = np.asarray(sorted(int(k) for k in keys), dtype=np.int64)
-    ka, kb = keys[:-1], keys[1:]
-    wide = kb - ka >= 2
-    ka, kb = ka[wide], kb[wide]
-    if not len(ka):
-        return (np.zeros(0, dtype=np.int64),) * 3
-    gap = np.repeat(np.arange(len(ka)), kb - ka - 1)
-    return np.concatenate([np.arange(a + 1, b) for a, b in zip(ka, kb)]), ka[gap], kb[gap]
-
-
 def features(gpos, keys, joints, toes, up, frame_time: float, length: float):
     """(frames [M], inputs [M, N, 4 * 9 + 6]) for the in-between frames of the fill's global positions
     ``gpos`` [F, J, 3] and its foot joints ``joints`` (N; ``toes`` [N] bool): per frame of the nine around
     it, the joint's height above the lowest foot joint of that frame and above the keys' lowest, its speed
     along the ground and up; then its height at the gap's two keys, how far it moves between them, the
     frame's place in its gap, the gap's length (seconds) and whether it is a toe."""
-    frames, ka, kb = gap_frames(keys)
+    ka, kb, frames, gap = C.judged_gaps(sorted(int(k) for k in keys))
+    ka, kb = ka[gap], kb[gap]
     g = np.asarray(gpos, dtype=np.float64)[:, joints] / length
     h = g @ up
     rel = np.minimum(h - h.min(1, keepdims=True), 1.0)
@@ -71,48 +60,50 @@ def features(gpos, keys, joints, toes, up, frame_time: float, length: float):
 
 
 def windows_read(engine, rot, pos, spacing, hidden: bool):
-    """Per window: (keys, fill rotations, fill positions, frames, inputs [M, N, *], the capture's contacts [M, N]),
-    the fill made by ``engine`` as shipped with its planted-feet pass off; ``hidden``: the decoder's state
-    of the unguarded, unmirrored pass appended to each joint's inputs."""
+    """Per window: (keys, fill rotations, fill positions, global positions, up, leg length, frames, inputs
+    [M, N, *], the capture's contacts [M, N]), the fill made by ``engine`` as shipped with its planted-feet pass
+    off; ``hidden``: the decoder's state of the unguarded, unmirrored pass appended to each joint's inputs."""
     from backend.keyframes import every_k
     from backend.skeleton import Clip
     skel, ft = engine.skeleton, float(engine.frame_time)
     legs = C.find_legs(skel.names, skel.parents)
     joints = C.foot_joints(legs)
     toes = [j == leg.toe for leg in legs for j in (leg.ankle, leg.toe) if j is not None]
-    grabbed = []
-    hook = engine.model.module.dec.register_forward_hook(lambda m, i, o: grabbed.append(o.detach().numpy())) \
-        if hidden else None
     out = []
-    try:
-        for k in sorted(set(spacing.tolist())):
-            idx = np.flatnonzero(spacing == k)
-            keys = every_k(rot.shape[1], int(k))
-            clips = [Clip(skel, rot[i], pos[i], ft) for i in idx]
-            engine.contacts = False
-            grabbed.clear()
+    for k in sorted(set(spacing.tolist())):
+        idx = np.flatnonzero(spacing == k)
+        keys = every_k(rot.shape[1], int(k))
+        clips = [Clip(skel, rot[i], pos[i], ft) for i in idx]
+        engine.contacts = False
+        try:
             fills = [c for c, _ in engine.inbetween(clips, [keys] * len(clips))]
-            states = None
-            if hidden:
-                engine.guard, engine.symmetric, sym = False, False, engine.symmetric
-                grabbed.clear()
-                engine.inbetween(clips, [keys] * len(clips))
-                engine.guard, engine.symmetric = True, sym
-                states = np.concatenate(grabbed)
+            states = decoder_states(engine, clips, keys) if hidden else None
+        finally:
             engine.contacts = True
-            for n, (i, fill) in enumerate(zip(idx, fills)):
-                g = quat_np.fk(quat_np.normalize(fill.rotations), fill.positions, skel.parents)[1]
-                up = C.up_vector(g[keys], legs, skel.parents)
-                length = max(C.leg_length(pos[i][keys[0]], leg) for leg in legs)
-                frames, x = features(g, keys, joints, toes, up, ft, length)
-                if hidden:
-                    x = np.concatenate([x, np.repeat(states[n][frames][:, None], len(joints), 1)], -1)
-                y = C.capture_contacts(skel.parents, legs, rot[i], pos[i], keys, ft)[frames]
-                out.append((keys, fill.rotations, fill.positions, frames, x, y))
-    finally:
-        if hook is not None:
-            hook.remove()
+        for n, (i, fill) in enumerate(zip(idx, fills)):
+            g = quat_np.fk(quat_np.normalize(fill.rotations), fill.positions, skel.parents)[1]
+            up = C.up_vector(g[keys], legs, skel.parents)
+            length = max(C.leg_length(pos[i][keys[0]], leg) for leg in legs)
+            frames, x = features(g, keys, joints, toes, up, ft, length)
+            if hidden:
+                x = np.concatenate([x, np.repeat(states[n][frames][:, None], len(joints), 1)], -1)
+            y = C.capture_contacts(skel.parents, legs, rot[i], pos[i], keys, ft)[frames]
+            out.append((keys, fill.rotations, fill.positions, g, up, length, frames, x, y))
     return out
+
+
+def decoder_states(engine, clips, keys) -> np.ndarray:
+    """[B, F, width]: the in-betweener's decoder output per frame of ``clips`` (the pass without guard or mirror)."""
+    grabbed = []
+    hook = engine.model.module.dec.register_forward_hook(lambda m, i, o: grabbed.append(o.detach().numpy()))
+    guard, sym = engine.guard, engine.symmetric
+    engine.guard, engine.symmetric = False, False
+    try:
+        engine.inbetween(clips, [keys] * len(clips))
+    finally:
+        hook.remove()
+        engine.guard, engine.symmetric = guard, sym
+    return np.concatenate(grabbed)
 
 
 def fit(x, y, steps: int, seed: int = 0):
@@ -139,12 +130,16 @@ def fit(x, y, steps: int, seed: int = 0):
     return probability
 
 
+def _with_joint(x: np.ndarray) -> np.ndarray:
+    """Inputs [M, N, *] with each foot joint's one-hot appended."""
+    n = x.shape[1]
+    return np.concatenate([x, np.broadcast_to(np.eye(n), (len(x), n, n))], -1)
+
+
 def _inputs(read):
     """Every sample of windows read: (inputs [S, *] with the joint one-hot, labels [S])."""
-    x = np.concatenate([r[4] for r in read])
-    n = x.shape[1]
-    x = np.concatenate([x, np.broadcast_to(np.eye(n), (len(x), n, n))], -1)
-    return x.reshape(len(x) * n, -1), np.concatenate([r[5] for r in read]).reshape(-1)
+    x = _with_joint(np.concatenate([r[7] for r in read]))
+    return x.reshape(-1, x.shape[-1]), np.concatenate([r[8] for r in read]).reshape(-1)
 
 
 def report(engine, rot, pos, read, probability, threshold: float) -> str:
@@ -155,14 +150,9 @@ def report(engine, rot, pos, read, probability, threshold: float) -> str:
     joints = C.foot_joints(legs)
     counts = np.zeros((2, 3))  # (learned, own) x (true +, predicted +, both)
     speeds = {"shipped": [], "learned": [], "capture": []}
-    for i, (keys, frot, fpos, frames, x, y) in enumerate(read):
-        n = x.shape[1]
-        xi = np.concatenate([x, np.broadcast_to(np.eye(n), (len(x), n, n))], -1)
-        down = np.zeros((len(frot), n), dtype=bool)
-        down[frames] = probability(xi) > threshold
-        g = quat_np.fk(quat_np.normalize(frot), fpos, skel.parents)[1]
-        up = C.up_vector(g[keys], legs, skel.parents)
-        length = max(C.leg_length(pos[i][keys[0]], leg) for leg in legs)
+    for i, (keys, frot, fpos, g, up, length, frames, x, y) in enumerate(read):
+        down = np.zeros((len(frot), x.shape[1]), dtype=bool)
+        down[frames] = probability(_with_joint(x)) > threshold
         own = C.ground_contacts(g, joints, up, ft, length)[frames]
         for row, pred in enumerate((down[frames], own)):
             counts[row] += (y.sum(), pred.sum(), (pred & y).sum())
@@ -196,9 +186,8 @@ def main(argv=None) -> int:
     eng = Engine(args.checkpoint, "cpu")
     rng = np.random.default_rng(0)
     train, val = [], {}
-    sources = [(f, args.every, "familiar") for f in args.data.split(",")] + ([(args.other, 1, "other studio")]
-                                                                              if args.other else [])
-    for folder, every, column in sources:
+    sources = [(f, args.every) for f in args.data.split(",")] + ([(args.other, 1)] if args.other else [])
+    for folder, every in sources:
         rot, pos, _ = load_windows(folder, Selection(("train",), exclude=LEAVE_OUT), args.cache,
                                    skeleton=eng.skeleton, every=every)
         train += windows_read(eng, rot, pos, rng.choice(SPACINGS, len(rot)), args.hidden)
