@@ -19,8 +19,8 @@ SHORT = {"dataset-2_run_normal_002": "run", "dataset-2_walk-turn-left_normal_001
 
 def blocked_keys(n: int, every: int = EVERY) -> list[int]:
     """Scene frames 1, 1+every, ... and the last (the backend's every_k on frames 1..n)."""
-    keys = list(range(1, n + 1, every))
-    return keys + ([n] if keys[-1] != n else [])
+    from backend.keyframes_np import every_k
+    return [1 + k for k in every_k(n, every)]
 
 
 def build_blends(folder: Path, clips=None, dense: bool = False, suffix: str = "") -> dict:
