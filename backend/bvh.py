@@ -197,7 +197,7 @@ def read_bvh(path, name: str | None = None, keep_source: bool = True, finite: bo
     return parse_bvh(text, path, name, keep_source, finite)
 
 
-def _nearest_equivalent(e, ref):
+def nearest_equivalent(e, ref):
     """Of the two Euler triples for one rotation, each shifted by whole turns, the one nearest ``ref``."""
     alt = np.empty_like(e)
     alt[..., 0], alt[..., 1], alt[..., 2] = e[..., 0] + np.pi, np.pi - e[..., 1], e[..., 2] + np.pi
@@ -213,12 +213,12 @@ def unwrap_euler(e, reference=None):
     out = e.copy()
     if reference is not None:
         known = np.isfinite(reference).all(-1)
-        out[known] = _nearest_equivalent(e[known], reference[known])
+        out[known] = nearest_equivalent(e[known], reference[known])
     else:
         known = np.zeros(e.shape[0], dtype=bool)
     for t in np.flatnonzero(~known):
         if t:
-            out[t] = _nearest_equivalent(e[t], out[t - 1])
+            out[t] = nearest_equivalent(e[t], out[t - 1])
     return out
 
 

@@ -202,9 +202,9 @@ def at(skeleton, rot: np.ndarray, pos: np.ndarray, keys, frames) -> tuple[np.nda
 
 
 def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``at`` of one clip for several ``jobs`` [(keys, frames)] (the guard's passes, each with some keys
-    hidden): every key's Euler angles converted once, every job's frames back to quaternions at once."""
-    from .bvh import unwrap_euler
+    """``at`` of one clip for several ``jobs`` [(keys, frames)] (the fill's keys and the guard's passes, each
+    with some keys hidden): every key's Euler angles converted once, made continuous along every job's keys
+    in one pass, every job's frames back to quaternions at once."""
     j = skeleton.num_joints
     groups = _order_groups(tuple(tuple(c) for c in skeleton.channels), j)
     jobs = [(np.asarray(k, dtype=np.int64), np.asarray(f, dtype=np.int64)) for k, f in jobs]
@@ -212,9 +212,9 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
     raw = np.empty((len(every), j, 3))
     for o, js in groups:
         raw[:, js] = quat_np.to_euler(np.asarray(rot[every][:, js], np.float64), o)
+    eulers = _unwrap_many([raw[np.searchsorted(every, keys)] for keys, _ in jobs])
     curves = []
-    for keys, frames in jobs:
-        euler = unwrap_euler(raw[np.searchsorted(every, keys)])
+    for (keys, frames), euler in zip(jobs, eulers):
         # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
         # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
         keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
@@ -227,12 +227,31 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
     return list(zip(np.split(out_r, cuts), np.split(dense[..., :3].copy(), cuts)))
 
 
+def _unwrap_many(seqs: list[np.ndarray]) -> list[np.ndarray]:
+    """``bvh.unwrap_euler`` of each Euler sequence [K_i, J, 3], stepped along all of them at once (each key
+    nearest its own sequence's previous one: the same numbers as one by one)."""
+    from .bvh import nearest_equivalent
+    k = max(len(s) for s in seqs)
+    e = np.zeros((len(seqs), k) + seqs[0].shape[1:])
+    for i, s in enumerate(seqs):
+        e[i, :len(s)] = s
+    for t in range(1, k):
+        e[:, t] = nearest_equivalent(e[:, t], e[:, t - 1])
+    return [e[i, :len(s)] for i, s in enumerate(seqs)]
+
+
 def fill(skeleton, rot: np.ndarray, pos: np.ndarray, keys) -> tuple[np.ndarray, np.ndarray]:
     """(rotations [F, J, 4], positions [F, J, 3]) of the curves through the key frames of ``rot``,
     ``pos`` (only keys are read) over frames keys[0]..keys[-1]; other frames as given; keys exact."""
+    return fill_and_at(skeleton, rot, pos, keys, [])[0]
+
+
+def fill_and_at(skeleton, rot: np.ndarray, pos: np.ndarray, keys, jobs):
+    """(``fill`` through ``keys``, ``at_many`` of ``jobs``) in one ``at_many`` (the in-betweener's curves and
+    its guard's hidden-key passes: one conversion and one handle solve for all)."""
     keys = np.asarray(keys, dtype=np.int64)
     out_r, out_p = np.array(rot, dtype=np.float64, copy=True), np.array(pos, dtype=np.float64, copy=True)
     span = np.arange(keys[0], keys[-1] + 1)
-    out_r[span], out_p[span] = at(skeleton, rot, pos, keys, span)
+    (out_r[span], out_p[span]), *held = at_many(skeleton, rot, pos, [(keys, span)] + list(jobs))
     out_r[keys], out_p[keys] = rot[keys], pos[keys]
-    return out_r, out_p
+    return (out_r, out_p), held

@@ -121,13 +121,19 @@ def guard_passes(engine, keys) -> list[list[int]]:
     return holdout_passes(list(keys), engine.ckpt.window - 1, limit=getattr(engine, "guard_limit", MAX_HIDDEN_GAP))
 
 
-def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, curves=None) -> np.ndarray:
+def hidden_jobs(keys, passes) -> list[tuple[list[int], list[int]]]:
+    """The guard's hidden-key passes as curve jobs: (the pass's keys, the keys it hides)."""
+    return [(list(p), sorted(set(keys) - set(p))) for p in passes]
+
+
+def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, curves=None, held=None) -> np.ndarray:
     """``backend.guard``'s alpha per gap between ``keys`` [len(keys) - 1].  Where keys are hidden
     (``guard_passes``) one alpha for the clip: the passes are filled (or taken from ``fills``, their
-    ``fill`` results) and compared, with the curves through the same keys (``backend.fcurves``), with
-    the hidden keys.  Where the mirror average answers (``uses_mirror``), each gap's from the agreement of
-    the model's two readings (``pair``: the clip's own, mirrored-back and mean poses, each (rotations,
-    positions), or filled here) against the curves through the keys (``curves``, or drawn here)."""
+    ``fill`` results) and compared, with the curves through the same keys (``backend.fcurves``; ``held``:
+    theirs at the hidden keys, ``fcurves.at_many`` of ``hidden_jobs``, or drawn here), with the hidden keys.
+    Where the mirror average answers (``uses_mirror``), each gap's from the agreement of the model's two
+    readings (``pair``: the clip's own, mirrored-back and mean poses, each (rotations, positions), or
+    filled here) against the curves through the keys (``curves``, or drawn here)."""
     keys = list(keys)
     rj, pj = engine.layout.rotation_joints, engine.layout.position_joints
     if uses_mirror(engine, keys):
@@ -140,19 +146,17 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
-    hidden, model, jobs = [], [], []
-    for p, (mr, mp, *_) in zip(passes, fills):
-        h = sorted(set(keys) - set(p))
-        hidden += h
-        model.append((mr[h], mp[h]))
-        jobs.append((p, h))
+    jobs = hidden_jobs(keys, passes)
+    hidden = [f for _, h in jobs for f in h]
     if not hidden:
         return np.ones(len(keys) - 1)
+    model = [(mr[h], mp[h]) for (_, h), (mr, mp, *_) in zip(jobs, fills)]
+    if held is None:
+        held = fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)
 
     def cat(lst):
         return np.concatenate([r for r, _ in lst]), np.concatenate([q for _, q in lst])
-    herm = fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)
-    alpha = fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(herm), rj, pj)
+    alpha = fit_alpha((clip.rotations[hidden], clip.positions[hidden]), cat(model), cat(held), rj, pj)
     return np.full(len(keys) - 1, alpha)
 
 
@@ -224,9 +228,12 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         own = mine[0]
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)
         if engine.guard:
-            curves = fcurves.fill(work.skeleton, work.rotations, work.positions, wkeys)
+            # the curves through the keys and through each hidden-key pass: one conversion, one handle solve
+            passes = [p for _, p in items[span][1:]]
+            curves, held = fcurves.fill_and_at(work.skeleton, work.rotations, work.positions, wkeys,
+                                               hidden_jobs(wkeys, passes))
             alphas = guard_weight(engine, work, wkeys, mine[1:], None if back is None else (own[:2], back, (rot, pos)),
-                                  curves)
+                                  curves, held)
             engine.remember_guard(wkeys, work, alphas)
             rot, pos = blend((rot, pos), curves, frame_alphas(wkeys, alphas, len(rot)))
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
