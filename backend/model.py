@@ -26,7 +26,7 @@ from . import splines
 from .model_config import MODEL_FAMILIES, ModelConfig  # noqa: F401  (torch-free, read with checkpoints)
 
 
-# Inference on the CPU (no autograd) takes shortcuts: oneDNN's linear, attention as batched products,
+# Inference on the CPU (no autograd) takes shortcuts: oneDNN's or MKL's linear, attention as batched products,
 # per-call set-up made once (issue 19: a slider re-decodes on every change).  Training and
 # anything under autograd run the plain modules; FAST_INFERENCE = False turns the shortcuts off (tests).
 FAST_INFERENCE = True
@@ -50,15 +50,35 @@ def _made(key: tuple, make):
     return got
 
 
+def _onednn_is_faster() -> bool:
+    """Whether this CPU runs the model's products faster through oneDNN than through MKL: where ATen uses
+    AVX-512 (oneDNN's AVX-512 kernels: 10 % off MKL's AVX2 path, which MKL takes on AMD CPUs); on an AVX2
+    CPU oneDNN's take twice MKL's time on a segment's products (128 x 128 on 61 rows: 84 against 42 us)."""
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
+_USE_ONEDNN = _ONEDNN_LINEAR is not None and _onednn_is_faster()
+_MKL_ROWS = 4  # MKL takes another path (and rounds otherwise) for a product of fewer rows: padded to these
+
+
 def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
-    """``layer(x)``, then GELU with ``gelu``.  At inference on the CPU through oneDNN's linear (the op
-    torch's compiler emits), the GELU fused: MKL, torch's default for float32 products, takes its AVX2
-    path on AMD CPUs, oneDNN its AVX-512 one.  Both add
-    each output's products up in the same order: the numbers are the same bit for bit here
-    (tests/test_model_inference.py); elsewhere they agree to float rounding."""
-    if _ONEDNN_LINEAR is not None and _fast(x):
+    """``layer(x)``, then GELU with ``gelu``.  At inference on the CPU through the faster of oneDNN's linear
+    (the op torch's compiler emits; the GELU fused) and MKL's (``_onednn_is_faster``), each so that a
+    row's numbers do not depend on the rows beside it (the add-on caches decodes per segment;
+    tests/test_model_inference.py): oneDNN's do not; MKL's do not from 4 rows on, so fewer are padded.
+    Where AVX-512 runs, oneDNN and MKL add each output's products up in the same order (the same
+    numbers bit for bit); elsewhere they agree to float rounding."""
+    if not _fast(x):
+        y = layer(x)
+        return F.gelu(y) if gelu else y
+    if _USE_ONEDNN:
         return _ONEDNN_LINEAR(x, _packed(layer.weight), layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
-    y = layer(x)
+    c = x.shape[-1]
+    rows = x.reshape(-1, c)
+    n = rows.shape[0]
+    if n < _MKL_ROWS:
+        rows = torch.cat([rows, rows.new_zeros(_MKL_ROWS - n, c)])
+    y = F.linear(rows, layer.weight, layer.bias)[:n].view(*x.shape[:-1], -1)
     return F.gelu(y) if gelu else y
 
 

@@ -126,6 +126,26 @@ def test_linear_through_onednn_matches_torch_linear():
     torch.testing.assert_close(gelu, torch.nn.functional.gelu(ref), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("onednn", [True, False])
+def test_a_row_of_a_product_gets_the_same_numbers_whatever_rows_are_beside_it(monkeypatch, onednn):
+    """Both products the inference path may take (oneDNN's where AVX-512 runs, MKL's elsewhere): a token's
+    output does not depend on how many rows are multiplied with it, or where they start in memory."""
+    if onednn and backend.model._ONEDNN_LINEAR is None:
+        pytest.skip("this torch has no oneDNN")
+    monkeypatch.setattr(backend.model, "_USE_ONEDNN", onednn)
+    torch.manual_seed(3)
+    layer = torch.nn.Linear(137, 128)
+    x = torch.randn(70, 137)
+    with torch.inference_mode():
+        whole = backend.model.linear(layer, x, gelu=True)
+        for n in (1, 2, 3, 4, 5, 7, 31, 61):
+            for start in (0, 1, 9):
+                part = backend.model.linear(layer, x[start:start + n], gelu=True)
+                assert torch.equal(part, whole[start:start + n]), (n, start)
+        batched = backend.model.linear(layer, x[:61].reshape(1, 61, 137).expand(3, 61, 137).contiguous())
+        assert torch.equal(batched[2], backend.model.linear(layer, x[:61]))
+
+
 def test_hidden_tokens_with_nothing_left_to_attend_to_give_the_fused_kernels_numbers(plain):
     """A row whose every key is hidden (the in-betweening encoder's padding) must come out as the fused
     kernel makes it (zeros), not NaN: the batched products are not used there."""
