@@ -21,6 +21,7 @@ mirror, so the model should too, and the average of its two answers misses less 
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -58,6 +59,21 @@ def _axis_rotations() -> np.ndarray:
     return np.stack(mats)
 
 
+def _left_matrix(a):
+    """[..., 4, 4] with ``_left_matrix(a) @ b == quat_np.mul(a, b)`` (for a map applied to many quaternions at once)."""
+    a = np.asarray(a)
+    w, x, y, z = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, -z, y), (y, z, w, -x), (z, -y, x, w))], -2)
+
+
+def _right_matrix(b):
+    """[..., 4, 4] with ``_right_matrix(b) @ a == quat_np.mul(a, b)``."""
+    b = np.asarray(b)
+    w, x, y, z = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, z, -y), (y, -z, w, x), (z, y, -x, w))], -2)
+
+
+
 @dataclass(frozen=True)
 class Mirror:
     """Left/right mirroring for one skeleton (see the module docstring)."""
@@ -72,14 +88,20 @@ class Mirror:
         inv[self.parents < 0] = (1.0, 0.0, 0.0, 0.0)
         return inv
 
-    def apply(self, rot: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Local rotations [..., J, 4] and positions [..., J, 3] of the mirrored motion (numpy)."""
+    @functools.cached_property
+    def _maps(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per joint, ``apply``'s maps as matrices: [J, 4, 4] taking the partner's reflected rotation to
+        A_p^T (.) A_j, [J, 3, 3] taking its reflected position to A_p^T (.) (one product per frame each)."""
         a = np.asarray(self.frames, dtype=np.float64)
         ap_inv = self.parent_frames_inv()
+        return _left_matrix(ap_inv) @ _right_matrix(a), quat_np.to_matrix(ap_inv)
+
+    def apply(self, rot: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Local rotations [..., J, 4] and positions [..., J, 3] of the mirrored motion (numpy)."""
+        turn, move = self._maps
         r = np.asarray(rot, dtype=np.float64)[..., self.partner, :] * (1.0, 1.0, -1.0, -1.0)  # M R M
-        r = quat_np.mul(quat_np.mul(np.broadcast_to(ap_inv, r.shape), r), np.broadcast_to(a, r.shape))
         p = np.asarray(pos, dtype=np.float64)[..., self.partner, :] * (-1.0, 1.0, 1.0)
-        return r, quat_np.rotate(np.broadcast_to(ap_inv, p.shape[:-1] + (4,)), p)
+        return (turn @ r[..., None])[..., 0], (move @ p[..., None])[..., 0]
 
     def to_info(self) -> dict:
         """JSON for a checkpoint's ``info.mirror``."""

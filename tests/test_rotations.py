@@ -73,7 +73,7 @@ def _public_functions(module):
 def test_every_numpy_function_has_a_torch_twin_and_a_parity_case():
     cases = _parity_cases(np.random.default_rng(0))
     np_funcs = _public_functions(quat_np)
-    assert np_funcs <= _public_functions(quat_torch), f"missing in quat_torch: {np_funcs - _public_functions(QT)}"
+    assert np_funcs <= _public_functions(quat_torch), f"missing in quat_torch: {np_funcs - _public_functions(quat_torch)}"
     assert np_funcs == set(cases), f"parity cases missing for {np_funcs - set(cases)}"
 
 
