@@ -75,10 +75,6 @@ def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
     return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0
 
 
-def _rms(v: np.ndarray) -> float:
-    return float(np.sqrt((v * v).sum(-1).mean()))
-
-
 def agreement_alphas(own, back, mean, curves, keys, rot_joints, pos_joints) -> np.ndarray:
     """Per gap between consecutive ``keys``: alpha from the model's two readings (``own``: the keys as
     given; ``back``: the mirrored keys' fill mirrored back; ``mean``: theirs), each (rotations [F, J, 4],
@@ -88,11 +84,13 @@ def agreement_alphas(own, back, mean, curves, keys, rot_joints, pos_joints) -> n
     va, vb, vm, vc = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (own, back, mean, curves))
     lo, hi = AGREE
     out = np.ones(max(len(keys) - 1, 0))
+    # each frame's squared distances once; a gap's root mean square reads its frames' (the same sums)
+    dm, dab = vm - vc, va - vb
+    dm, dab = (dm * dm).sum(-1), (dab * dab).sum(-1)
     for i, (a, b) in enumerate(zip(keys, keys[1:])):
-        gap = slice(a + 1, b)
-        departure = _rms(vm[gap] - vc[gap]) if b - a > 1 else 0.0
+        departure = float(np.sqrt(dm[a + 1:b].mean())) if b - a > 1 else 0.0
         if departure > 0:
-            out[i] = np.clip((hi - _rms(va[gap] - vb[gap]) / departure) / (hi - lo), 0.0, 1.0)
+            out[i] = np.clip((hi - float(np.sqrt(dab[a + 1:b].mean())) / departure) / (hi - lo), 0.0, 1.0)
     return out
 
 
