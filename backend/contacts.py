@@ -113,11 +113,24 @@ def ground_contacts(gpos: np.ndarray, joints, up, frame_time: float, length: flo
     """[F, len(joints)] bool: the joint is low (``near_ground`` leg lengths above the lowest foot joint
     of that frame) and still (slower than ``slow`` leg lengths per second, central difference) in
     global positions ``gpos [F, J, 3]``: the capture's own contacts, and the fill's."""
-    h = gpos[:, joints] @ up
-    low = h - h.min(1, keepdims=True) < cfg.near_ground * length
-    v = np.linalg.norm(np.gradient(gpos[:, joints], axis=0), axis=-1) / frame_time if len(gpos) > 1 \
-        else np.zeros(h.shape)
-    return low & (v < cfg.slow * length)
+    g = gpos[:, joints]
+    return _low(g @ up, length, cfg) & _still(g, frame_time, length, cfg)
+
+
+def _low(h, length: float, cfg: ContactConfig) -> np.ndarray:
+    """[F, N] bool: heights ``h`` [F, N] within ``near_ground`` leg lengths of the lowest at that frame."""
+    return h - h.min(1, keepdims=True) < cfg.near_ground * length
+
+
+def _still(g, frame_time: float, length: float, cfg: ContactConfig) -> np.ndarray:
+    """[F, N] bool: positions ``g`` [F, N, 3] slower than ``slow`` leg lengths per second."""
+    if len(g) < 2:
+        return np.zeros(g.shape[:2]) < cfg.slow * length
+    # np.gradient's central differences (and one-sided at the ends), without its bookkeeping
+    step = np.empty(g.shape)
+    step[1:-1] = (g[2:] - g[:-2]) / 2.0
+    step[0], step[-1] = g[1] - g[0], g[-1] - g[-2]
+    return _norm(step) / frame_time < cfg.slow * length
 
 
 def _column_runs(flags: np.ndarray) -> list[tuple[int, int, int]]:
@@ -168,10 +181,10 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     fill's [F, N] (``ground_only``: held along the ground).  Each gap is judged on its own two keys and
     the fill's frames between them.  ``down`` [F, N] bool: where a foot joint is set down, when something
     other than the fill's own low, slow joints says so (``training.slide_study --oracle``: the capture's)."""
-    h = gpos[:, joints] @ up
-    low = h - h.min(1, keepdims=True) < cfg.near_ground * length  # [F, N]
-    moving = ground_contacts(gpos, joints, up, frame_time, length, cfg) if down is None else np.asarray(down, bool)
     g = gpos[:, joints]
+    h = g @ up
+    low = _low(h, length, cfg)  # [F, N]
+    moving = low & _still(g, frame_time, length, cfg) if down is None else np.asarray(down, bool)  # ground_contacts
     target, weight = g.copy(), np.zeros(h.shape)
     free = np.zeros(h.shape, dtype=bool)
     ka, kb, frames, gap = judged_gaps(keys)
@@ -183,27 +196,25 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     # key contacts, per gap and joint: low at both keys, in the same place, not lifted in between
     inner = np.maximum.reduceat(h, np.stack([ka + 1, kb], 1).ravel(), axis=0)[::2]  # [G, N]: max over a+1..b-1
     lifted = inner - np.maximum(h[ka], h[kb]) > cfg.lift * length
-    keyed = low[ka] & low[kb] & (np.linalg.norm(pb - pa, axis=-1) < cfg.still * length) & ~lifted
+    keyed = low[ka] & low[kb] & (_norm(pb - pa) < cfg.still * length) & ~lifted
     line = pa[gap] + t * (pb[gap] - pa[gap])  # [M, N, 3]
     on = keyed[gap]
-    target[frames] = np.where(on[..., None], line, target[frames])
-    weight[frames] = np.where(on, 1.0, 0.0)
+    target[frames] = np.where(on[..., None], line, g[frames])
+    weight[frames] = on
     # fill contacts: runs of low, slow frames inside a gap whose joint is not a key contact
     runs_of = np.zeros(h.shape, dtype=bool)
     runs_of[frames] = moving[frames] & ~on
-    first, last = ka + 1, kb - 1
-    for c, s, e in _column_runs(runs_of):
-        if e - s + 1 < cfg.min_frames:
-            continue
-        i_gap = int(np.searchsorted(kb, s))  # runs end at keys: one gap each
+    runs = [(c, s, e) for c, s, e in _column_runs(runs_of) if e - s + 1 >= cfg.min_frames]
+    in_gap = np.searchsorted(kb, [s for _, s, _ in runs]).tolist()  # runs end at keys: one gap each
+    gap_at = np.concatenate([[0], np.cumsum(kb - ka - 1)]).tolist()  # each gap's first frame in ``frames``
+    for (c, s, e), i_gap in zip(runs, in_gap):
         a, b = int(ka[i_gap]), int(kb[i_gap])
-        at_a, at_b = s == first[i_gap] and low[a, c], e == last[i_gap] and low[b, c]
-        m = int(np.searchsorted(gap, i_gap)) + s - a - 1  # the run's first frame in ``frames``
-        held = (line[m:m + e - s + 1, c] if at_a and at_b else g[a, c] if at_a else g[b, c] if at_b
-                else g[s:e + 1, c].mean(0))
+        at_a, at_b = s == a + 1 and low[a, c], e == b - 1 and low[b, c]
+        held = (line[gap_at[i_gap]:gap_at[i_gap] + e - s + 1, c] if at_a and at_b else g[a, c] if at_a
+                else g[b, c] if at_b else np.add.reduce(g[s:e + 1, c], axis=0) / (e - s + 1))  # (the mean's sum)
         away = held - g[s:e + 1, c]
         rise = away @ up
-        if cfg.spread > 0 and np.linalg.norm(away - rise[:, None] * up, axis=-1).max() > cfg.spread * length:
+        if cfg.spread > 0 and _norm(away - rise[:, None] * up).max() > cfg.spread * length:
             continue  # a foot gliding over the ground (a slide, a pivot), not one set down
         target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
         free[s:e + 1, c] = cfg.ground_only
@@ -226,25 +237,62 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     return target, weight, free
 
 
+# The arithmetic below is numpy's and quat_np's, product for product, in fewer and larger operations: a fill's
+# few hundred rows cost numpy's per-call overhead, not its arithmetic.
+# a cross product's components: a[_NEXT] b[_LAST] - a[_LAST] b[_NEXT]
+_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
 def _cross(a, b):
     """``np.cross`` of [..., 3] rows without its axis bookkeeping (a tenth of the time on short rows)."""
-    out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)), dtype=np.result_type(a, b))
-    a0, a1, a2, b0, b1, b2 = a[..., 0], a[..., 1], a[..., 2], b[..., 0], b[..., 1], b[..., 2]
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
+    return a[..., _NEXT] * b[..., _LAST] - a[..., _LAST] * b[..., _NEXT]
 
 
 def _rotate(q, v):
-    """``quat_np.rotate`` with ``_cross``."""
-    t = 2.0 * _cross(q[..., 1:], v)
-    return v + q[..., :1] * t + _cross(q[..., 1:], t)
+    """``quat_np.rotate`` with ``_cross``, the axis's components gathered once for both products."""
+    qn, ql = q[..., _NEXT + 1], q[..., _LAST + 1]
+    t = 2.0 * (qn * v[..., _LAST] - ql * v[..., _NEXT])
+    return v + q[..., :1] * t + (qn * t[..., _LAST] - ql * t[..., _NEXT])
+
+
+# quat_np.mul's sixteen products: a's and b's components gathered in product order, signed (a difference is a sum
+# with the sign flipped: the same rounding), summed by fours
+_MUL_A = np.array([0, 1, 2, 3] * 4)
+_MUL_B = np.array([0, 1, 2, 3, 1, 0, 3, 2, 2, 3, 0, 1, 3, 2, 1, 0])
+_MUL_SIGN = np.array([1, -1, -1, -1, 1, 1, 1, -1, 1, -1, 1, 1, 1, 1, -1, 1], dtype=np.float64)
+
+
+def _mul(a, b):
+    """``quat_np.mul`` of float64 quaternions, bit for bit: half the time on a few hundred rows (slower on
+    thousands)."""
+    t = a[..., _MUL_A] * b[..., _MUL_B] * _MUL_SIGN
+    return np.add.reduce(t.reshape(t.shape[:-1] + (4, 4)), axis=-1)
+
+
+def _norm(v, keepdims: bool = False):
+    """``np.linalg.norm(v, axis=-1)`` of float rows (its very sum) without its argument checks."""
+    return np.sqrt(np.add.reduce(v * v, axis=-1, keepdims=keepdims))
 
 
 def chain_fk(lrot, lpos, parents, joints):
     """Global rotations and positions [F, J, *] of ``joints`` and their ancestors only (the others left
     zero): forward kinematics for the legs without the arms and head, the joints of one depth at once."""
+    roots, levels, js, ps = _fk_levels(tuple(int(p) for p in parents), tuple(int(j) for j in joints))
+    grot, gpos = np.zeros(lrot.shape), np.zeros(lpos.shape)
+    grot[:, roots], gpos[:, roots] = lrot[:, roots], lpos[:, roots]
+    for lj, lp, _ in levels:
+        grot[:, lj] = _mul(grot[:, lp], lrot[:, lj])
+    # every offset turned by its parent's rotation at once, then added down the chains a depth at a time
+    turned = _rotate(grot[:, ps], lpos[:, js])
+    for lj, lp, part in levels:
+        gpos[:, lj] = turned[:, part] + gpos[:, lp]
+    return grot, gpos
+
+
+@functools.lru_cache(maxsize=64)
+def _fk_levels(parents: tuple, joints: tuple):
+    """``chain_fk``'s joints by depth, once per skeleton and joint set: the roots; per depth below them, its
+    joints, their parents and their slice of all of them; all of them and their parents (index arrays)."""
     depth = {}
     for j in joints:
         chain = []
@@ -255,32 +303,33 @@ def chain_fk(lrot, lpos, parents, joints):
         for c in reversed(chain):
             d += 1
             depth[c] = d
-    grot, gpos = np.zeros(lrot.shape), np.zeros(lpos.shape)
-    levels = {}
+    by_depth = {}
     for j, d in depth.items():
-        levels.setdefault(d, []).append(j)
-    for d in sorted(levels):
-        js = sorted(levels[d])
-        if d == 0:
-            grot[:, js], gpos[:, js] = lrot[:, js], lpos[:, js]
-            continue
-        ps = [int(parents[j]) for j in js]
-        grot[:, js] = quat_np.mul(grot[:, ps], lrot[:, js])
-        gpos[:, js] = _rotate(grot[:, ps], lpos[:, js]) + gpos[:, ps]
-    return grot, gpos
+        by_depth.setdefault(d, []).append(j)
+    roots, levels, start = np.array(sorted(by_depth.get(0, [])), dtype=np.intp), [], 0
+    for d in sorted(by_depth)[1:]:  # (depth 0: the roots)
+        js = sorted(by_depth[d])
+        levels.append((np.array(js), np.array([parents[j] for j in js]), slice(start, start + len(js))))
+        start += len(js)
+    js = np.concatenate([lj for lj, _, _ in levels] or [np.zeros(0, np.intp)])
+    ps = np.concatenate([lp for _, lp, _ in levels] or [np.zeros(0, np.intp)])
+    return roots, tuple(levels), js, ps
+
+
+_X, _Y = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 
 
 def between(u, v) -> np.ndarray:
     """Shortest-arc quaternions [..., 4] turning directions ``u`` onto ``v`` [..., 3]."""
-    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), 1e-12)
-    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
-    d = (u * v).sum(-1, keepdims=True)
-    axis = _cross(u, v)
-    # opposite directions: any axis at right angles to u
-    alt = _cross(u, np.where(np.abs(u[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]))
-    q = np.concatenate([1.0 + d, axis], -1)
-    q = np.where(1.0 + d < 1e-9, np.concatenate([np.zeros_like(d), alt], -1), q)
-    return quat_np.normalize(q)
+    u = u / np.maximum(_norm(u, True), 1e-12)
+    v = v / np.maximum(_norm(v, True), 1e-12)
+    w = 1.0 + np.add.reduce(u * v, axis=-1, keepdims=True)
+    q = np.concatenate([w, _cross(u, v)], -1)
+    opposite = w < 1e-9
+    if opposite.any():  # opposite directions: any axis at right angles to u
+        alt = _cross(u, np.where(np.abs(u[..., :1]) < 0.9, _X, _Y))
+        q = np.where(opposite, np.concatenate([np.zeros_like(w), alt], -1), q)
+    return q / np.maximum(_norm(q, True), 1e-8)  # quat_np.normalize
 
 
 def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
@@ -297,24 +346,24 @@ def solve_leg(grot, gpos, leg: Leg, ankle_goal, foot_goal):
 def _two_bone(hip_rot, knee_rot, H, K, A, fwd, ankle_goal):
     """``solve_leg`` on rows [n] of any legs: global hip and knee rotations, hip, knee and ankle positions,
     the foot's forward direction (towards the toes; ``None``, or zero rows, where there is none)."""
-    l1, l2 = np.linalg.norm(K - H, axis=-1), np.linalg.norm(A - K, axis=-1)
-    to = ankle_goal - H
-    d = np.clip(np.linalg.norm(to, axis=-1), np.abs(l1 - l2) + 1e-6, (l1 + l2) * (1 - 1e-9))
-    u = to / np.maximum(np.linalg.norm(to, axis=-1, keepdims=True), 1e-12)
-    u0 = (A - H) / np.maximum(np.linalg.norm(A - H, axis=-1, keepdims=True), 1e-12)
-    bend = (K - H) - ((K - H) * u0).sum(-1, keepdims=True) * u0
+    thigh, shin, to, hip_ankle = K - H, A - K, ankle_goal - H, A - H
+    l1, l2, reach = _norm(thigh), _norm(shin), _norm(to)
+    d = np.minimum(np.maximum(reach, np.abs(l1 - l2) + 1e-6), (l1 + l2) * (1 - 1e-9))  # np.clip's arithmetic
+    u = to / np.maximum(reach[:, None], 1e-12)
+    u0 = hip_ankle / np.maximum(_norm(hip_ankle, True), 1e-12)
+    bend = thigh - np.add.reduce(thigh * u0, axis=-1, keepdims=True) * u0
     if fwd is not None:  # a straight leg: bend towards the toes (rows without toes have fwd zero)
-        straight = (np.linalg.norm(bend, axis=-1) < 1e-4 * l1) & (np.abs(fwd).max(-1) > 0)
+        straight = (_norm(bend) < 1e-4 * l1) & (np.maximum.reduce(np.abs(fwd), axis=-1) > 0)
         bend = np.where(straight[:, None], fwd, bend)
     pole = _rotate(between(u0, u), bend)
-    pole = pole - (pole * u).sum(-1, keepdims=True) * u
-    pole /= np.maximum(np.linalg.norm(pole, axis=-1, keepdims=True), 1e-12)
+    pole = pole - np.add.reduce(pole * u, axis=-1, keepdims=True) * u
+    pole /= np.maximum(_norm(pole, True), 1e-12)
     along = (l1 ** 2 - l2 ** 2 + d ** 2) / (2 * d)
     knee = H + along[:, None] * u + np.sqrt(np.maximum(l1 ** 2 - along ** 2, 0.0))[:, None] * pole
     ankle = H + d[:, None] * u
-    hip_turn = between(K - H, knee - H)
-    knee_turn = between(_rotate(hip_turn, A - K), ankle - knee)
-    return quat_np.mul(hip_turn, hip_rot), quat_np.mul(knee_turn, quat_np.mul(hip_turn, knee_rot))
+    hip_turn = between(thigh, knee - H)
+    knee_turn = between(_rotate(hip_turn, shin), ankle - knee)
+    return _mul(hip_turn, hip_rot), _mul(knee_turn, _mul(hip_turn, knee_rot))
 
 
 def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig(), down=None):
@@ -326,7 +375,7 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     if not legs or len(keys) < 2:
         return rot
     out = np.array(rot, dtype=np.float64, copy=True)
-    lrot, lpos = quat_np.normalize(out), np.asarray(pos, np.float64)
+    lrot, lpos = out / np.maximum(_norm(out, True), 1e-8), np.asarray(pos, np.float64)  # quat_np.normalize
     joints = foot_joints(legs)
     grot, gpos = chain_fk(lrot, lpos, parents, joints)
     up = up_vector(gpos[keys], legs, parents)
@@ -334,25 +383,25 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg, down)
     if not weight.any():
         return out.astype(np.asarray(rot).dtype)
+    # every leg's held frames as rows of one batch: (frame, leg) pairs, the leg's joints gathered per row; a
+    # leg without a toe reads its ankle in the toe's place (the toe never held, the foot's direction zero)
     col = {j: c for c, j in enumerate(joints)}
-    # every leg's held frames as rows of one batch: (frame, leg) pairs, the leg's joints gathered per row
-    fr, rows = [], []
+    frames, per_leg = [], []
     for leg in legs:
-        wt = weight[:, col[leg.toe]] if leg.toe is not None else 0.0
-        f = np.flatnonzero(np.maximum(weight[:, col[leg.ankle]], wt) > 0)
-        fr.append(f)
-        rows.append(np.broadcast_to([leg.hip, leg.knee, leg.ankle, -1 if leg.toe is None else leg.toe,
-                                     int(parents[leg.hip]), col[leg.ankle],
-                                     -1 if leg.toe is None else col[leg.toe]], (len(f), 7)))
-    fr, (hip_j, knee_j, ankle_j, toe_j, par_j, ca, ct) = np.concatenate(fr), np.concatenate(rows).T
-    has_toe = toe_j >= 0
-    wa = weight[fr, ca]
-    wt = np.where(has_toe, weight[fr, np.maximum(ct, 0)], 0.0)
+        toe = leg.ankle if leg.toe is None else leg.toe
+        frames.append(np.flatnonzero(np.maximum(weight[:, col[leg.ankle]], weight[:, col[toe]]) > 0))
+        per_leg.append([int(parents[leg.hip]), leg.hip, leg.knee, leg.ankle, toe, col[leg.ankle], col[toe],
+                        leg.toe is not None])
+    fr = np.concatenate(frames)[:, None]
+    idx = np.repeat(per_leg, [len(f) for f in frames], axis=0)  # [n, 8]: parent, hip, knee, ankle, toe, columns, toe?
+    par_rot, hip_rot, knee_rot, foot = grot[fr, idx[:, 0:4]].transpose(1, 0, 2)
+    H, K, A, toe_at = gpos[fr, idx[:, 1:5]].transpose(1, 0, 2)
+    (ta, tt), (wa, wt), (fa, ft) = target[fr, idx[:, 5:7]].transpose(1, 0, 2), weight[fr, idx[:, 5:7]].T, \
+        free[fr, idx[:, 5:7]].T
+    has_toe = idx[:, 7] > 0
+    wt, fa, ft = np.where(has_toe, wt, 0.0), fa[:, None], (ft & has_toe)[:, None]
     w = np.maximum(wa, wt)
-    A, foot = gpos[fr, ankle_j], grot[fr, ankle_j]
-    ta = target[fr, ca]
-    tt = target[fr, np.maximum(ct, 0)]
-    toe_vec = np.where(has_toe[:, None], gpos[fr, np.maximum(toe_j, 0)] - A, 0.0)
+    toe_vec = toe_at - A
     held_t = (wt > 0)[:, None]
     # a held toe: the ankle goes to its own held place as far as it is held, else where the fill's foot puts it
     # relative to the toe, and the foot turns so the toe reaches its place
@@ -361,21 +410,17 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     # a foot that rolls between its keys cannot reach both places: the one held less firmly takes the miss
     # (ankle and toe share it evenly when both are held as firmly)
     reach = tt - goal
-    dist = np.linalg.norm(reach, axis=-1, keepdims=True)
-    miss = reach - np.linalg.norm(toe_vec, axis=-1, keepdims=True) * reach / np.maximum(dist, 1e-12)
+    miss = reach - _norm(toe_vec, True) * reach / np.maximum(_norm(reach, True), 1e-12)
     # (both fully held: a place the keys hold in 3-D is firmer than one the fill holds along the ground)
     give_a, give_t = 1.0 - wa_, 1.0 - wt_
-    fa, ft = free[fr, ca][:, None], np.where(has_toe, free[fr, np.maximum(ct, 0)], False)[:, None]
     share = np.where(give_a + give_t > 1e-9, give_a / np.maximum(give_a + give_t, 1e-12),
                      np.where(fa == ft, 0.5, np.where(fa, 1.0, 0.0)))
     goal = goal + np.where(held_t, miss * share, 0.0)
-    turn = np.where(held_t, quat_np.mul(between(toe_vec, tt - goal), foot), foot)
-    hip, knee = _two_bone(grot[fr, hip_j], grot[fr, knee_j], gpos[fr, hip_j], gpos[fr, knee_j], A,
-                          np.where(has_toe[:, None], toe_vec, 0.0), A + w[:, None] * (goal - A))
+    turn = np.where(held_t, _mul(between(toe_vec, tt - goal), foot), foot)
+    hip, knee = _two_bone(hip_rot, knee_rot, H, K, A, toe_vec, A + w[:, None] * (goal - A))
     foot_new = quat_np.slerp(foot, turn, w)
-    out[fr, hip_j] = quat_np.mul(quat_np.inv(grot[fr, par_j]), hip)
-    out[fr, knee_j] = quat_np.mul(quat_np.inv(hip), knee)
-    out[fr, ankle_j] = quat_np.mul(quat_np.inv(knee), foot_new)
+    # the three new local rotations in one product and one write
+    out[fr, idx[:, 1:4]] = _mul(quat_np.inv(np.stack([par_rot, hip, knee], 1)), np.stack([hip, knee, foot_new], 1))
     return out.astype(np.asarray(rot).dtype)
 
 

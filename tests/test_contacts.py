@@ -336,3 +336,14 @@ def test_the_learned_contact_study_reads_any_size_of_skeleton_and_learns_the_cap
     for _, p, r, p_own, r_own, learned, shipped, capture in rows:
         assert 0.8 < float(r) <= 1 and 0.8 < float(p) <= 1  # the walk it trained on
         assert 0 < float(p_own) <= 1 and 0 < float(r_own) <= 1 and min(float(learned), float(shipped), float(capture)) > 0
+
+
+def test_the_fast_helpers_are_numpys_arithmetic_bit_for_bit():
+    """``_mul``, ``_rotate``, ``_cross``, ``_norm``: quat_np's and numpy's own results, bit for bit."""
+    rng = np.random.default_rng(1)
+    a, b = Q.normalize(rng.normal(size=(2, 61, 3, 4)))
+    u, v = rng.normal(size=(2, 61, 3, 3))
+    assert np.array_equal(C._mul(a, b), Q.mul(a, b))
+    assert np.array_equal(C._rotate(a, u), Q.rotate(a, u))
+    assert np.array_equal(C._cross(u, v), np.cross(u, v))
+    assert np.array_equal(C._norm(u), np.linalg.norm(u, axis=-1))
