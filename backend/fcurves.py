@@ -109,7 +109,8 @@ def right_offsets_many(sets) -> list[np.ndarray]:
     redo = np.flatnonzero(((h < hmin) | (h > hmax)).any(1))
     if len(redo):
         keys = np.concatenate([np.full(s[0].shape[0], s[0].shape[1]) for s in systems])
-        h[redo] = _clamped(a0[redo], b0[redo], c0[redo], d0[redo], hmin[redo], hmax[redo], 4 * keys[redo] + 8)
+        h[redo] = _clamped(a0[redo], b0[redo], c0[redo], d0[redo], hmin[redo], hmax[redo], 4 * keys[redo] + 8,
+                           h[redo])
     h = np.where(locked, 0.0, h)
     start = 0
     for i, s in zip(todo, systems):
@@ -119,10 +120,11 @@ def right_offsets_many(sets) -> list[np.ndarray]:
     return out
 
 
-def _clamped(a0, b0, c0, d0, hmin, hmax, rounds):
+def _clamped(a0, b0, c0, d0, hmin, hmax, rounds, first=None):
     """Blender's ``tridiagonal_solve_with_limits`` of the systems [C, K] (each row on its own): solve, hold
     the handles that overshoot their limits at the limit, release held ones the solution pulls back; row r
-    for at most ``rounds[r]`` rounds (Blender's 4 K + 8 of its own key count K)."""
+    for at most ``rounds[r]`` rounds (Blender's 4 K + 8 of its own key count K).  ``first``: the first
+    round's solution, when the caller has it (the unheld systems' own: each row solves on its own)."""
     ch, k = d0.shape
     a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
     held = np.zeros((ch, k), dtype=bool)
@@ -134,7 +136,7 @@ def _clamped(a0, b0, c0, d0, hmin, hmax, rounds):
         if not active.any():
             break
         rows = np.flatnonzero(active)
-        h[rows] = _thomas(a[rows], b[rows], c[rows], d[rows])
+        h[rows] = first if n == 0 and first is not None else _thomas(a[rows], b[rows], c[rows], d[rows])
         hr = h[rows]
         over = (hr < hmin[rows]) | (hr > hmax[rows])
         target = np.where(hr > hmax[rows], hmax[rows], hmin[rows])
