@@ -49,9 +49,10 @@ def fill(engine, items, with_base: bool = True):
     for ii, (clip, keys) in enumerate(items):
         rot, pos = key_only(clip, keys)
         segs = segments_on_keys(keys, ck.window)
-        prepared.append((clip, keys, rot, pos, segs))
+        prepared.append((clip, keys, rot, pos, segs, clip.positions[keys[0]].astype(np.float32)))
         jobs += [(ii, si, a, b) for si, (a, b) in enumerate(segs)]
     results = {}
+    joints = items[0][0].skeleton.num_joints if items else 0  # (every clip has the checkpoint's skeleton)
     for n, group in group_by_length(jobs).items():
         rot = np.stack([prepared[i][2][a:b + 1] for i, _, a, b in group]).astype(np.float32)
         pos = np.stack([prepared[i][3][a:b + 1] for i, _, a, b in group]).astype(np.float32)
@@ -63,27 +64,27 @@ def fill(engine, items, with_base: bool = True):
         times, positions = sample_times(n, n, 0.0)
         feat = snap_to_keys(engine.norm.inverse(engine.model.decode_keys(ctrl, base_n, mask, times, positions)),
                             engine.norm.inverse(keys_n), mask)
-        base = engine.norm.inverse(base_n)
+        # the group's poses in one conversion (per row: each segment's as alone), each with its clip's template
+        # (the model's float32 precision whatever the clip's dtype: a clip of key poses only, as the service
+        # gets them, fills the numbers of the whole clip)
+        template = np.stack([prepared[i][5] for i, _, _, _ in group])[:, None]
+        poses = [[a.astype(np.float32) for a in poses_from_features(f, layout, origin[:, None], template, joints)]
+                 for f in ((feat, engine.norm.inverse(base_n)) if with_base else (feat,))]
         for g, (i, si, a, b) in enumerate(group):
-            results[i, si] = (feat[g], base[g], origin[g], ctrl[g])
+            results[i, si] = ([(r[g], p[g]) for r, p in poses], origin[g], ctrl[g])
     out = []
-    for i, (clip, keys, _, _, segs) in enumerate(prepared):
-        template = clip.positions[keys[0]].astype(np.float32)
+    for i, (clip, keys, _, _, segs, _) in enumerate(prepared):
         # frames outside the keys are no segment's: they start as the clip's own (finite, never garbage)
         arrays = [clip.rotations.copy(), clip.positions.copy()]
         if with_base:
             arrays += [clip.rotations.copy(), clip.positions.copy()]
         for si, (a, b) in enumerate(segs):
-            feat, base, origin, _ = results[i, si]
-            for k, f in enumerate((feat, base)[:len(arrays) // 2]):
-                r, p = poses_from_features(f, layout, origin, template, clip.skeleton.num_joints)
-                # (the model's float32 precision whatever the clip's dtype: a clip of key poses only, as the
-                # service gets them, fills the numbers of the whole clip)
-                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r.astype(np.float32), p.astype(np.float32)
+            for k, (r, p) in enumerate(results[i, si][0]):
+                arrays[2 * k][a:b + 1], arrays[2 * k + 1][a:b + 1] = r, p
         if not with_base:
             arrays += [None, None]
-        out.append((*arrays, np.stack([results[i, si][3] for si in range(len(segs))]),
-                    np.stack([results[i, si][2] for si in range(len(segs))]), segs))
+        out.append((*arrays, np.stack([results[i, si][2] for si in range(len(segs))]),
+                    np.stack([results[i, si][1] for si in range(len(segs))]), segs))
     return out
 
 
