@@ -240,3 +240,14 @@ def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():
         assert np.array_equal(r2, rot.reshape(r2.shape)) and np.array_equal(p2, pos.reshape(p2.shape))
         r3, _ = poses_from_features(rows[7:50], layout, np.repeat(origin[:, 0], 31, axis=0)[7:50], np.zeros((22, 3)), 22)
         assert np.array_equal(r3, r2[7:50])
+
+
+def test_euler_angles_turn_into_the_product_of_their_three_axis_rotations_bit_for_bit():
+    """``from_euler`` leaves the axis rotations' zero components out of ``mul``'s sums: the same numbers."""
+    rng = np.random.default_rng(5)
+    e = rng.uniform(-7, 7, size=(40, 6, 3))
+    e[::5, :, 1] = 0.0
+    axes = np.eye(3)
+    for order in ("ZXY", "XYZ", "YZX", "ZYX", "XZY", "YXZ"):
+        a, b, c = (quat_np.from_axis_angle(axes["XYZ".index(o)], e[..., i]) for i, o in enumerate(order))
+        assert np.array_equal(quat_np.from_euler(e, order), quat_np.mul(quat_np.mul(a, b), c)), order
