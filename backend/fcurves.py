@@ -124,38 +124,44 @@ def _clamped(a0, b0, c0, d0, hmin, hmax, rounds, first=None):
     """Blender's ``tridiagonal_solve_with_limits`` of the systems [C, K] (each row on its own): solve, hold
     the handles that overshoot their limits at the limit, release held ones the solution pulls back; row r
     for at most ``rounds[r]`` rounds (Blender's 4 K + 8 of its own key count K).  ``first``: the first
-    round's solution, when the caller has it (the unheld systems' own: each row solves on its own)."""
-    ch, k = d0.shape
+    round's solution, when the caller has it (the unheld systems' own: each row solves on its own).
+    The rows still being solved are kept together (gathered again only when some finish), so each round is
+    a few operations on them alone."""
+    h = np.zeros(d0.shape)
+    idx = np.arange(len(d0))  # the rows being solved (every array below holds theirs, in this order)
+    a0, b0, c0, d0, hmin, hmax = (np.asarray(v, dtype=np.float64) for v in (a0, b0, c0, d0, hmin, hmax))
+    rounds = np.asarray(rounds)
     a, b, c, d = a0.copy(), b0.copy(), c0.copy(), d0.copy()
-    held = np.zeros((ch, k), dtype=bool)
-    unlocks = np.zeros((ch, k), dtype=np.int8)
-    active = np.ones(ch, dtype=bool)
-    h = np.zeros((ch, k))
-    for n in range(int(np.max(rounds))):  # tridiagonal_solve_with_limits: hold overshooting handles, release some
-        active &= n < rounds
-        if not active.any():
-            break
-        rows = np.flatnonzero(active)
-        h[rows] = first if n == 0 and first is not None else _thomas(a[rows], b[rows], c[rows], d[rows])
-        hr = h[rows]
-        over = (hr < hmin[rows]) | (hr > hmax[rows])
-        target = np.where(hr > hmax[rows], hmax[rows], hmin[rows])
-        first = over & (target != 0)  # handles that go the right way first, the others only if none does
-        lock = np.where(first.any(1, keepdims=True), first, over)
-        for arr, v in ((a, 0.0), (c, 0.0), (b, 1.0)):
-            arr[rows] = np.where(lock, v, arr[rows])
-        d[rows] = np.where(lock, target, d[rows])
-        held[rows] |= lock
+    held = np.zeros(d0.shape, dtype=bool)
+    unlocks = np.zeros(d0.shape, dtype=np.int8)
+    for n in range(int(np.max(rounds)) if len(rounds) else 0):
+        if n:
+            go = n < rounds
+            if not go.all():
+                if not go.any():
+                    break
+                idx, rounds = idx[go], rounds[go]
+                a0, b0, c0, d0, hmin, hmax, a, b, c, d, held, unlocks = (
+                    v[go] for v in (a0, b0, c0, d0, hmin, hmax, a, b, c, d, held, unlocks))
+        hr = first if n == 0 and first is not None else _thomas(a, b, c, d)
+        h[idx] = hr
+        high = hr > hmax
+        over = (hr < hmin) | high
+        target = np.where(high, hmax, hmin)
+        want = over & (target != 0)  # handles that go the right way first, the others only if none does
+        lock = np.where(want.any(1, keepdims=True), want, over)
+        a, c, b = np.where(lock, 0.0, a), np.where(lock, 0.0, c), np.where(lock, 1.0, b)
+        d = np.where(lock, target, d)
+        held |= lock
         locked_any = lock.any(1)
-        state = (a0[rows] * np.roll(hr, 1, 1) + b0[rows] * hr + c0[rows] * np.roll(hr, -1, 1) - d0[rows])
-        relax = -state * b0[rows]
-        release = (held[rows] & (unlocks[rows] < 2) & ~locked_any[:, None]
-                   & (((relax > 0) & (hr < hmax[rows])) | ((relax < 0) & (hr > hmin[rows]))))
-        for arr, arr0 in ((a, a0), (b, b0), (c, c0), (d, d0)):
-            arr[rows] = np.where(release, arr0[rows], arr[rows])
-        held[rows] &= ~release
-        unlocks[rows] += release
-        active[rows] = over.any(1) | release.any(1)
+        state = a0 * np.roll(hr, 1, 1) + b0 * hr + c0 * np.roll(hr, -1, 1) - d0
+        relax = -state * b0
+        release = (held & (unlocks < 2) & ~locked_any[:, None]
+                   & (((relax > 0) & (hr < hmax)) | ((relax < 0) & (hr > hmin))))
+        a, b, c, d = (np.where(release, v0, v) for v, v0 in ((a, a0), (b, b0), (c, c0), (d, d0)))
+        held &= ~release
+        unlocks += release
+        rounds = np.where(over.any(1) | release.any(1), rounds, 0)  # a row that neither held nor let go is done
     return h
 
 
