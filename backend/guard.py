@@ -58,9 +58,19 @@ def holdout_passes(keys: list[int], max_gap: int = 0, limit: int = MAX_HIDDEN_GA
 
 def key_vectors(rot: np.ndarray, pos: np.ndarray, ref_rot: np.ndarray, rot_joints, pos_joints) -> np.ndarray:
     """[F, V]: quaternions of the rotating joints (sign-aligned to ``ref_rot``) and scaled positions."""
+    return _vectors(rot, pos, ref_rot[:, rot_joints], rot_joints, pos_joints)
+
+
+def _vectors(rot, pos, ref_q, rot_joints, pos_joints) -> np.ndarray:
+    """``key_vectors`` with the reference's rotating joints already gathered (``ref_q`` [F, R, 4]: several sets
+    compared with one reference gather it once), written into one array."""
     q = rot[:, rot_joints]
-    q = np.where((q * ref_rot[:, rot_joints]).sum(-1, keepdims=True) < 0, -q, q)
-    return np.concatenate([q.reshape(len(q), -1), POSITION_SCALE * pos[:, pos_joints].reshape(len(pos), -1)], -1)
+    q = np.where((q * ref_q).sum(-1, keepdims=True) < 0, -q, q)
+    p = pos[:, pos_joints]
+    f, n = len(q), q.shape[1] * 4
+    out = np.empty((f, n + p.shape[1] * 3), dtype=np.result_type(q, POSITION_SCALE * p[:0]))
+    out[:, :n], out[:, n:] = q.reshape(f, -1), POSITION_SCALE * p.reshape(f, -1)
+    return out
 
 
 def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
@@ -68,8 +78,8 @@ def fit_alpha(truth, model, curves, rot_joints, pos_joints) -> float:
     positions [F, J, 3]) at the hidden frames.  Nothing hidden: the model is trusted (1)."""
     if len(truth[0]) == 0:
         return 1.0
-    ref = truth[0]
-    t, m, h = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, curves))
+    ref = truth[0][:, rot_joints]
+    t, m, h = (_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (truth, model, curves))
     c, r = (m - h).ravel(), (t - h).ravel()
     den = float(c @ c)
     return float(np.clip(c @ r / den, 0.0, 1.0)) if den > 0 else 1.0
@@ -80,8 +90,8 @@ def agreement_alphas(own, back, mean, curves, keys, rot_joints, pos_joints) -> n
     given; ``back``: the mirrored keys' fill mirrored back; ``mean``: theirs), each (rotations [F, J, 4],
     positions [F, J, 3]), against the ``curves`` through the same keys (see the module's docstring).
     A gap without frames, or where the model is the curves, keeps 1."""
-    ref = mean[0]
-    va, vb, vm, vc = (key_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (own, back, mean, curves))
+    ref = mean[0][:, rot_joints]
+    va, vb, vm, vc = (_vectors(r, p, ref, rot_joints, pos_joints) for r, p in (own, back, mean, curves))
     lo, hi = AGREE
     out = np.ones(max(len(keys) - 1, 0))
     # each frame's squared distances once; a gap's root mean square reads its frames' (the same sums)
