@@ -1,6 +1,6 @@
 """The in-betweener's speed in two (or more) source trees, side by side in one run: what a change costs.
 
-    python benchmarks/bench_trees.py TREE[@onnx] [TREE[@onnx] ...] [--rounds 40] [--calls 10] [--threads 1] [--clock cpu]
+    python benchmarks/bench_trees.py TREE[@onnx|@onednn] [TREE[@...] ...] [--rounds 40] [--calls 10] [--threads 1] [--clock cpu]
 
 Each tree runs in a process of its own (its checkpoint, guard, mirror average and planted feet, as it
 ships them), started once and warmed up; then, round after round, every tree in turn times ``--calls``
@@ -11,8 +11,10 @@ to the first tree's time in that round, and the figure is the median of those ra
 times beside it).  A tree is a checkout (``git worktree add /tmp/old REV``).  ``--clock cpu`` times the
 calling thread's CPU time instead of the wall clock (with one thread the model's products run on it).
 ``TREE@onnx`` runs that tree's model on its exported graphs through ONNX Runtime (``backend.runtime``: what
-the add-on's built-in backend runs in a Blender without PyTorch) instead of PyTorch; one tree may be named
-twice, once each way.
+the add-on's built-in backend runs in a Blender without PyTorch) instead of PyTorch; ``TREE@onednn`` runs its
+PyTorch model's products through oneDNN whatever the CPU (``backend.model._USE_ONEDNN``: the product path the
+trees before session 19 always took, so a tree's own passes can be timed apart from that choice); one tree may
+be named several times, once each way.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ sys.path.insert(0, {root!r})
 from backend.bvh import read_bvh
 from backend.engine import DEFAULT_INBETWEEN, Engine
 from backend.keyframes import every_k
-eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
+{onednn}eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
 keys = {{k: every_k(61, k) for k in {spacings!r}}}
 for k in keys:
@@ -60,12 +62,16 @@ class Tree:
         self.spec = spec
         root, _, runtime = spec.partition("@")
         root = Path(root)
-        if runtime not in ("", "onnx"):
-            raise SystemExit(f"{spec}: the runtime after @ is onnx (or none: PyTorch)")
-        if runtime and not (root / "backend" / "runtime.py").exists():
+        if runtime not in ("", "onnx", "onednn"):
+            raise SystemExit(f"{spec}: the runtime after @ is onnx or onednn (or none: PyTorch as the tree ships it)")
+        if runtime == "onnx" and not (root / "backend" / "runtime.py").exists():
             raise SystemExit(f"{spec}: this tree has no ONNX Runtime path (backend/runtime.py)")
+        if runtime == "onednn" and "_USE_ONEDNN" not in (root / "backend" / "model.py").read_text():
+            raise SystemExit(f"{spec}: this tree always runs oneDNN's products (name it without @onednn)")
         code = SERVE.format(root=str(root.resolve()), threads=threads, spacings=SPACINGS, clock=CLOCKS[clock],
-                            runtime=', runtime="onnx"' if runtime else "")
+                            runtime=', runtime="onnx"' if runtime == "onnx" else "",
+                            onednn="import backend.model; backend.model._USE_ONEDNN = True\n"
+                            if runtime == "onednn" else "")
         env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
         self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -85,7 +91,7 @@ class Tree:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("trees", nargs="+", help="source trees, each optionally @onnx")
+    ap.add_argument("trees", nargs="+", help="source trees, each optionally @onnx or @onednn")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--calls", type=int, default=10, help="timed calls per tree, spacing and round")
     ap.add_argument("--threads", type=int, default=1)
