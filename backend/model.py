@@ -54,7 +54,8 @@ def _onednn_is_faster() -> bool:
     """Whether this CPU runs the model's products faster through oneDNN than through MKL: where ATen uses
     AVX-512 (oneDNN's AVX-512 kernels: 10 % off MKL's AVX2 path, which MKL takes on AMD CPUs); on an AVX2
     CPU oneDNN's take twice MKL's time on a segment's products (128 x 128 on 61 rows: 84 against 42 us)."""
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", None)  # (torch >= 2.0; before: as it was)
+    return capability is None or capability().startswith("AVX512")
 
 
 _USE_ONEDNN = _ONEDNN_LINEAR is not None and _onednn_is_faster()
