@@ -80,7 +80,8 @@ def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tenso
     n = rows.shape[0]
     if n < _MKL_ROWS:
         rows = torch.cat([rows, rows.new_zeros(_MKL_ROWS - n, c)])
-    y = F.linear(rows, layer.weight, layer.bias)[:n].view(*x.shape[:-1], -1)
+    y = F.linear(rows, layer.weight, layer.bias)[:n]
+    y = y.view(*x.shape[:-1], y.shape[-1])  # (the width named: a product of no rows has no -1 to infer)
     return F.gelu(y) if gelu else y
 
 
