@@ -202,6 +202,23 @@ def test_contact_study_changes_only_the_named_fields_and_names_a_wrong_one():
         config("ground_only=yes")
 
 
+def test_the_contact_study_judges_with_its_config_only_the_gaps_the_guard_does_not_trust():
+    from training.contact_study import planted_where_untrusted
+    cfg = C.ContactConfig(ease=8, outside=True)
+
+    def plant(parents, names, rot, pos, keys, frame_time, cfg=C.ContactConfig()):  # marks each in-between frame
+        out = np.array(rot, copy=True)
+        inner = np.setdiff1d(np.arange(keys[0] + 1, keys[-1]), keys)
+        out[inner] = cfg.ease
+        return out
+    rot, keys = np.zeros((21, 2, 4)), [0, 10, 20]
+    judged = {"last": (keys, np.array([1.0, 0.4]))}
+    got = planted_where_untrusted(plant, cfg, judged)(None, None, rot, None, keys, 1 / 30)
+    assert (got[1:10] == 4).all() and (got[11:20] == 8).all() and (got[[0, 10, 20]] == 0).all()
+    judged["last"] = ([0, 20], np.array([0.4]))  # another call's keys: the shipped config throughout
+    assert (planted_where_untrusted(plant, cfg, judged)(None, None, rot, None, keys, 1 / 30)[[1, 9, 11, 19]] == 4).all()
+
+
 def _glide(bob=0.0):
     """Two foot joints over a 31-frame gap (a leg length of 1, +Y up, 30 fps): joint 1 planted at the origin;
     joint 0 in the air (0.5 up) for the first and last 6 frames and between them low on the ground, gliding
