@@ -13,7 +13,10 @@ joint (ankle, toes):
   the key they touch), eased in and out over ``ease`` frames at lift-off and touch-down (the contact's
   first and last frames; with ``outside``, the frames in the air before and after it, the contact held
   whole); held along the ground only (``ground_only``), so a heel that rises off its toes keeps the fill's
-  height.
+  height.  In a gap the in-betweener's guard does not trust (the model blended towards Blender's curves:
+  motion it does not know, where it also steps at other times than the capture) a fill contact is held
+  whole and eased in the air over ``untrusted_ease`` frames, a firmer plant where the fill's timing is least
+  sure (docs/results.md, issue 28, session 19).
 
 The leg is then solved for the held joint: two-bone IK (hip, knee, ankle) with the knee in the plane
 of the fill's own leg, the foot turned so a held toe stays put, the hip where the fill puts it.  Only
@@ -43,6 +46,9 @@ class ContactConfig:
     outside: bool = False  # ease in the air (before touch-down, after lift-off), the contact itself held whole
     ground_only: bool = True  # a fill contact is held along the ground only; its height stays the fill's
     spread: float = 0.0  # leg lengths along the ground a fill contact may stray from its held place (0: any)
+    # in a gap the guard does not trust (``plant_feet``'s ``untrusted``: the model blended towards the curves),
+    # fill contacts held whole and eased in the air over this many frames (0: as in the others)
+    untrusted_ease: int = 16
 
 
 # The capture's own contacts, which the foot-sliding figure is measured on, are judged stricter than the
@@ -175,12 +181,15 @@ def judged_gaps(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return ka, kb, frames, np.repeat(np.arange(len(ka)), kb - ka - 1)
 
 
-def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig, down=None):
+def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: ContactConfig, down=None,
+                 untrusted=None):
     """Per foot joint (``joints``) and frame: held positions [F, N, 3], weights [F, N] in [0, 1]
     (0: not held; the keys and the frames outside them always 0) and where the held height is only the
     fill's [F, N] (``ground_only``: held along the ground).  Each gap is judged on its own two keys and
     the fill's frames between them.  ``down`` [F, N] bool: where a foot joint is set down, when something
-    other than the fill's own low, slow joints says so (``training.slide_study --oracle``: the capture's)."""
+    other than the fill's own low, slow joints says so (``training.slide_study --oracle``: the capture's).
+    ``untrusted`` [len(keys) - 1] bool: the gaps whose fill contacts are held whole and eased in the air over
+    ``cfg.untrusted_ease`` frames."""
     g = gpos[:, joints]
     h = g @ up
     low = _low(h, length, cfg)  # [F, N]
@@ -207,6 +216,8 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     runs = [(c, s, e) for c, s, e in _column_runs(runs_of) if e - s + 1 >= cfg.min_frames]
     in_gap = np.searchsorted(kb, [s for _, s, _ in runs]).tolist()  # runs end at keys: one gap each
     gap_at = np.concatenate([[0], np.cumsum(kb - ka - 1)]).tolist()  # each gap's first frame in ``frames``
+    eased = (np.zeros(len(ka), dtype=bool) if untrusted is None or cfg.untrusted_ease <= 0
+             else np.asarray(untrusted, dtype=bool)[np.searchsorted(np.asarray(keys), ka)])  # per judged gap
     for (c, s, e), i_gap in zip(runs, in_gap):
         a, b = int(ka[i_gap]), int(kb[i_gap])
         at_a, at_b = s == a + 1 and low[a, c], e == b - 1 and low[b, c]
@@ -218,8 +229,8 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
             continue  # a foot gliding over the ground (a slide, a pivot), not one set down
         target[s:e + 1, c] = held - rise[:, None] * up if cfg.ground_only else held
         free[s:e + 1, c] = cfg.ground_only
-        k = max(1, cfg.ease)
-        if cfg.outside:
+        k = max(1, cfg.untrusted_ease if eased[i_gap] else cfg.ease)
+        if cfg.outside or eased[i_gap]:
             weight[s:e + 1, c] = 1.0
             for side, near in ((not at_a, np.arange(s - 1, max(a, s - k - 1), -1)),
                                (not at_b, np.arange(e + 1, min(b, e + k + 1)))):
@@ -366,10 +377,12 @@ def _two_bone(hip_rot, knee_rot, H, K, A, fwd, ankle_goal):
     return _mul(hip_turn, hip_rot), _mul(knee_turn, _mul(hip_turn, knee_rot))
 
 
-def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig(), down=None):
+def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactConfig = ContactConfig(), down=None,
+               untrusted=None):
     """Local rotations [F, J, 4] of the fill ``rot``, ``pos`` with every held foot joint planted
     between ``keys`` (see the module's docstring); frames outside the gaps and the keys unchanged.
-    ``down``: ``hold_targets``' (the foot joints of ``foot_joints(find_legs(names, parents))``)."""
+    ``down``: ``hold_targets``' (the foot joints of ``foot_joints(find_legs(names, parents))``); ``untrusted``: per
+    gap between the (sorted) keys, where the guard does not trust the model (``hold_targets``)."""
     legs = find_legs(names, parents)
     keys = sorted(int(k) for k in keys)
     if not legs or len(keys) < 2:
@@ -380,7 +393,7 @@ def plant_feet(parents, names, rot, pos, keys, frame_time: float, cfg: ContactCo
     grot, gpos = chain_fk(lrot, lpos, parents, joints)
     up = up_vector(gpos[keys], legs, parents)
     length = max(leg_length(pos[keys[0]], leg) for leg in legs)  # offsets: the same in every frame
-    target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg, down)
+    target, weight, free = hold_targets(gpos, keys, joints, up, frame_time, length, cfg, down, untrusted)
     if not weight.any():
         return out.astype(np.asarray(rot).dtype)
     # every leg's held frames as rows of one batch: (frame, leg) pairs, the leg's joints gathered per row; a

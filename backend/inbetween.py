@@ -240,7 +240,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         # feet planted on the model's grid, like everything else the fill does: a clip at another frame rate
         # reads the same motion at its own times (tests/test_timebase.py)
         rot = follow_keys(rot, wkeys, still_joints(engine))  # (before the feet: they are solved under it)
-        rot = planted(engine, work.skeleton, rot, pos, wkeys, work.frame_time)
+        rot = planted(engine, work.skeleton, rot, pos, wkeys, work.frame_time, alphas if engine.guard else None)
         if work is not clip:
             rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
         rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
@@ -306,12 +306,14 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
             c_rot, c_pos = timebase.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = quat_np.mul(c_rot, out_rot), out_pos + c_pos
+    alphas = engine.guard_for(controls, skel) if engine.guard else None
     if engine.guard:  # (after the mirror correction: ``inbetween`` blends the mirror mean)
         out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
-                                 frame_alphas(dense_keys, engine.guard_for(controls, skel), total))
+                                 frame_alphas(dense_keys, alphas, total))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
     out_rot = follow_keys(out_rot, dense_keys, still_joints(engine))  # as ``inbetween`` does
-    out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s))
+    out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s,
+                                             alphas))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
     return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
 
@@ -350,12 +352,14 @@ def follow_keys(rot: np.ndarray, keys, joints) -> np.ndarray:
     return out
 
 
-def planted(engine, skeleton, rot, pos, keys, frame_time: float) -> np.ndarray:
+def planted(engine, skeleton, rot, pos, keys, frame_time: float, alphas=None) -> np.ndarray:
     """The fill's rotations with its planted feet held (``backend.contacts``) unless ``engine.contacts``
-    is off; key frames are not changed."""
+    is off; key frames are not changed.  ``alphas``: the guard's weight per gap between ``keys`` (where it
+    is below 1 the feet are planted firmer: ``ContactConfig.untrusted_ease``)."""
     if not getattr(engine, "contacts", False):
         return rot
-    return plant_feet(skeleton.parents, skeleton.names, rot, pos, keys, frame_time)
+    untrusted = None if alphas is None else np.asarray(alphas) < 1
+    return plant_feet(skeleton.parents, skeleton.names, rot, pos, keys, frame_time, untrusted=untrusted)
 
 
 def uses_mirror(engine, keys) -> bool:

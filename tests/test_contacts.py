@@ -202,23 +202,6 @@ def test_contact_study_changes_only_the_named_fields_and_names_a_wrong_one():
         config("ground_only=yes")
 
 
-def test_the_contact_study_judges_with_its_config_only_the_gaps_the_guard_does_not_trust():
-    from training.contact_study import planted_where_untrusted
-    cfg = C.ContactConfig(ease=8, outside=True)
-
-    def plant(parents, names, rot, pos, keys, frame_time, cfg=C.ContactConfig()):  # marks each in-between frame
-        out = np.array(rot, copy=True)
-        inner = np.setdiff1d(np.arange(keys[0] + 1, keys[-1]), keys)
-        out[inner] = cfg.ease
-        return out
-    rot, keys = np.zeros((21, 2, 4)), [0, 10, 20]
-    judged = {"last": (keys, np.array([1.0, 0.4]))}
-    got = planted_where_untrusted(plant, cfg, judged)(None, None, rot, None, keys, 1 / 30)
-    assert (got[1:10] == 4).all() and (got[11:20] == 8).all() and (got[[0, 10, 20]] == 0).all()
-    judged["last"] = ([0, 20], np.array([0.4]))  # another call's keys: the shipped config throughout
-    assert (planted_where_untrusted(plant, cfg, judged)(None, None, rot, None, keys, 1 / 30)[[1, 9, 11, 19]] == 4).all()
-
-
 def _glide(bob=0.0):
     """Two foot joints over a 31-frame gap (a leg length of 1, +Y up, 30 fps): joint 1 planted at the origin;
     joint 0 in the air (0.5 up) for the first and last 6 frames and between them low on the ground, gliding
@@ -311,6 +294,23 @@ def test_easing_outside_holds_the_whole_contact_and_eases_in_the_air():
     np.testing.assert_allclose(target[eased, 0, 1], g[eased, 0, 1], atol=1e-12)  # the fill's height
     assert free[eased, 0].all()
     np.testing.assert_array_equal(weight[:, 1], inside[1][:, 1])  # the key contact as before
+
+
+def test_a_gap_the_guard_does_not_trust_holds_its_contact_whole_and_eases_longer_in_the_air():
+    """``untrusted`` gaps (the guard's weight below 1) are judged as with ``outside`` over ``untrusted_ease``
+    frames; the others as shipped; a clip with no untrusted gap as without the argument."""
+    g, up = np.concatenate([_glide(), _glide()[1:]]), np.array([0.0, 1.0, 0.0])  # two glides, keys at 0, 30, 60
+    keys, cfg = [0, 30, 60], C.ContactConfig()
+    got = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, True])
+    shipped = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg)
+    firm = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, C.ContactConfig(outside=True, ease=cfg.untrusted_ease))
+    for mine, theirs in zip(got, shipped):
+        np.testing.assert_array_equal(mine[:31], theirs[:31])
+    for mine, theirs in zip(got, firm):
+        np.testing.assert_array_equal(mine[31:], theirs[31:])
+    assert got[1][31:60, 0].max() == 1.0 and (got[1][31:60, 0] > 0).sum() > (shipped[1][31:60, 0] > 0).sum()
+    for mine, theirs in zip(C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, False]), shipped):
+        np.testing.assert_array_equal(mine, theirs)
 
 
 def test_something_else_can_say_where_a_foot_is_set_down():
