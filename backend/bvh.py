@@ -197,10 +197,18 @@ def read_bvh(path, name: str | None = None, keep_source: bool = True, finite: bo
     return parse_bvh(text, path, name, keep_source, finite)
 
 
-def nearest_equivalent(e, ref):
-    """Of the two Euler triples for one rotation, each shifted by whole turns, the one nearest ``ref``."""
+def euler_alternative(e):
+    """The other Euler triple [..., 3] of the same rotations (first and last angle a half turn on, the middle
+    one mirrored about a quarter turn)."""
     alt = np.empty_like(e)
     alt[..., 0], alt[..., 1], alt[..., 2] = e[..., 0] + np.pi, np.pi - e[..., 1], e[..., 2] + np.pi
+    return alt
+
+
+def nearest_equivalent(e, ref, alt=None):
+    """Of the two Euler triples for one rotation, each shifted by whole turns, the one nearest ``ref``
+    (``alt``: ``euler_alternative(e)``, when the caller has made it)."""
+    alt = euler_alternative(e) if alt is None else alt
     near = e + 2 * np.pi * np.round((ref - e) / (2 * np.pi))
     other = alt + 2 * np.pi * np.round((ref - alt) / (2 * np.pi))
     far = np.abs(near - ref).sum(-1, keepdims=True) > np.abs(other - ref).sum(-1, keepdims=True)

@@ -236,21 +236,17 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
 
 
 def _unwrap_many(seqs: list[np.ndarray]) -> list[np.ndarray]:
-    """``bvh.unwrap_euler`` of each Euler sequence [K_i, J, 3], stepped along all of them at once: each key the
-    one of its two Euler triples (``bvh.nearest_equivalent``'s, made once for every key), shifted by whole
-    turns, nearest its own sequence's previous key (the same numbers as one by one)."""
+    """``bvh.unwrap_euler`` of each Euler sequence [K_i, J, 3], stepped along all of them at once (each key
+    nearest its own sequence's previous one; every key's other triple made once): the same numbers as one by
+    one."""
+    from .bvh import euler_alternative, nearest_equivalent
     k = max(len(s) for s in seqs)
     e = np.zeros((len(seqs), k) + seqs[0].shape[1:])
     for i, s in enumerate(seqs):
         e[i, :len(s)] = s
-    alt = np.empty_like(e)
-    alt[..., 0], alt[..., 1], alt[..., 2] = e[..., 0] + np.pi, np.pi - e[..., 1], e[..., 2] + np.pi
-    both = np.stack([e, alt])
+    alt = euler_alternative(e)
     for t in range(1, k):
-        ref, c = e[:, t - 1], both[:, :, t]
-        near = c + 2 * np.pi * np.round((ref - c) / (2 * np.pi))
-        far = np.abs(near - ref).sum(-1, keepdims=True)
-        e[:, t] = np.where(far[0] > far[1], near[1], near[0])
+        e[:, t] = nearest_equivalent(e[:, t], e[:, t - 1], alt[:, t])
     return [e[i, :len(s)] for i, s in enumerate(seqs)]
 
 
