@@ -1,10 +1,10 @@
 import sys
 
-from . import interrupts
+from .cli import interrupts
 
-interrupts.install()  # before numpy and torch start their threads (see backend.interrupts)
+interrupts.install()  # before numpy and torch start their threads (see backend.cli.interrupts)
 try:
-    from .cli import main
+    from .cli.main import main
 
     status = main()
 except KeyboardInterrupt:  # Ctrl+C while Python is still importing (torch takes a while)

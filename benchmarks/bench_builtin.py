@@ -32,9 +32,9 @@ MODES = ("BUILTIN", "IN_PROCESS")
 FIRST_CALL = r"""
 import sys, time
 t0 = time.perf_counter()
-from backend.engine import Engine
-from backend.bvh import read_bvh
-from backend.keyframes_np import every_k
+from backend.motion.engine import Engine
+from backend.formats.bvh import read_bvh
+from backend.motion.keyframes_np import every_k
 runtime = sys.argv[1]
 clip = read_bvh(sys.argv[2])
 clip = type(clip)(clip.skeleton, clip.rotations[:61], clip.positions[:61], clip.frame_time, clip.name)

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backend.bvh import parse_bvh, read_bvh  # noqa: E402
+from backend.formats.bvh import parse_bvh, read_bvh  # noqa: E402
 
 MB = 1e6
 

@@ -46,7 +46,7 @@ def clip_300(root: Path, folder: Path, backwards: bool = False) -> Path:
     import numpy as np
     from dataclasses import replace
 
-    from backend.bvh import read_bvh, write_bvh
+    from backend.formats.bvh import read_bvh, write_bvh
     a, b = (read_bvh(root / "examples" / "bvh" / n) for n in CLIPS)
     rot = np.concatenate([a.rotations, b.rotations])[:300]
     pos = np.concatenate([a.positions, b.positions])[:300]

@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     from addon_helpers import bpy
     bpy = bpy()
     import mesh_addon_helpers
-    from backend.mesh import join_frames
+    from backend.mesh.sequences import join_frames
     from blender_addon import bridge
     from blender_addon.io import cache as mesh_cache
     from blender_addon.io import mesh as mesh_io
@@ -86,8 +86,8 @@ def main(argv=None) -> int:
     rows["  of which the model (encode, decode)"] = med(model)
     # Baseline in the same run: the linear part alone (PCA projection and reconstruction with the
     # checkpoint's basis) plus the same PC2 write -- what the transformer adds on top of it.
-    from backend.mesh import project, reconstruct
-    from backend.mesh_engine import MeshEngine
+    from backend.mesh.sequences import project, reconstruct
+    from backend.mesh.engine import MeshEngine
     basis = MeshEngine(ckpt, "cpu").basis
     lin = []
     for _ in range(args.repeats):

@@ -9,7 +9,7 @@ against the curves Blender draws through the same keys (auto-clamped Bézier).  
 world heads on the frames between keys against the capture's, mean, in cm per 1.75 m of the figure's
 height (its rest height, head over feet), as the issue measures.  Only the first ``--frames`` frames of
 each clip are used (the Blender passes dominate the run time), from the first frame of motion: CMU's files
-begin with a calibration T-pose (``backend.calibration``), which an animator would not key.  ``--encode``:
+begin with a calibration T-pose (``backend.motion.calibration``), which an animator would not key.  ``--encode``:
 Encode's own readout instead (the autoencoder's fit per segment, degrees and cm, as the panel shows it).
 """
 from __future__ import annotations
@@ -52,8 +52,8 @@ def trim(obj, last: int) -> None:
 
 def first_frame(path: Path) -> int:
     """The scene frame (Import BVH puts the file's first frame on 1) where the motion starts."""
-    from backend.bvh import read_bvh
-    from backend.calibration import leading_calibration_frames
+    from backend.formats.bvh import read_bvh
+    from backend.motion.calibration import leading_calibration_frames
     clip = read_bvh(path)
     return 1 + leading_calibration_frames(clip.rotations, clip.frame_time)
 
@@ -64,7 +64,7 @@ def measure(bpy, path: Path, seconds: float, frames: int, first: int) -> tuple[f
     import numpy as np
     from addon_helpers import import_bvh, thin_keys
     from blender_addon import bridge, preferences
-    from backend.keyframes_np import every_k
+    from backend.motion.keyframes_np import every_k
     from blender_addon.io import bone_map as bone_map_io
     obj = import_bvh(path)
     try:

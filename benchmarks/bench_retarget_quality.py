@@ -83,7 +83,7 @@ def measure(bpy, rig, clip_path, every: int, fps: float, spread: bool = False):
     import numpy as np
     from addon_helpers import select_keys
     from blender_addon import bridge, preferences
-    from backend.keyframes_np import every_k
+    from backend.motion.keyframes_np import every_k
     from blender_addon.batch.job_bvh import read
     from blender_addon.io import bone_map as bone_map_io
     from test_rig_other_tools import heads, key_motion

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 # (module, function, label): the add-on's seam joins and Euler channels, the backend's poses from features
 FUNCTIONS = [("blender_addon.core.latent_math", "segments_values", "seam joins of the edited decode (4 segments)"),
              ("blender_addon.core.slider_math", "euler_near", "rotations -> Euler channels (all bones, 77 frames)"),
-             ("backend.features_np", "poses_from_features", "model features -> poses (62 frames)"),
+             ("backend.motion.features_np", "poses_from_features", "model features -> poses (62 frames)"),
              ("blender_addon.latent.core", "read_raw", "read the raw control points (40 properties)")]
 
 

@@ -10,9 +10,9 @@ spell of the machine (another job, the host) falls on all of them: each round gi
 to the first tree's time in that round, and the figure is the median of those ratios (with the median
 times beside it).  A tree is a checkout (``git worktree add /tmp/old REV``).  ``--clock cpu`` times the
 calling thread's CPU time instead of the wall clock (with one thread the model's products run on it).
-``TREE@onnx`` runs that tree's model on its exported graphs through ONNX Runtime (``backend.runtime``: what
+``TREE@onnx`` runs that tree's model on its exported graphs through ONNX Runtime (``backend.runtime.onnx_runner``: what
 the add-on's built-in backend runs in a Blender without PyTorch) instead of PyTorch; ``TREE@onednn`` runs its
-PyTorch model's products through oneDNN whatever the CPU (``backend.model._USE_ONEDNN``: the product path the
+PyTorch model's products through oneDNN whatever the CPU (``backend.models.spline_transformer._USE_ONEDNN``: the product path the
 trees before session 19 always took, so a tree's own passes can be timed apart from that choice); one tree may
 be named several times, once each way.
 """
@@ -32,9 +32,9 @@ import json, statistics, sys, time
 import torch
 torch.set_num_threads({threads})
 sys.path.insert(0, {root!r})
-from backend.bvh import read_bvh
-from backend.engine import DEFAULT_INBETWEEN, Engine
-from backend.keyframes import every_k
+from backend.formats.bvh import read_bvh
+from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.keyframes import every_k
 {onednn}eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
 keys = {{k: every_k(61, k) for k in {spacings!r}}}
@@ -65,12 +65,12 @@ class Tree:
         if runtime not in ("", "onnx", "onednn"):
             raise SystemExit(f"{spec}: the runtime after @ is onnx or onednn (or none: PyTorch as the tree ships it)")
         if runtime == "onnx" and not (root / "backend" / "runtime.py").exists():
-            raise SystemExit(f"{spec}: this tree has no ONNX Runtime path (backend/runtime.py)")
+            raise SystemExit(f"{spec}: this tree has no ONNX Runtime path (backend/runtime/onnx_runner.py)")
         if runtime == "onednn" and "_USE_ONEDNN" not in (root / "backend" / "model.py").read_text():
             raise SystemExit(f"{spec}: this tree always runs oneDNN's products (name it without @onednn)")
         code = SERVE.format(root=str(root.resolve()), threads=threads, spacings=SPACINGS, clock=CLOCKS[clock],
                             runtime=', runtime="onnx"' if runtime == "onnx" else "",
-                            onednn="import backend.model; backend.model._USE_ONEDNN = True\n"
+                            onednn="import backend.models.spline_transformer; backend.models.spline_transformer._USE_ONEDNN = True\n"
                             if runtime == "onednn" else "")
         env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
         self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, text=True,
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     for t in args.trees:
         if not (Path(t.partition("@")[0]) / "backend" / "engine.py").exists():
-            raise SystemExit(f"{t}: not a Splinetween tree (no backend/engine.py); make one with git worktree add")
+            raise SystemExit(f"{t}: not a Splinetween tree (no backend/motion/engine.py); make one with git worktree add")
     trees = [Tree(t, args.threads, args.clock) for t in args.trees]
     times = {(t, k): [] for t in args.trees for k in SPACINGS}
     ratios = {(t, k): [] for t in args.trees for k in SPACINGS}

@@ -11,7 +11,7 @@ rewrites between blocks of five changes), so that both see the same moments of a
 their ratio holds.
 
 * Slider: on benchmarks/bench_latent.py's 300 frames of walking (examples/bvh, familiar motion) and
-  the same frames played backwards (written with backend.bvh), after Encode of all 300: set the
+  the same frames played backwards (written with backend.formats.bvh), after Encode of all 300: set the
   fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
   taken from the cache) and let its update callback run.  Model in-process: PyTorch in Blender's Python
   (``IN_PROCESS``, the figure issue 19 set its target with), or ``--backend BUILTIN``, the add-on's default

@@ -15,9 +15,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.features import Normalizer, detect_layout, to_features  # noqa: E402
-from backend.model import ModelConfig  # noqa: E402
-from backend.registry import build_model  # noqa: E402
+from backend.motion.features import Normalizer, detect_layout, to_features  # noqa: E402
+from backend.models.spline_transformer import ModelConfig  # noqa: E402
+from backend.models.registry import build_model  # noqa: E402
 from training.data import WindowSampler, load_split, within_clip_position_std  # noqa: E402
 from training.inbetween_task import InbetweenBatcher  # noqa: E402
 from training.losses import pose_loss  # noqa: E402

@@ -81,11 +81,11 @@ class ModelInfo:
         return self.window - 1
 
     def scene_max_gap(self, fps: float) -> int:
-        """The longest gap in frames of a scene at ``fps`` (``backend.timebase``: keys are resampled to the model's rate)."""
-        return numpy_module("timebase").max_scene_gap(self.max_gap, 1.0 / fps, self.frame_time)
+        """The longest gap in frames of a scene at ``fps`` (``backend.maths.timebase``: keys are resampled to the model's rate)."""
+        return numpy_module("maths.timebase").max_scene_gap(self.max_gap, 1.0 / fps, self.frame_time)
 
     def same_rate(self, fps: float) -> bool:
-        return numpy_module("timebase").same_rate(1.0 / fps, self.frame_time)
+        return numpy_module("maths.timebase").same_rate(1.0 / fps, self.frame_time)
 
 
 _backend_package = None
@@ -124,11 +124,13 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 
 def numpy_module(name: str):
-    """A numpy-only backend module (``pc2``, ``mesh``, ``quat_np``, ``atomic``, ``timebase``, ``json_limits``,
-    ``checkpoint_kind``, ``runtime`` (ONNX Runtime), the ``humanoid`` package's: skeleton finding and conversion): safe to use in Blender
-    without torch."""
-    if name not in ("pc2", "mesh", "quat_np", "atomic", "timebase", "json_limits", "checkpoint_kind", "runtime") \
-            and not name.startswith("humanoid."):
+    """A numpy-only backend module (``formats.*``: BVH, PC2, atomic writes, JSON limits; ``maths.quat_np``,
+    ``maths.timebase``, ``mesh.sequences``, ``runtime.kind``, ``runtime.onnx_runner`` (ONNX Runtime), the
+    ``humanoid`` package's: skeleton finding and conversion; ``motion.calibration``, ``motion.edits``,
+    ``motion.skeleton``): safe to use in Blender without torch."""
+    if name not in ("mesh.sequences", "maths.quat_np", "maths.timebase", "runtime.kind", "runtime.onnx_runner",
+                    "motion.calibration", "motion.edits", "motion.skeleton") \
+            and not name.startswith(("humanoid.", "formats.")):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
 
@@ -158,7 +160,7 @@ def read_model(path) -> ModelInfo:
         if key not in _info_cache:
             if len(_info_cache) > 64:
                 _info_cache.clear()
-            _info_cache[key] = _model_info(path, numpy_module("json_limits").read(path))
+            _info_cache[key] = _model_info(path, numpy_module("formats.json_limits").read(path))
     except OSError as e:
         raise BridgeError(f"cannot read the checkpoint {path} ({e.strerror}); check Preferences > "
                           "Add-ons > Splinetween > Checkpoint") from None
@@ -169,7 +171,7 @@ def read_model(path) -> ModelInfo:
 
 
 def _model_info(path: Path, doc: dict) -> ModelInfo:
-    checkpoint_kind = numpy_module("checkpoint_kind")
+    checkpoint_kind = numpy_module("runtime.kind")
     found = checkpoint_kind.kind_of(doc)
     if found is None:
         raise BridgeError(checkpoint_kind.not_motion(path.name, doc))  # (names what a checkpoint holds)
@@ -184,7 +186,7 @@ def _model_info(path: Path, doc: dict) -> ModelInfo:
     return ModelInfo(path, tuple(sk.get("names", ())), tuple(int(p) for p in sk.get("parents", ())),
                      np.asarray(sk.get("offsets", ()), dtype=np.float64).reshape(-1, 3),
                      tuple(feat.get("position_joints", ())), tuple(feat.get("rotation_joints", ())),
-                     int(doc.get("window", 61)), numpy_module("timebase").model_frame_time(info),
+                     int(doc.get("window", 61)), numpy_module("maths.timebase").model_frame_time(info),
                      task=task,
                      latent=int(doc["model"]["latent"]), min_frames=int((info.get("config") or {}).get("min_window", 2)),
                      principal_names=tuple(info.get("principal_names", ())),
@@ -214,16 +216,16 @@ _exported: dict = {}  # (checkpoint, its files' mtimes) -> why its graphs cannot
 
 
 def exported(checkpoint) -> str:
-    """Why ``checkpoint``'s exported graphs cannot run built-in ("" when they can): ``backend.runtime.stale``,
+    """Why ``checkpoint``'s exported graphs cannot run built-in ("" when they can): ``backend.runtime.onnx_runner.stale``,
     asked again only when one of its files changes (a slider asks on every change)."""
     json_path = Path(checkpoint).with_suffix(".json")
     files = [json_path, json_path.with_suffix(".safetensors")] + [json_path.with_name(f"{json_path.stem}.{c}.onnx")
-                                                                   for c in numpy_module("runtime").CALLS]
+                                                                   for c in numpy_module("runtime.onnx_runner").CALLS]
     key = (str(json_path),) + tuple(f.stat().st_mtime_ns if f.exists() else None for f in files)
     if key not in _exported:
         if len(_exported) > 64:
             _exported.clear()
-        _exported[key] = numpy_module("runtime").stale(json_path)
+        _exported[key] = numpy_module("runtime.onnx_runner").stale(json_path)
     return _exported[key]
 
 

@@ -19,7 +19,7 @@ SHORT = {"dataset-2_run_normal_002": "run", "dataset-2_walk-turn-left_normal_001
 
 def blocked_keys(n: int, every: int = EVERY) -> list[int]:
     """Scene frames 1, 1+every, ... and the last (the backend's every_k on frames 1..n)."""
-    from backend.keyframes_np import every_k
+    from backend.motion.keyframes_np import every_k
     return [1 + k for k in every_k(n, every)]
 
 

@@ -67,15 +67,15 @@ def blender45_run():
 
 @pytest.fixture(scope="session")
 def example_clips():
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     return [read_bvh(p) for p in EXAMPLES]
 
 
 def _tiny(tmp_path_factory, clip, family, task):
-    from backend import checkpoint
-    from backend.features import Normalizer, detect_layout, to_features
-    from backend.model import ModelConfig
-    from backend.registry import build_model
+    from backend.runtime import checkpoint
+    from backend.motion.features import Normalizer, detect_layout, to_features
+    from backend.models.spline_transformer import ModelConfig
+    from backend.models.registry import build_model
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
     cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=32, heads=4, layers=1, latent=8)
@@ -100,5 +100,5 @@ def tiny_inbetween(tmp_path_factory, example_clips):
 
 
 def shipped_checkpoint():
-    from backend.engine import DEFAULT_CHECKPOINT
+    from backend.motion.engine import DEFAULT_CHECKPOINT
     return DEFAULT_CHECKPOINT if DEFAULT_CHECKPOINT.exists() else None

@@ -30,7 +30,7 @@ def info() -> dict:
 def encoded_segments(frames: int) -> list[tuple[int, int]]:
     """The segments Encode cuts ``frames`` frames into with the shipped autoencoder's window (read from
     its JSON: no torch needed, so this also runs under Blender 4.5's own Python)."""
-    from backend.controls import segment_bounds
+    from backend.motion.controls import segment_bounds
     return segment_bounds(frames, int(json.loads(AUTOENCODER.read_text())["window"]))
 
 
@@ -44,10 +44,10 @@ def require_principal() -> list[str]:
 
 def reversed_bvh(folder: Path, path: Path = WAVE) -> Path:
     """A clip played backwards (motion the model never saw: arms lowered before they are raised, weight
-    shifting in reverse), written with backend.bvh."""
+    shifting in reverse), written with backend.formats.bvh."""
     from dataclasses import replace
 
-    from backend.bvh import read_bvh, write_bvh
+    from backend.formats.bvh import read_bvh, write_bvh
     clip = read_bvh(path)
     meta = {k: v[::-1].copy() for k, v in clip.meta.items() if k == "source_channels"}
     out = Path(folder) / f"{path.stem}_reversed.bvh"
@@ -61,8 +61,8 @@ def shaken_bvh(folder: Path, degrees: float = 25.0, path: Path = EXAMPLE) -> Pat
     person makes, which the model reconstructs poorly (the fidelity readout warns)."""
     from dataclasses import replace
 
-    from backend import quat_np as Q
-    from backend.bvh import read_bvh, write_bvh
+    from backend.maths import quat_np as Q
+    from backend.formats.bvh import read_bvh, write_bvh
     clip = read_bvh(path)
     rng = np.random.default_rng(0)
     axis = rng.normal(size=clip.rotations.shape[:2] + (3,))

@@ -47,7 +47,7 @@ def flag() -> dict:
                    any(m.type == "CLOTH" for m in o.modifiers))
         first = mesh_io.read_mesh_sequence(b.context, obj, 11, 20)  # jumps in: the cloth must be stepped from 1
         frames = mesh_io.read_mesh_sequence(b.context, obj, 1, 60)
-        from backend.pc2 import write_pc2
+        from backend.formats.pc2 import write_pc2
         pc2 = write_pc2(session_dir() / "flag.pc2", frames)
         _session["flag"] = {"frames": frames, "pc2": pc2, "blend": blend, "from_11": first}
     return _session["flag"]
@@ -148,7 +148,7 @@ def long_flag(count: int = 121) -> dict:
     """The flag played forwards and backwards for ``count`` frames (two or more segments), as a PC2."""
     key = f"long_{count}"
     if key not in _session:
-        from backend.pc2 import write_pc2
+        from backend.formats.pc2 import write_pc2
         frames = ping_pong(flag()["frames"], count)
         _session[key] = {"frames": frames, "pc2": write_pc2(session_dir() / f"flag_{count}.pc2", frames)}
     return _session[key]

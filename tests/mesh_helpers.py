@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.pc2 import write_pc2
+from backend.formats.pc2 import write_pc2
 
 
 def ripple(index: int, frames: int = 70, n: int = 10) -> np.ndarray:

@@ -9,7 +9,7 @@ from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, 
                            import_bvh, keys_on, snapshot, thin_every, use_test_backend)
 
 bpy = bpy()
-from backend.contacts import CAPTURE, ground_contacts  # noqa: E402  (numpy only)
+from backend.motion.inbetween.contacts import CAPTURE, ground_contacts  # noqa: E402  (numpy only)
 
 pytestmark = pytest.mark.blender
 OP = bpy.ops.anim.splinetween_inbetween

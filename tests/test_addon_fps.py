@@ -1,6 +1,6 @@
 """Scenes at 24, 60 and 29.97 fps, in real (headless) Blender: the model works in seconds.
 
-The fixture walk (30 fps) is written at 24 and 60 fps (backend.timebase.sample) and imported; the same keys in
+The fixture walk (30 fps) is written at 24 and 60 fps (backend.maths.timebase.sample) and imported; the same keys in
 seconds are in-betweened in each scene.  The 24 fps fill matches the 30 fps fill at the same times, the keys
 stay bit for bit, the gap limit is 2 s in the scene's frames, and Encode's neutral is the original at 24 fps.
 """
@@ -13,8 +13,8 @@ from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, channelbag, copy_ar
                            fresh_scene_with_addon, import_bvh, keys_on, prefs, snapshot, thin_keys, use_test_backend)
 
 bpy = bpy()
-from backend import quat_np  # noqa: E402
-from backend import timebase  # noqa: E402
+from backend.maths import quat_np
+from backend.maths import timebase
 from blender_addon import bridge  # noqa: E402
 from blender_addon.inbetween import fill  # noqa: E402
 
@@ -27,7 +27,7 @@ def _write_at(folder, fps: float):
     """The fixture walk's first ``SECONDS`` written as a BVH at ``fps``."""
     from dataclasses import replace
 
-    from backend.bvh import read_bvh, write_bvh
+    from backend.formats.bvh import read_bvh, write_bvh
     clip = read_bvh(TEST_CLIP)
     n = int(SECONDS * fps) + 1
     rot, pos = timebase.sample(quat_np.fix_hemisphere(clip.rotations), clip.positions, np.arange(n) * 30.0 / fps)

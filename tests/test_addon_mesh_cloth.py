@@ -37,12 +37,12 @@ def test_encode_the_simulated_flag_edit_it_and_remove(cloth):
     path = folder / "splinetween" / "cloth_flag_cloth_encoded.pc2"
     assert path.exists() and obj.modifiers[-1].filepath == "//splinetween/cloth_flag_cloth_encoded.pc2"
     assert [m.type for m in obj.modifiers] == ["CLOTH", "MESH_CACHE"]
-    from backend.pc2 import read_pc2
+    from backend.formats.pc2 import read_pc2
     samples, start, _ = read_pc2(path)
     assert start == 1.0 and samples.shape == truth.shape
     for f in (1, 30, 60):  # frame f shows the sample decoded for frame f, over the simulation below it
         assert np.array_equal(evaluated(obj, f), samples[f - 1])
-    from backend.mesh import bbox_diagonal, mean_vertex_error
+    from backend.mesh.sequences import bbox_diagonal, mean_vertex_error
     assert mean_vertex_error(samples, truth) < 0.05 * bbox_diagonal(truth)
     st.segments[0].amplify = 2.0
     assert st.status == "" and np.abs(evaluated(obj, 30) - samples[29]).max() > 0.01

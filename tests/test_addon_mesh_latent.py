@@ -59,7 +59,7 @@ def test_encode_shows_the_frames_read_and_the_sliders_layer_the_models_edit(sour
     neutral = evaluated_range(obj, 1, N)
     assert np.array_equal(neutral, source["frames"])  # at neutral: the frames read, bit for bit
     fit = latent.fidelity(st)  # the readout: the model's own decode against the frames read
-    from backend.mesh import bbox_diagonal
+    from backend.mesh.sequences import bbox_diagonal
     np.testing.assert_allclose(fit[:, 1], 100 * fit[:, 0] / bbox_diagonal(source["frames"]), rtol=1e-6)
     assert (fit[:, 1] > 0).all() and L.fidelity_problem(fit, mesh=True) is None
     st.segments[1].amplify = 2.0
@@ -67,8 +67,8 @@ def test_encode_shows_the_frames_read_and_the_sliders_layer_the_models_edit(sour
     ramp = 31 // 4  # segment 0 (frames 0-30) eases into the seam over its last quarter
     assert np.array_equal(edited[:31 - ramp], neutral[:31 - ramp]) and np.array_equal(edited[68:], neutral[68:])
     assert np.abs(edited[32:60] - neutral[32:60]).max() > 1e-3
-    from backend.edits import amplify
-    from backend.mesh_engine import MeshControls, MeshEngine
+    from backend.motion.edits import amplify
+    from backend.mesh.engine import MeshControls, MeshEngine
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
     raw = np.stack([[np.array(obj[LM.raw_name(s, c)]) for c in range(4)] for s in range(4)])
     pts = raw.copy()
@@ -133,7 +133,7 @@ def test_resample_decodes_more_frames_and_the_range_grows(source, flag_obj):
     neutral = evaluated_range(obj, 1, 61)
     assert bpy.ops.anim.splinetween_resample(mode="FACTOR", factor=2.0) == {"FINISHED"}
     assert (st.frames, st.frame_end) == (121, 121)
-    from backend.pc2 import read_pc2
+    from backend.formats.pc2 import read_pc2
     assert read_pc2(cache_file(obj))[0].shape == (121, 5041, 3)
     dense = evaluated_range(obj, 1, 121)
     assert np.array_equal(dense[::2], neutral)  # the frames read on every other frame, the same motion twice as slow
@@ -242,7 +242,7 @@ def test_a_cache_belongs_to_its_blend_and_save_as_elsewhere_gives_the_copy_its_o
 
 @pytest.mark.torch
 def test_both_backend_modes_write_the_same_cache(source):
-    from backend.pc2 import read_pc2
+    from backend.formats.pc2 import read_pc2
     from blender_addon import bridge
     here = cached_grid(source["pc2"], "Here")
     encode(here, 1, 61).segments[0].amplify = 1.7

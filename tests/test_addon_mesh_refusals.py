@@ -140,7 +140,7 @@ def test_not_a_mesh_and_already_encoded(flag_obj):
 def test_a_missing_checkpoint_turns_the_sliders_off_and_remove_still_works(flag_obj, tmp_path):
     import shutil
 
-    from backend import json_limits
+    from backend.formats import json_limits
     from blender_addon.core import latent_math
     # config, weights and the asset's shared basis
     for f in latent_math.checkpoint_files(MESH_AUTOENCODER, json_limits.read):

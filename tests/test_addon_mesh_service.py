@@ -1,5 +1,5 @@
 """The service's mesh requests (mesh_encode, mesh_inbetween, mesh_decode): the same numbers in-process,
-over the framed protocol and through a backend process; edits as in backend.edits; refusals as messages."""
+over the framed protocol and through a backend process; edits as in backend.motion.edits; refusals as messages."""
 from __future__ import annotations
 
 import io
@@ -49,7 +49,7 @@ def decode_request(reply, out, amplify=1.0, timing=0.0, principal=(), scale=1, k
 
 
 def test_encode_decode_in_process_equals_framed_and_the_engine(frames):
-    from backend.mesh_engine import MeshControls, MeshEngine
+    from backend.mesh.engine import MeshControls, MeshEngine
     reply, out = service.handle(*encode_request(frames))
     assert reply["ok"] and reply["num_vertices"] == 5041 and out["points"].shape[:2] == (2, 4)  # 60 frames: 2 segments of <= 31
     # each segment's neutral decode, laid one after the other (segments share their end frames)
@@ -68,8 +68,8 @@ def test_encode_decode_in_process_equals_framed_and_the_engine(frames):
 
 
 def test_decode_applies_the_edits_of_backend_edits(frames):
-    from backend.edits import edit_points
-    from backend.mesh_engine import MeshEngine
+    from backend.motion.edits import edit_points
+    from backend.mesh.engine import MeshEngine
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
     reply, out = service.handle(*encode_request(frames, decode=False))
     m = len(reply["principal_names"])

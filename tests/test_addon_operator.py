@@ -70,8 +70,8 @@ def test_fills_every_gap_and_keeps_the_keys(walk, thinned):
 def test_matches_the_engine_on_the_file(walk, thinned):
     """The filled curves are the backend's own in-betweening of the file (the conversion is exact)."""
     import torch
-    from backend.bvh import read_bvh
-    from backend.engine import DEFAULT_INBETWEEN, Engine
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     from addon_helpers import TEST_CLIP
     torch.set_num_threads(1)
     clip = read_bvh(TEST_CLIP)
@@ -80,7 +80,7 @@ def test_matches_the_engine_on_the_file(walk, thinned):
     bag, names = channelbag(thinned), list(clip.skeleton.names)
     rig = scene_io.rig_frames(thinned, names, clip.skeleton.offsets)
     rot, pos = rig_math.blender_to_bvh(rig, *scene_io.read_pose(thinned, bag, names, np.arange(1, walk["n"] + 1)))
-    from backend import quat_np
+    from backend.maths import quat_np
     _, ours = quat_np.fk(rot, pos, clip.skeleton.parents)
     _, theirs = quat_np.fk(out.rotations, out.positions, clip.skeleton.parents)
     assert np.linalg.norm(ours - theirs, axis=-1).max() < 2e-3  # cm: float32 keys in, float32 keys out

@@ -1,12 +1,12 @@
 """blender_addon.core.rig_math and blender_addon.core.gaps on their own: numpy only, checked against
-backend.quat_np and (where Blender defines the convention) against mathutils."""
+backend.maths.quat_np and (where Blender defines the convention) against mathutils."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
-from backend import quat_np
+from backend.maths import quat_np
 from backend.humanoid import axes
 from blender_addon.core import continuity, gaps, quat
 from blender_addon.core import rig_math
@@ -19,7 +19,7 @@ def random_quats(n):
 
 
 def test_quaternion_basics_match_backend():
-    """core.quat is backend.quat_np's arithmetic term for term: the same floats (computed here, on this
+    """core.quat is backend.maths.quat_np's arithmetic term for term: the same floats (computed here, on this
     machine, by both), whichever way the add-on reaches them."""
     a, b = random_quats(50), random_quats(50)
     v = RNG.normal(size=(50, 3))

@@ -1,5 +1,5 @@
 """scene_io + rig_math against Blender's own BVH importer: the keys Blender holds, converted to
-the backend's convention, are the file's motion as backend.bvh.read_bvh reads it; and back."""
+the backend's convention, are the file's motion as backend.formats.bvh.read_bvh reads it; and back."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,7 @@ from addon_helpers import (TEST_CLIP, bpy, channelbag, copy_armature, disable_ad
                            import_bvh)
 
 bpy = bpy()
-from backend.bvh import read_bvh  # noqa: E402
+from backend.formats.bvh import read_bvh  # noqa: E402
 from blender_addon.core import rig_math  # noqa: E402
 from blender_addon.io import scene as scene_io  # noqa: E402
 
@@ -108,7 +108,7 @@ def test_location_frames_and_rotation_modes_follow_blender(imported):
     """Pose a bone with any rotation mode and either location option: Blender's evaluated
     bone heads and orientations equal what our conversion + FK predicts."""
     clip, original = imported
-    from backend import quat_np
+    from backend.maths import quat_np
     names = list(clip.skeleton.names)
     obj = copy_armature(original)
     spine = obj.pose.bones["Spine"]

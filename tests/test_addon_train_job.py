@@ -156,7 +156,7 @@ def test_trains_in_the_background_and_points_the_object_at_the_model(grid, tmp_p
 
     # The exported data is the evaluated mesh, every frame of the range: the first 39 to train on, the
     # last 31 (a whole window) to validate on, never the training frames.
-    from backend.pc2 import read_pc2
+    from backend.formats.pc2 import read_pc2
     assert job.folder == tmp_path / "splinetween" / "train_scene_Grid_autoencoder"
     train, _, _ = read_pc2(job.run / "data" / "Grid_0.pc2")
     val, _, _ = read_pc2(job.run / "data" / "Grid_8.pc2")
@@ -182,7 +182,7 @@ def test_trains_in_the_background_and_points_the_object_at_the_model(grid, tmp_p
     path = Path(bpy.path.abspath(rel))
     assert prefs().mesh_autoencoder == ""  # the preference stays the default for other meshes
     assert PROPS["inbetween"] not in grid
-    from backend.mesh_engine import MeshEngine
+    from backend.mesh.engine import MeshEngine
     engine = MeshEngine(path, "cpu")
     assert engine.num_vertices == 100 and engine.task == "autoencoder"
     out = engine.reconstruct(train[:31])
@@ -268,7 +268,7 @@ def test_bad_input_is_refused_before_anything_is_written(grid, tmp_path):
     refused(r"The cache folder .*nope' does not exist", tmp_path, source="CACHES", cache_folder=str(tmp_path / "nope"))
     caches = tmp_path / "caches"
     caches.mkdir()
-    from backend.pc2 import write_pc2
+    from backend.formats.pc2 import write_pc2
     write_pc2(caches / "other_0.pc2", np.zeros((20, 50, 3), np.float32))
     with pytest.raises(RuntimeError, match=r"other_0.pc2 has 50 vertices, the object 100.*per asset"):
         TRAIN(source="CACHES", cache_folder=str(caches))
@@ -304,7 +304,7 @@ def test_a_training_error_is_reported_with_the_clis_message(grid, tmp_path):
 
 def test_trains_from_a_cache_folder(grid, tmp_path, monkeypatch):
     monkeypatch.setenv("SPLINETWEEN_NO_PRINCIPAL", "1")
-    from backend.pc2 import write_pc2
+    from backend.formats.pc2 import write_pc2
     caches = tmp_path / "caches"
     caches.mkdir()
     frames = np.stack([evaluated(grid, f) for f in range(1, 71)])

@@ -64,7 +64,7 @@ def test_progress_shows_each_phase_before_the_steps():
 
 
 def test_one_cache_is_refused_for_want_of_validation_frames(tmp_path):
-    from backend.pc2 import write_pc2
+    from backend.formats.pc2 import write_pc2
     write_pc2(tmp_path / "walk.pc2", np.zeros((40, 4, 3), np.float32))
     with pytest.raises(train_data.TrainJobError, match=r"holds one cache that fits \(walk.pc2\); training validates "
                                                        r"on other frames than it trains on: .*walk_8.pc2"):

@@ -121,10 +121,10 @@ def test_inbetween_again_over_latent_controls_needs_replace_latent(blends, tmp_p
 def test_two_workers_bvh_and_every_k(blends, tmp_path):
     """--every 15 on BVH files writes what the backend CLI writes; on a densely keyed .blend it keys
     every 15th frame and fills the rest with the same motion as the backend on the BVH."""
-    from backend import quat_np
-    from backend.bvh import format_bvh, read_bvh
-    from backend.engine import DEFAULT_INBETWEEN, Engine
-    from backend.keyframes import every_k
+    from backend.maths import quat_np
+    from backend.formats.bvh import format_bvh, read_bvh
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+    from backend.motion.keyframes import every_k
     from blender_addon.core import rig_math
     from blender_addon.io import scene as scene_io
 

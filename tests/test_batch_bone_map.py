@@ -28,7 +28,7 @@ def renamed_bvh(path):
 
 
 def test_a_bvh_with_cmu_names_in_betweens_as_the_original(tmp_path):
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
     shutil.copy2(TEST_CLIP, src / "orig.bvh")

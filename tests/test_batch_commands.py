@@ -30,7 +30,7 @@ def blends():
 
 @pytest.fixture(scope="module")
 def engine():
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     return Engine(DEFAULT_CHECKPOINT, "cpu")
 
 
@@ -46,8 +46,8 @@ def _raw(obj) -> np.ndarray:
 
 @pytest.mark.torch
 def test_edit(blends, engine, tmp_path):
-    from backend.bvh import format_bvh, read_bvh
-    from backend.edits import edit_points
+    from backend.formats.bvh import format_bvh, read_bvh
+    from backend.motion.edits import edit_points
     from blender_addon import preferences
     from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
@@ -92,7 +92,7 @@ def test_edit(blends, engine, tmp_path):
 
 @pytest.mark.torch
 def test_encode_and_info(blends, engine, tmp_path):
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     src, out = tmp_path / "in", tmp_path / "out"
     batch_helpers.build_blends(src, [blends["run"]["clip"]], dense=True)  # every imported key: the clip's own motion
     batch_helpers.build_no_armature(src / "props.blend")

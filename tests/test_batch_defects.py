@@ -114,7 +114,7 @@ def test_edit_of_a_bvh_bounds_supersampling(tmp_path):
     r = run_batch("edit", EXAMPLES[2], "--supersample", "2000", "--out-dir", out, "--jobs", 1, "--device", "cpu")
     assert r.returncode == 1
     entry = by_name(load_report(out, "edit"))[EXAMPLES[2].name]
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     n = Engine(DEFAULT_CHECKPOINT, "cpu").ckpt.window  # the longest segment the autoencoder cuts
     assert f"--supersample 2000: a {n}-frame segment would decode to {(n - 1) * 2000 + 1} frames; the limit is " \
         "2048" in entry["errors"][0]

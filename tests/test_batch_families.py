@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from batch_helpers import load_report, run_batch
-from backend import quat_np
-from backend.bvh import read_bvh
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
 
 pytestmark = pytest.mark.blender
 SKELETONS = Path(__file__).resolve().parent / "fixtures" / "skeletons"

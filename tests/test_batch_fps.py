@@ -70,8 +70,8 @@ def test_blend_at_24_fps_with_an_ik_leg(shot):
 
 
 def test_bvh_at_24_fps(shot):
-    from backend import quat_np
-    from backend.bvh import read_bvh
+    from backend.maths import quat_np
+    from backend.formats.bvh import read_bvh
     src, out = shot["folder"] / "bvh", shot["folder"] / "bvh-out"
     src.mkdir(exist_ok=True)
     (src / "walk24.bvh").write_bytes(shot["bvh"].read_bytes())

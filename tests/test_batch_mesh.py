@@ -71,7 +71,7 @@ def test_mesh_inbetween_writes_a_pc2_beside_each_output(inputs, inbetweened):
     files = by_name(rep)
     assert sorted(files) == ["cube.blend", "flag_a.blend", "flag_b.blend", "nomesh.blend"]  # the folder's .blend files
     keys = list(range(1, 60, 5)) + [60]
-    from backend.pc2 import read_pc2
+    from backend.formats.pc2 import read_pc2
     samples = {}
     for name in ("flag_a.blend", "flag_b.blend"):
         f = files[name]

@@ -23,7 +23,7 @@ KEYS = [0, 15, 30, 45, 60, 75]
 
 @pytest.fixture(scope="module")
 def key_poses():
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     clip = read_bvh(TEST_CLIP)
     return clip.skeleton.offsets, clip.rotations[KEYS], clip.positions[KEYS]
 

@@ -28,7 +28,7 @@ def logs_in_tmp(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def key_poses():
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     clip = read_bvh(TEST_CLIP)
     return clip.skeleton.offsets, clip.rotations[KEYS], clip.positions[KEYS]
 

@@ -46,13 +46,13 @@ enc.splinetween_latent.segments[1].amplify = 1.8
 after = snapshot(enc)
 out["slider_moved"] = any(not np.array_equal(before[k]["co"], after[k]["co"]) for k in before)
 # Inbetween Mesh: the cloth asset's grid, moving in the cloth model's own basis, keys every 5 frames
-safetensors_np = mod.bridge.backend_module("safetensors_np")
+safetensors_np = mod.bridge.backend_module("formats.safetensors_np")
 basis = safetensors_np.read(mod.bridge.default_checkpoint().parent / "cloth_basis.safetensors")
 t = np.linspace(0, 2 * np.pi, 30)[:, None]
 coeffs = np.zeros((30, basis["basis.components"].shape[0]), np.float32)
 coeffs[:, :6] = 2.0 * np.sin(t * (1 + np.arange(6)) / 2)
 frames = (basis["basis.mean"].reshape(-1) + coeffs @ basis["basis.components"].astype(np.float32)).reshape(30, -1, 3)
-pc2 = mod.bridge.numpy_module("pc2").write_pc2(sys.argv[3] + ".pc2", frames)
+pc2 = mod.bridge.numpy_module("formats.pc2").write_pc2(sys.argv[3] + ".pc2", frames)
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=70, y_subdivisions=70, size=2.0)
 cloth = bpy.context.active_object
 m = cloth.modifiers.new("Source", "MESH_CACHE")
@@ -94,7 +94,7 @@ def test_zip_holds_the_addon_the_backend_and_the_checkpoint(built):
     from backend import __version__
     names = set(zipfile.ZipFile(built).namelist())
     for need in ("blender_manifest.toml", "__init__.py", "bridge.py", "backend/__init__.py", "backend/service/__init__.py",
-                 "backend/service/protocol.py", "backend/engine.py", "backend/checkpoints/inbetween.json",
+                 "backend/service/protocol.py", "backend/motion/engine.py", "backend/checkpoints/inbetween.json",
                  "backend/checkpoints/inbetween.safetensors", "LICENSE", "LICENSE-weights-bandai-namco.txt",
                  "training/__init__.py", "training/train.py", "training/mesh/loop.py", "training/mesh/data.py",
                  "training/config.py", "train/job.py", "train/op_train.py"):

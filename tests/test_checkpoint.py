@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend import checkpoint
-from backend.model import ModelConfig, SplineTransformer
+from backend.runtime import checkpoint
+from backend.models.spline_transformer import ModelConfig, SplineTransformer
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 
@@ -101,7 +101,7 @@ def test_a_shallower_decoder_is_saved_and_loaded_and_older_configs_mean_as_deep_
 
 
 def test_the_model_family_is_read_under_its_old_name_kind_and_both_names_at_once_are_refused(tiny_checkpoint, tmp_path):
-    from backend import checkpoint_kind
+    from backend.runtime import kind as checkpoint_kind
     doc = json.loads(Path(tiny_checkpoint).read_text())
     assert doc["model"]["family"] == "spline" and "kind" not in doc["model"]  # written under today's name
     old = tmp_path / "old.json"
@@ -182,8 +182,8 @@ def test_a_safetensors_header_length_starting_with_0x80_is_not_taken_for_a_pickl
 def test_shape_check_builds_the_models_shapes_without_random_init(name):
     """The check builds random parameters as empty meta tensors: the same names and shapes as a
     plain meta build of the shipped checkpoints' models, every tensor on the meta device."""
-    from backend import checkpoint_checks
-    from backend.registry import build_model
+    from backend.runtime import checks as checkpoint_checks
+    from backend.models.registry import build_model
     config = checkpoint.load(SHIPPED / f"{name}.json").config
     with torch.device("meta"):
         plain = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}
@@ -198,7 +198,7 @@ def test_loading_a_checkpoint_does_not_import_sympy():
     every engine load, every worker of the batch); the shape check avoids them."""
     import subprocess
     import sys
-    code = ("import sys, torch; before = 'sympy' in sys.modules; from backend import checkpoint; "
+    code = ("import sys, torch; before = 'sympy' in sys.modules; from backend.runtime import checkpoint; "
             f"checkpoint.load({str(SHIPPED / 'cloth_inbetween.json')!r}); "
             f"checkpoint.load({str(SHIPPED / 'inbetween.json')!r}); print(before, 'sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from backend.bvh import read_bvh
+from backend.formats.bvh import read_bvh
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from backend.bvh import BVHError, read_bvh
+from backend.formats.bvh import BVHError, read_bvh
 from tests.conftest import EXAMPLES, ROOT, shipped_checkpoint
 from tests.test_cli import run
 
@@ -200,7 +200,7 @@ def test_ctrl_c_during_a_long_native_call_exits_130_and_removes_temporaries(tmp_
     torch's threads exist: the watcher removes this process's temporary files and exits with 130
     after its grace second (a signal delivered to a worker thread used to wait for the main thread)."""
     code = ("import os, sys, time, pathlib\n"
-            "from backend import interrupts\n"
+            "from backend.cli import interrupts\n"
             "interrupts.install()\n"  # as python -m backend does, before numpy and torch start threads
             "import numpy, torch\n"
             "d = pathlib.Path(sys.argv[1]); interrupts.watch(d)\n"

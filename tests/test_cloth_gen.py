@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.pc2 import read_pc2
+from backend.formats.pc2 import read_pc2
 
 pytestmark = pytest.mark.blender
 G = pytest.importorskip("training.mesh.cloth_gen")

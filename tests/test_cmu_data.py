@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from backend import quat_np as Q
-from backend.skeleton import Skeleton
+from backend.maths import quat_np as Q
+from backend.motion.skeleton import Skeleton
 from training.augment import proportion_groups, scale_proportions
 from training.data import CMU_DATA, Selection, load_split, split_of
 
@@ -109,7 +109,7 @@ def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
 def test_the_foot_loss_reads_the_captures_planted_feet_and_costs_only_their_steps():
     """training.losses: where the capture plants a foot the fill's foot must step as the capture's does; a
     foot in the air, and every other joint, cost nothing there."""
-    from backend.contacts import find_legs, foot_joints
+    from backend.motion.inbetween.contacts import find_legs, foot_joints
     from training.losses import foot_step_error, planted_mask
     skel = _model_skeleton()
     legs = find_legs(skel.names, skel.parents)
@@ -145,10 +145,10 @@ def test_the_foot_loss_reads_the_captures_planted_feet_and_costs_only_their_step
 
 def test_a_calibration_t_pose_before_the_motion_is_not_read_as_motion(tmp_path):
     """CMU's BVH files begin with a T-pose one frame (1/120 s) before the performer's first pose; the data
-    reading drops it (``backend.calibration``) and keeps every frame of a clip that starts moving at once."""
+    reading drops it (``backend.motion.calibration``) and keeps every frame of a clip that starts moving at once."""
     import shutil
-    from backend.bvh import read_bvh
-    from backend.calibration import LEAD_S, leading_calibration_frames
+    from backend.formats.bvh import read_bvh
+    from backend.motion.calibration import LEAD_S, leading_calibration_frames
     fx = ROOT / "tests/fixtures"
     cmu = read_bvh(fx / "skeletons/cmu_07_01.bvh")
     assert leading_calibration_frames(cmu.rotations, cmu.frame_time) == 1
@@ -175,9 +175,9 @@ def test_keys_every_k_start_after_a_calibration_pose_and_leave_it_as_it_is(tmp_p
     are written as they were, not in-betweened out of; a clip that starts moving at once keys frame 0."""
     import subprocess
     import sys
-    from backend.bvh import format_bvh, read_bvh
-    from backend.calibration import motion_keys
-    from backend.keyframes_np import every_k
+    from backend.formats.bvh import format_bvh, read_bvh
+    from backend.motion.calibration import motion_keys
+    from backend.motion.keyframes_np import every_k
     walk = read_bvh(ROOT / "tests/fixtures/dataset-2_walk_normal_005.bvh")
     assert motion_keys(walk.rotations, walk.frame_time, 10) == every_k(walk.num_frames, 10)
     r = walk.rotations.copy()

@@ -1,12 +1,12 @@
-"""backend.contacts: feet the keys plant stay planted through a gap; keys and feet in the air untouched."""
+"""backend.motion.inbetween.contacts: feet the keys plant stay planted through a gap; keys and feet in the air untouched."""
 import numpy as np
 import pytest
 
-from backend import contacts as C
-from backend import quat_np as Q
-from backend.bvh import read_bvh
-from backend.engine import DEFAULT_INBETWEEN, Engine
-from backend.keyframes import every_k
+from backend.motion.inbetween import contacts as C
+from backend.maths import quat_np as Q
+from backend.formats.bvh import read_bvh
+from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.keyframes import every_k
 from tests.conftest import TEST_CLIP
 
 
@@ -173,7 +173,7 @@ def test_batch_passes_no_contacts_to_the_button():
 def test_the_batch_plants_feet_in_bvh_files_unless_told_not_to(tmp_path, family):
     """The batch's .bvh path (the data set's skeleton, and another skeleton through the bone map): planted
     feet by default, ``--no-contacts`` the model's feet as filled; the keys are the file's either way."""
-    from backend.calibration import motion_keys
+    from backend.motion.calibration import motion_keys
     from tests.batch_helpers import run_batch
     from tests.conftest import ROOT
     src = TEST_CLIP if family == "own" else ROOT / "tests" / "fixtures" / "skeletons" / f"{family}.bvh"
@@ -241,9 +241,9 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     same windows and keys."""
     import re
     import shutil
-    from backend.engine import DEFAULT_INBETWEEN, Engine
-    from backend.keyframes import every_k
-    from backend.skeleton import Clip
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+    from backend.motion.keyframes import every_k
+    from backend.motion.skeleton import Clip
     from training import slide_study
     from training.data import Selection
     from training.evaluate import foot_sliding, load_windows
@@ -334,7 +334,7 @@ def test_the_learned_contact_study_reads_any_size_of_skeleton_and_learns_the_cap
     import re
     import shutil
     from tests.conftest import TEST_CLIP
-    from backend.engine import DEFAULT_INBETWEEN
+    from backend.motion.engine import DEFAULT_INBETWEEN
     from training import learned_contact_study as L
     rng = np.random.default_rng(3)
     g = rng.normal(size=(40, 6, 3))

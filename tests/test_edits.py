@@ -5,10 +5,10 @@ import sys
 import numpy as np
 import pytest
 
-from backend.bvh import read_bvh
-from backend.edits import amplify, chord_points, edit_points, principal_offset, warp_times
-from backend.engine import Engine
-from backend.keyframes import every_k
+from backend.formats.bvh import read_bvh
+from backend.motion.edits import amplify, chord_points, edit_points, principal_offset, warp_times
+from backend.motion.engine import Engine
+from backend.motion.keyframes import every_k
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 rng = np.random.default_rng(0)
@@ -47,7 +47,7 @@ def test_principal_offsets_in_standard_deviations():
 
 def test_inbetween_redecode_matches_and_edits_keep_keys():
     # The shipped model: an untrained one returns its interpolation base whatever the control points.
-    from backend.engine import DEFAULT_INBETWEEN
+    from backend.motion.engine import DEFAULT_INBETWEEN
     eng = Engine(DEFAULT_INBETWEEN, "cpu")
     clip = read_bvh(TEST_CLIP)
     keys = every_k(clip.num_frames, 15)
@@ -79,7 +79,7 @@ def test_edit_cli(tiny_checkpoint, tmp_path):
 
 def test_edited_seams_do_not_step_further_than_the_motion():
     """Segments ease into their shared frame: an amplified decode has no seam jump of its own."""
-    from backend import quat_np
+    from backend.maths import quat_np
     eng = Engine(None, "cpu")  # the shipped autoencoder
     clip = read_bvh(EXAMPLES[-1] if "walk_normal_001" in EXAMPLES[-1].name else
                     next(p for p in EXAMPLES if "walk_normal_001" in p.name))

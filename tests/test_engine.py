@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from backend import quat_np
-from backend.bvh import format_bvh, parse_bvh, read_bvh
-from backend.engine import Engine, EngineError, segment_bounds
-from backend.keyframes import every_k, segments_on_keys
+from backend.maths import quat_np
+from backend.formats.bvh import format_bvh, parse_bvh, read_bvh
+from backend.motion.engine import Engine, EngineError, segment_bounds
+from backend.motion.keyframes import every_k, segments_on_keys
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 
@@ -150,7 +150,7 @@ def test_the_engine_cache_loads_a_checkpoint_once_for_callers_at_the_same_time(t
     import shutil
     import threading
 
-    from backend import checkpoint
+    from backend.runtime import checkpoint
     from backend.service import engines
     j, w = checkpoint.paths_for(ROOT / "backend" / "checkpoints" / "inbetween.json")
     for p in (j, w):
@@ -174,9 +174,9 @@ def test_a_joint_the_data_never_turns_follows_the_keys():
     floor as their spread): the shipped in-betweener does not move it between keys, on the fill and on a
     re-decode of its controls, nor the autoencoder on any decode (their own output there is noise: 0.09
     degrees, a 0.6 cm slide 4 m from the origin)."""
-    from backend.engine import DEFAULT_INBETWEEN, Engine
-    from backend.inbetween import still_joints
-    from backend.keyframes import every_k
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+    from backend.motion.inbetween.fill import still_joints
+    from backend.motion.keyframes import every_k
     engine = Engine(DEFAULT_INBETWEEN, "cpu")
     root = engine.skeleton.names.index("joint_Root")
     assert still_joints(engine) == [root]
@@ -187,7 +187,7 @@ def test_a_joint_the_data_never_turns_follows_the_keys():
     again = Engine(DEFAULT_INBETWEEN, "cpu").decode(controls)
     assert np.abs(again.rotations[:, root] - [1.0, 0.0, 0.0, 0.0]).max() == 0.0
     # the autoencoder alike: a decode (a slider's) never turns it, whatever the points
-    from backend.engine import DEFAULT_CHECKPOINT
+    from backend.motion.engine import DEFAULT_CHECKPOINT
     auto = Engine(DEFAULT_CHECKPOINT, "cpu")
     assert still_joints(auto) == [auto.skeleton.names.index("joint_Root")]
     ctrl = auto.encode(clip)

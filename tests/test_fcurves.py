@@ -1,10 +1,10 @@
-"""backend.fcurves: the curves Blender draws through keys (auto-clamped Bezier, continuous acceleration), in
+"""backend.motion.inbetween.blender_curves: the curves Blender draws through keys (auto-clamped Bezier, continuous acceleration), in
 numpy, against real bpy's."""
 import numpy as np
 import pytest
 
-from backend import fcurves
-from backend.bvh import read_bvh
+from backend.motion.inbetween import blender_curves as fcurves
+from backend.formats.bvh import read_bvh
 from tests.conftest import TEST_CLIP
 
 bpy = pytest.importorskip("bpy")
@@ -69,7 +69,7 @@ def test_the_curves_at_a_few_frames_are_the_full_fills_there():
 
 def test_the_guards_passes_drawn_together_are_each_drawn_alone():
     """fcurves.at_many (the guard's hidden-key passes in one call) gives each pass what ``at`` gives it."""
-    from backend.guard import holdout_passes
+    from backend.motion.inbetween.guard import holdout_passes
     clip = read_bvh(TEST_CLIP)
     keys = list(range(0, clip.num_frames, 5))
     jobs = [(p, sorted(set(keys) - set(p))) for p in holdout_passes(keys)]

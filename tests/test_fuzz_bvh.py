@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend.bvh import BVHError, parse_bvh, read_bvh
+from backend.formats.bvh import BVHError, parse_bvh, read_bvh
 
 SMALL = """HIERARCHY
 ROOT Hips

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend import checkpoint
+from backend.runtime import checkpoint
 from tests.test_cli import run
 
 LIMIT_MB = 64  # far above a tiny checkpoint, far below what an unchecked size field would allocate

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend import pc2
+from backend.formats import pc2
 from blender_addon.train import data as train_data
 from blender_addon.train import events as train_events
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from backend import quat_np
-from backend.bvh import read_bvh
-from backend.guard import blend, fit_alpha, holdout_passes
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
+from backend.motion.inbetween.guard import blend, fit_alpha, holdout_passes
 from training.augment import Augmenter, fit_mirror, mix_bodies, reverse_time, time_warp, upper_body
 from training.data import LEAVE_OUT, Selection, clip_kind, load_split, split_of
 
@@ -149,8 +149,8 @@ def test_guard_trusts_a_model_that_predicts_the_hidden_keys_and_drops_one_that_d
 
 
 def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
-    from backend.engine import DEFAULT_INBETWEEN, Engine
-    from backend.keyframes import every_k
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+    from backend.motion.keyframes import every_k
     clip = walk.slice(0, 91)
     keys = every_k(91, 15)
     result, controls = Engine(DEFAULT_INBETWEEN, "cpu").inbetween(clip, keys)
@@ -172,7 +172,7 @@ def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
 def test_the_mirror_pairs_agreement_keeps_the_model_and_its_disagreement_the_curves(walk):
     """Keys too far apart to hide one: each gap is judged by how far the model's two readings (the keys
     as given, and mirrored) differ, against how far their mean departs from the curves."""
-    from backend.guard import AGREE, agreement_alphas, frame_alphas
+    from backend.motion.inbetween.guard import AGREE, agreement_alphas, frame_alphas
     keys = [0, 15, 30, 45]
     first, last = (np.repeat(walk.rotations[f][None], 46, 0) for f in (0, 45))
     curves = (quat_np.slerp(first, last, np.linspace(0, 1, 46)[:, None]), walk.positions[:46] + 5.0)
@@ -200,7 +200,7 @@ def test_the_mirror_pairs_agreement_keeps_the_model_and_its_disagreement_the_cur
 
 
 def test_evaluation_reports_familiar_and_unfamiliar_columns(both_archives, tmp_path):
-    from backend.engine import DEFAULT_INBETWEEN
+    from backend.motion.engine import DEFAULT_INBETWEEN
     from training.evaluate import main
     out = tmp_path / "eval"
     assert main([str(DEFAULT_INBETWEEN), "--data", both_archives, "--split", "test", "--out", str(out),

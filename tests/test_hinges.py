@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend import quat_np as Q
-from backend.bvh import read_bvh
+from backend.maths import quat_np as Q
+from backend.formats.bvh import read_bvh
 from backend.humanoid import bvh_rig, hinges
-from backend.skeleton import Skeleton
+from backend.motion.skeleton import Skeleton
 
 ROOT = Path(__file__).resolve().parents[1]
 SKELETONS = ROOT / "tests" / "fixtures" / "skeletons"

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend import quat_np
-from backend.bvh import read_bvh
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
 from backend.humanoid import bone_map
 from backend.humanoid import bvh_rig
-from backend.skeleton import Clip, Skeleton
+from backend.motion.skeleton import Clip, Skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

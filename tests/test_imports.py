@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MODULES = ["backend", "backend.bvh", "backend.model", "backend.quat_torch"]
+MODULES = ["backend", "backend.formats.bvh", "backend.models.spline_transformer", "backend.maths.quat_torch"]
 if (ROOT / "training" / "__init__.py").exists():
     MODULES.append("training")
 

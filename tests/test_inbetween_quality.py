@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from backend import quat_np
-from backend.bvh import read_bvh
-from backend.engine import DEFAULT_INBETWEEN, Engine
-from backend.keyframes import every_k, interpolate, key_mask
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
+from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.keyframes import every_k, interpolate, key_mask
 from tests.conftest import TEST_CLIP
 
 import torch

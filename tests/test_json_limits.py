@@ -1,5 +1,5 @@
 """Every JSON the add-on reads from a user's disk goes through one reader with limits
-(``backend/json_limits.py``, reached through ``bridge.numpy_module``): bone maps, checkpoints and
+(``backend/formats/json_limits.py``, reached through ``bridge.numpy_module``): bone maps, checkpoints and
 the batch's done markers.  Named problems for deep nesting, huge files, UTF-16, pipes, wrong versions
 and checkpoints of the wrong kind; and a hypothesis fuzz per reader: a result or the reader's own
 named error, never another exception."""
@@ -20,7 +20,7 @@ from blender_addon.batch import safe_io
 from backend.humanoid import bone_map
 from blender_addon.io import bone_map_file
 
-limits = bridge.numpy_module("json_limits")
+limits = bridge.numpy_module("formats.json_limits")
 CKPTS = ROOT / "backend" / "checkpoints"
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 GOOD_MAP = {"format": bone_map.FORMAT, "version": 1, "preset": "Mixamo", "bones": {"Hips": "mixamorig:Hips", "Head": None}}
@@ -155,9 +155,9 @@ def test_fuzz_batch_done_markers(tmp_path, raw, doc, as_raw):
 
 
 def test_the_built_in_runtime_reads_a_checkpoint_within_the_limits(tmp_path):
-    """bridge.exported asks backend.runtime.stale about the user's checkpoint on every request: a file
+    """bridge.exported asks backend.runtime.onnx_runner.stale about the user's checkpoint on every request: a file
     nested too deep is named, never a RecursionError."""
-    from backend import runtime
+    from backend.runtime import onnx_runner as runtime
     bad = tmp_path / "deep.json"
     bad.write_text("[" * 100_000 + "]" * 100_000)
     why = runtime.stale(bad)

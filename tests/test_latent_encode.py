@@ -17,9 +17,9 @@ from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, cur
                             fresh_copy, info, pose_bvh, require_principal, reach, reversed_bvh, shaken_bvh, ui_edit)
 
 bpy = bpy()
-from backend import quat_np as Q  # noqa: E402
-from backend.bvh import read_bvh  # noqa: E402
-from backend.controls import Controls  # noqa: E402
+from backend.maths import quat_np as Q
+from backend.formats.bvh import read_bvh  # noqa: E402
+from backend.motion.controls import Controls  # noqa: E402
 from blender_addon.core import latent_math as LM  # noqa: E402
 from blender_addon.core import layer_math as L  # noqa: E402
 from blender_addon.latent import core as latent  # noqa: E402
@@ -35,7 +35,7 @@ def enc(source):
 
 @pytest.fixture(scope="module")
 def engine():
-    from backend.engine import Engine
+    from backend.motion.engine import Engine
     return Engine(AUTOENCODER, "cpu")
 
 
@@ -69,8 +69,8 @@ def test_encode_keeps_every_key_and_reads_out_the_models_fit(source, enc):
 @pytest.mark.torch
 def test_the_readout_is_the_models_reconstruction_error(enc, engine, record_property):
     """Each segment's figures are the engine's own decode of that segment against the motion encoded."""
-    from backend import quat_np as Q
-    from backend.bvh import read_bvh
+    from backend.maths import quat_np as Q
+    from backend.formats.bvh import read_bvh
     clip = read_bvh(EXAMPLE)
     controls = engine.encode(clip)
     fit = latent.fidelity(enc.splinetween_latent)
@@ -162,7 +162,7 @@ def test_an_edit_is_the_backends_edit_layered_on_the_keys_with_smooth_seams(sour
     """Amplifying segment 3 in Blender moves each bone by the backend's own edit (decode of the amplified
     points against decode of the encoded ones, in the bone's frame), applied to the keys; near the seams
     both decodes ease into the shared frames, so the motion has no step there."""
-    from backend.edits import amplify
+    from backend.motion.edits import amplify
     st = enc.splinetween_latent
     st.segments[2].amplify = 3.0
     clip = read_bvh(EXAMPLE)

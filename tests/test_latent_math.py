@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
-from backend import json_limits
+from backend.formats import json_limits
 from blender_addon.core import latent_math
 from blender_addon.core import rig_math
 

@@ -1,6 +1,6 @@
 """The service's latent requests ("encode", "decode", and the control points "inbetween" returns):
 the same numbers in-process, over the framed protocol and through a backend process; edits as in
-backend.edits; refusals as messages."""
+backend.motion.edits; refusals as messages."""
 from __future__ import annotations
 
 import io
@@ -19,14 +19,14 @@ INBETWEEN = ROOT / "backend" / "checkpoints" / "inbetween.json"
 
 @pytest.fixture(scope="module")
 def clip():
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     return read_bvh(TEST_CLIP)
 
 
 @pytest.fixture(scope="module")
 def pca_checkpoint(tiny_checkpoint, tmp_path_factory):
     """The tiny autoencoder with made-up principal directions (orthonormal rows)."""
-    from backend import checkpoint
+    from backend.runtime import checkpoint
     c = checkpoint.load(tiny_checkpoint)
     k = 4 * c.config.latent
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(k, 3)))
@@ -77,15 +77,15 @@ def test_encode_and_decode_in_process_equal_framed(pca_checkpoint, clip):
 
 
 def test_decode_applies_the_edits_of_backend_edits(pca_checkpoint, clip):
-    from backend.edits import edit_points
-    from backend.engine import Controls, Engine
+    from backend.motion.edits import edit_points
+    from backend.motion.engine import Controls, Engine
     engine = Engine(pca_checkpoint, "cpu")
     reply, out = service.handle(*_encode_request(pca_checkpoint, clip))
     segs = [tuple(s) for s in reply["segments"]]
     controls = Controls(out["points"], out["origins"], segs, out["template"], clip.frame_time)
     _, neutral = service.handle(*_decode_request(pca_checkpoint, reply, out))
-    from backend import quat_np
-    from backend.engine import _join_segments
+    from backend.maths import quat_np
+    from backend.motion.engine import _join_segments
     at = np.cumsum([0] + [b - a + 1 for a, b in segs])
     rot, pos = _join_segments([(neutral["rotations"][at[s]:at[s + 1]], neutral["positions"][at[s]:at[s + 1]])
                                for s in range(3)])
@@ -104,7 +104,7 @@ def test_decode_applies_the_edits_of_backend_edits(pca_checkpoint, clip):
 def test_segments_decoded_together_are_each_decoded_alone(clip):
     """A slider change over two segments decodes them in one model call; each gets the very numbers it
     gets alone, so the add-on's per-segment cache of decodes stays valid whatever was asked with it."""
-    from backend.engine import DEFAULT_CHECKPOINT
+    from backend.motion.engine import DEFAULT_CHECKPOINT
     reply, out = service.handle(*_encode_request(DEFAULT_CHECKPOINT, clip, frames=91))
     req = _decode_request(DEFAULT_CHECKPOINT, reply, out, amplify=1.5)
     _, together = service.handle(*req)
@@ -210,7 +210,7 @@ def test_inbetween_decode_without_the_guard_is_the_models_own_edit(clip):
         engine.guard = True
     for k in free:
         np.testing.assert_array_equal(free[k], own[k])
-    from backend.controls import Controls
+    from backend.motion.controls import Controls
     alphas = engine.guard_for(Controls(out["points"], out["origins"], [tuple(s) for s in segs], out["template"],
                                       clip.frame_time, keys=keys, key_rotations=arrays["key_rotations"],
                                       key_positions=arrays["key_positions"]), engine.skeleton)

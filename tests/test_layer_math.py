@@ -182,7 +182,7 @@ def test_carried_sub_frame_keys_and_deletions():
 
 
 def test_mesh_seams_and_resampling():
-    from backend.mesh import join_frames
+    from backend.mesh.sequences import join_frames
     rng = np.random.default_rng(4)
     parts = [rng.normal(size=(b - a + 1, 7, 3)).astype(np.float32) for a, b in BOUNDS]
     whole = join_frames(parts, seams=True)

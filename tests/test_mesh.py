@@ -6,13 +6,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from backend import checkpoint
-from backend.engine import Engine, EngineError
-from backend.mesh import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
+from backend.runtime import checkpoint
+from backend.motion.engine import Engine, EngineError
+from backend.mesh.sequences import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
                           mean_vertex_error, project, reconstruct)
-from backend.mesh_engine import MeshEngine
-from backend.model import ModelConfig
-from backend.registry import build_model
+from backend.mesh.engine import MeshEngine
+from backend.models.spline_transformer import ModelConfig
+from backend.models.registry import build_model
 from tests.mesh_helpers import ripple
 
 
@@ -69,7 +69,7 @@ def _mesh_checkpoint(tmp_path, basis_ok=True):
     frames = np.concatenate([ripple(i, 30) for i in range(3)])
     basis = fit_basis(frames, 6)
     cfg = ModelConfig(input_dim=6, output_dim=6, width=32, latent=8, layers=1, heads=4)
-    from backend.features import Normalizer
+    from backend.motion.features import Normalizer
     from training.mesh.loop import _mesh_checkpoint as make, basis_tensors
     from training.config import MeshTrainConfig
     c = make(cfg, Normalizer.fit(torch.from_numpy(project(frames, basis))), basis, MeshTrainConfig(window=30), {})

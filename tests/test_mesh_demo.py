@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.pc2 import read_pc2
+from backend.formats.pc2 import read_pc2
 from training.mesh import demo as mesh_demo
 
 

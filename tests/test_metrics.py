@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from backend import quat_np
+from backend.maths import quat_np
 from training import metrics
 
 

@@ -1,13 +1,13 @@
-"""The model's inference shortcuts (``backend.model.FAST_INFERENCE``: oneDNN's linear with the GELU
+"""The model's inference shortcuts (``backend.models.spline_transformer.FAST_INFERENCE``: oneDNN's linear with the GELU
 fused, attention as two batched products) give the plain modules' numbers, keep a sequence's numbers
 independent of its batch, and leave training (autograd) on the plain modules."""
 import numpy as np
 import pytest
 import torch
 
-import backend.model
-from backend.engine import Engine
-from backend.keyframes import every_k
+import backend.models.spline_transformer
+from backend.motion.engine import Engine
+from backend.motion.keyframes import every_k
 from tests.conftest import ROOT, TEST_CLIP
 
 SHIPPED = ROOT / "backend" / "checkpoints"
@@ -17,11 +17,11 @@ SHIPPED = ROOT / "backend" / "checkpoints"
 def plain():
     """Run a block with the shortcuts off; they are back on afterwards."""
     def run(fn):
-        backend.model.FAST_INFERENCE = False
+        backend.models.spline_transformer.FAST_INFERENCE = False
         try:
             return fn()
         finally:
-            backend.model.FAST_INFERENCE = True
+            backend.models.spline_transformer.FAST_INFERENCE = True
     return run
 
 
@@ -95,7 +95,7 @@ def test_the_whole_clip_decode_gives_each_segment_the_services_numbers(plain):
 
 
 def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcuts(plain):
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     engine = Engine(SHIPPED / "inbetween.json")
     clip = read_bvh(TEST_CLIP)
     clip = type(clip)(clip.skeleton, clip.rotations[:61], clip.positions[:61], clip.frame_time, clip.name)
@@ -107,8 +107,8 @@ def test_the_inbetween_model_fills_the_same_motion_with_and_without_the_shortcut
 
 
 def test_training_keeps_the_plain_modules_and_their_gradients():
-    cfg = backend.model.ModelConfig(input_dim=12, output_dim=12, width=32, latent=8, layers=1, heads=4)
-    model = backend.model.SplineTransformer(cfg)
+    cfg = backend.models.spline_transformer.ModelConfig(input_dim=12, output_dim=12, width=32, latent=8, layers=1, heads=4)
+    model = backend.models.spline_transformer.SplineTransformer(cfg)
     x = torch.randn(2, 9, 12)
     y = model(x)
     assert y.requires_grad
@@ -120,7 +120,7 @@ def test_linear_through_onednn_matches_torch_linear():
     layer = torch.nn.Linear(128, 384)
     x = torch.randn(2, 31, 128)
     with torch.inference_mode():
-        fast, gelu = backend.model.linear(layer, x), backend.model.linear(layer, x, gelu=True)
+        fast, gelu = backend.models.spline_transformer.linear(layer, x), backend.models.spline_transformer.linear(layer, x, gelu=True)
         ref = torch.nn.functional.linear(x, layer.weight, layer.bias)
     torch.testing.assert_close(fast, ref, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(gelu, torch.nn.functional.gelu(ref), rtol=1e-6, atol=1e-6)
@@ -130,26 +130,26 @@ def test_linear_through_onednn_matches_torch_linear():
 def test_a_row_of_a_product_gets_the_same_numbers_whatever_rows_are_beside_it(monkeypatch, onednn):
     """Both products the inference path may take (oneDNN's where AVX-512 runs, MKL's elsewhere): a token's
     output does not depend on how many rows are multiplied with it, or where they start in memory."""
-    if onednn and backend.model._ONEDNN_LINEAR is None:
+    if onednn and backend.models.spline_transformer._ONEDNN_LINEAR is None:
         pytest.skip("this torch has no oneDNN")
-    monkeypatch.setattr(backend.model, "_USE_ONEDNN", onednn)
+    monkeypatch.setattr(backend.models.spline_transformer, "_USE_ONEDNN", onednn)
     torch.manual_seed(3)
     layer = torch.nn.Linear(137, 128)
     x = torch.randn(70, 137)
     with torch.inference_mode():
-        whole = backend.model.linear(layer, x, gelu=True)
+        whole = backend.models.spline_transformer.linear(layer, x, gelu=True)
         for n in (1, 2, 3, 4, 5, 7, 31, 61):
             for start in (0, 1, 9):
-                part = backend.model.linear(layer, x[start:start + n], gelu=True)
+                part = backend.models.spline_transformer.linear(layer, x[start:start + n], gelu=True)
                 assert torch.equal(part, whole[start:start + n]), (n, start)
-        batched = backend.model.linear(layer, x[:61].reshape(1, 61, 137).expand(3, 61, 137).contiguous())
-        assert torch.equal(batched[2], backend.model.linear(layer, x[:61]))
+        batched = backend.models.spline_transformer.linear(layer, x[:61].reshape(1, 61, 137).expand(3, 61, 137).contiguous())
+        assert torch.equal(batched[2], backend.models.spline_transformer.linear(layer, x[:61]))
 
 
 def test_hidden_tokens_with_nothing_left_to_attend_to_give_the_fused_kernels_numbers(plain):
     """A row whose every key is hidden (the in-betweening encoder's padding) must come out as the fused
     kernel makes it (zeros), not NaN: the batched products are not used there."""
-    block = backend.model.Transformer(32, 4, 2, 1, 0.0).eval()
+    block = backend.models.spline_transformer.Transformer(32, 4, 2, 1, 0.0).eval()
     x, pos = torch.randn(2, 6, 32), torch.arange(6.0)
     hidden = torch.zeros(2, 6, dtype=torch.bool)
     hidden[1] = True  # the second sequence: nothing any token may attend to
@@ -196,5 +196,5 @@ def test_the_row_product_packs_each_weight_it_is_given():
     for _ in range(6):
         w = torch.randn(135, 135)  # (made as a checkpoint's tensors are: outside inference mode)
         with torch.inference_mode():
-            assert torch.allclose(backend.model.rows_product(x, w), x @ w.T, atol=1e-4)
+            assert torch.allclose(backend.models.spline_transformer.rows_product(x, w), x @ w.T, atol=1e-4)
         del w

@@ -1,7 +1,7 @@
 """The built-in backend's model: ONNX Runtime answers every call of every shipped model as torch does.
 
 ``python -m backend export`` writes each checkpoint's graphs, their weights pointing into its own
-safetensors; ``backend.runtime`` runs them with numpy around them (``features_np``, ``keyframes_np``:
+safetensors; ``backend.runtime.onnx_runner`` runs them with numpy around them (``features_np``, ``keyframes_np``:
 the torch twins' numbers).  Agreement is within 1e-5 of the values' scale (float32 rounding: the
 graphs sum in another order than torch's kernels).
 
@@ -17,10 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from backend import checkpoint as ck
-from backend import features, features_np, keyframes, keyframes_np, model, runtime, safetensors_np
-from backend import quat_np
-from backend.splines import uniform_times
+from backend.runtime import checkpoint as ck
+from backend.motion import features, features_np, keyframes, keyframes_np
+from backend.models import spline_transformer as model
+from backend.runtime import onnx_runner as runtime
+from backend.formats import safetensors_np
+from backend.maths import quat_np
+from backend.maths.splines import uniform_times
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 MODELS = ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"]
@@ -66,7 +69,7 @@ def test_the_autoencoders_encode_and_decode_as_torch(pairs, name, n):
     got = o.encode(x)
     close(got, want)
     # the decode the engine makes: a re-timed and a super-sampled grid, ALiBi in source frames
-    from backend.edits import warp_times
+    from backend.motion.edits import warp_times
     for m_out, timing in ((n, 0.0), (2 * n - 1, 0.3)):
         uniform = uniform_times(m_out)
         times, pos = warp_times(uniform, timing).astype(np.float32), (uniform * (n - 1)).astype(np.float32)
@@ -80,7 +83,7 @@ def test_the_autoencoders_encode_and_decode_as_torch(pairs, name, n):
 def test_a_sliders_ragged_decode_gives_each_segment_its_numbers_alone(pairs, name):
     """decode_features of segments of several lengths, re-timed and super-sampled: ONNX Runtime as torch's
     one-pass decode, and each segment bit for bit what it decodes to alone (the add-on's decode cache)."""
-    from backend.torch_model import TorchModel
+    from backend.runtime.torch_runner import TorchModel
     c, m, o = pairs[name]
     plans = [(31, 31, 0.0), (30, 30, 0.0), (2, 2, 0.0), (31, 61, 0.4), (31, 31, 0.0)]
     cp = np.random.default_rng(2).normal(size=(5, c.config.controls, c.config.latent)).astype(np.float32)
@@ -191,7 +194,7 @@ def guarded(name, *args, **kw):
 builtins.__import__ = guarded
 import numpy as np
 from backend import service
-from backend.bvh import read_bvh
+from backend.formats.bvh import read_bvh
 clip = read_bvh(sys.argv[1])
 keys = [0, 20, 40, 60]
 base = {"frame_time": clip.frame_time, "device": "auto", "runtime": "onnx"}
@@ -218,8 +221,8 @@ def test_the_built_in_path_imports_no_torch():
 # -- the paths that call the models: ONNX Runtime's engine as torch's ---------------------------------
 @pytest.fixture(scope="module")
 def engines():
-    from backend.engine import Engine
-    from backend.mesh_engine import MeshEngine
+    from backend.motion.engine import Engine
+    from backend.mesh.engine import MeshEngine
     out = {}
     for name, factory in (("inbetween", Engine), ("motion_autoencoder", Engine), ("cloth_inbetween", MeshEngine),
                           ("cloth_autoencoder", MeshEngine)):
@@ -229,7 +232,7 @@ def engines():
 
 @pytest.fixture(scope="module")
 def walk():
-    from backend.bvh import read_bvh
+    from backend.formats.bvh import read_bvh
     from tests.conftest import TEST_CLIP
     return read_bvh(TEST_CLIP)
 

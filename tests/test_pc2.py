@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from backend.pc2 import CacheError, read_cache, read_mdd, read_pc2, write_mdd, write_pc2
+from backend.formats.pc2 import CacheError, read_cache, read_mdd, read_pc2, write_mdd, write_pc2
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_failed_write_leaves_no_file(tmp_path, frames):
 
 
 def test_read_header_reads_only_the_header(tmp_path):
-    from backend.pc2 import CacheError, read_header, write_mdd
+    from backend.formats.pc2 import CacheError, read_header, write_mdd
     frames = np.zeros((7, 5, 3), np.float32)
     assert read_header(write_pc2(tmp_path / "a.PC2", frames)) == (7, 5)
     assert read_header(write_mdd(tmp_path / "a.mdd", frames)) == (7, 5)

@@ -100,8 +100,8 @@ def test_latent_spline(trained, tmp_path):
 
 def test_latent_spline_data(trained):
     """The dense curve passes through the end control points and has the Bezier's 4 controls."""
-    from backend.bvh import read_bvh
-    from backend.engine import Engine
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import Engine
     engine = Engine(trained / "final.json", device="cpu")
     d = plots.latent_spline(engine, read_bvh(CLIP), segment=1, features=8)
     assert d["points"].shape == (4, 8)
@@ -123,8 +123,8 @@ def test_reconstruction(trained, tmp_path):
 
 
 def test_reconstruction_data(trained):
-    from backend.bvh import read_bvh
-    from backend.engine import Engine
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import Engine
     engine = Engine(trained / "final.json", device="cpu")
     clip = read_bvh(CLIP)
     d = plots.recon_curves(engine, clip, count=3)
@@ -152,8 +152,8 @@ def test_the_layer_figure(tmp_path):
     difference of the two decodes.  And the script writes the PNG."""
     from dataclasses import replace
 
-    from backend import quat_np
-    from backend.bvh import read_bvh
+    from backend.maths import quat_np
+    from backend.formats.bvh import read_bvh
     from training import edit_figure
     clip = read_bvh(CLIP)
     rot, pos = edit_figure.layered(clip, clip, clip)

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from backend import checkpoint
+from backend.runtime import checkpoint
 from training.principal_names import Effect, name_directions
 from tests.conftest import EXAMPLES, ROOT
 
@@ -105,7 +105,7 @@ def test_names_are_unique_and_say_how_directions_differ():
 def test_the_shipped_autoencoder_names_and_describes_every_direction():
     """The checkpoint carries a unique name and one sentence per direction, and the engine and the
     service's encode reply hand both to the add-on."""
-    from backend.engine import Engine
+    from backend.motion.engine import Engine
     engine = Engine(AUTOENCODER, "cpu")
     names, texts = engine.principal_names(), engine.principal_descriptions()
     assert len(names) == len(texts) == len(engine.principal()[1]) == 8
@@ -136,8 +136,8 @@ def test_measuring_a_direction_on_example_motion():
     """The measurement on real decodes: the shipped direction named for raising the arms ("Arms: ... up")
     raises the hands on windows of the example clips too, its negative lowers them, and nothing moves
     along a zero direction."""
-    from backend.bvh import read_bvh
-    from backend.engine import Engine
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import Engine
     from training import principal
     engine = Engine(AUTOENCODER, "cpu")
     comps, std = engine.principal()

@@ -12,7 +12,7 @@ from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, disable_addon, fres
                            select_keys, snapshot, use_test_backend)
 
 bpy = bpy()
-from backend.keyframes_np import every_k  # noqa: E402
+from backend.motion.keyframes_np import every_k  # noqa: E402
 from blender_addon.batch.job_bvh import read  # noqa: E402
 
 pytestmark = pytest.mark.blender

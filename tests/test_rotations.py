@@ -12,8 +12,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from backend import quat_np
-from backend import quat_torch
+from backend.maths import quat_np
+from backend.maths import quat_torch
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 T = torch.from_numpy
@@ -225,7 +225,7 @@ def test_fk_on_a_three_joint_chain(lib):
 def test_a_segment_converts_to_the_same_poses_alone_and_beside_others():
     # the decode reply's poses: a matrix product may round a row by where it falls in it, so the
     # conversion is per row (the add-on caches decodes per segment); segments stacked or laid end to end
-    from backend.features import FeatureLayout, poses_from_features
+    from backend.motion.features import FeatureLayout, poses_from_features
     layout = FeatureLayout(position_joints=[0], rotation_joints=list(range(21)))
     rng = np.random.default_rng(1)
     for _ in range(40):

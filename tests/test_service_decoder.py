@@ -104,7 +104,7 @@ def test_a_key_gap_beyond_the_window_is_refused_before_allocating():
 
 
 def test_a_mesh_key_gap_beyond_the_window_is_refused_before_allocating():
-    from backend.engine import EngineError
+    from backend.motion.engine import EngineError
     with pytest.raises(EngineError, match=r"mesh sequence: the gap between keys 0 and 1099511627776 is"):
         service.handle({"op": "mesh_inbetween", "keys": [0, 1 << 40], "device": "cpu"},
                        {"key_frames": np.zeros((2, 4, 3), np.float32)})

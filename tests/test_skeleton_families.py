@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend import quat_np
-from backend.bvh import read_bvh
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
 from backend.humanoid import bvh_rig
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
-from backend import quat_np
+from backend.maths import quat_np
 from blender_addon.core import layer_math
 from blender_addon.core import rig_math
 from blender_addon.core import slider_math

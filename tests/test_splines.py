@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from backend.splines import (  # noqa: E402
+from backend.maths.splines import (  # noqa: E402
     bezier_basis, bspline_basis, composite_basis, evaluate, uniform_times,
 )
 

@@ -1,4 +1,4 @@
-"""The in-betweener's mirror average (backend.mirror, backend.inbetween.fill_pairs, mirror_mean): the numpy map
+"""The in-betweener's mirror average (backend.motion.mirror, backend.motion.inbetween.fill.fill_pairs, mirror_mean): the numpy map
 is the training augmentation's, it is stored in and checked from the checkpoint, and a symmetric fill
 of mirrored keys is the mirror of the fill (left and right are treated alike), keys kept exactly."""
 import json
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from backend import quat_np
-from backend.bvh import read_bvh
-from backend.checkpoint import CheckpointError
-from backend.engine import DEFAULT_INBETWEEN, Engine
-from backend.keyframes import every_k
-from backend.mirror import Mirror
-from backend.skeleton import Clip
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh
+from backend.runtime.checkpoint import CheckpointError
+from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.keyframes import every_k
+from backend.motion.mirror import Mirror
+from backend.motion.skeleton import Clip
 from training.augment import fit_mirror
 
 from conftest import TEST_CLIP

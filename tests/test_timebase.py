@@ -1,10 +1,10 @@
-"""backend.timebase alone (numpy), then the engine and the service at 24 and 60 fps with the shipped models."""
+"""backend.maths.timebase alone (numpy), then the engine and the service at 24 and 60 fps with the shipped models."""
 import numpy as np
 import pytest
 
-from backend import quat_np
-from backend import timebase
-from backend.bvh import read_bvh
+from backend.maths import quat_np
+from backend.maths import timebase
+from backend.formats.bvh import read_bvh
 from tests.conftest import TEST_CLIP
 
 
@@ -15,7 +15,7 @@ def _walk():
 
 def _at_rate(fps: float, frames: int | None = None):
     """The fixture walk (30 fps) sampled at ``fps``: a scene at another rate with known motion."""
-    from backend.skeleton import Clip
+    from backend.motion.skeleton import Clip
     clip, rot, pos = _walk()
     n = frames or int((clip.num_frames - 1) * fps / 30) + 1
     r, p = timebase.sample(rot, pos, np.arange(n) * 30.0 / fps)
@@ -110,7 +110,7 @@ def test_checkpoint_frame_time():
 # -- the engine and the service with the shipped models --------------------------------------
 @pytest.fixture(scope="module")
 def ib():
-    from backend.engine import DEFAULT_INBETWEEN, Engine
+    from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     return Engine(DEFAULT_INBETWEEN, "cpu")
 
 
@@ -130,7 +130,7 @@ def test_inbetween_at_24_fps_matches_30_fps_at_the_same_times(ib):
                                                                                        c24.positions[k24])
     assert ctrl.keys == k30 and ctrl.frame_time == 1 / 30  # the control points live on the model's grid
     # closer to the motion than the same keys taken as 30 fps (the model's timing 25 % slow)
-    from backend.skeleton import Clip
+    from backend.motion.skeleton import Clip
     old, _ = ib.inbetween(Clip(c24.skeleton, c24.rotations, c24.positions, 1 / 30, "old"), k24)
     assert _deg(o24.rotations[span], c24.rotations[span]) < _deg(old.rotations[span], c24.rotations[span])
 
@@ -152,7 +152,7 @@ def test_inbetween_at_60_fps(ib):
 
 
 def test_30_fps_is_bit_identical_whatever_the_rounding(ib):
-    from backend.skeleton import Clip
+    from backend.motion.skeleton import Clip
     clip, _, _ = _walk()
     keys = list(range(0, 200, 10))
     a, _ = ib.inbetween(clip, keys)
@@ -184,7 +184,7 @@ def test_service_inbetween_at_24_fps(ib):
 def test_encode_and_decode_at_24_fps():
     """Encode resamples to the model's rate; segments come back in scene frames; decoding the encoded points
     gives exactly the neutral decode the encode reply carried (the layer adds 0 at neutral)."""
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     from backend.service import motion
     ae = Engine(DEFAULT_CHECKPOINT, "cpu")
     c24 = _at_rate(24, 150)
@@ -207,9 +207,9 @@ def test_encode_and_decode_at_24_fps():
 def test_reconstruct_and_the_cli_at_24_fps(tmp_path):
     """``python -m backend reconstruct`` / ``edit`` of a 24 fps BVH: encoded at 30 fps, written back on the file's
     frames at its Frame Time; at 30 fps nothing changes.  ``inbetween`` takes a 2 s gap (48 frames) at 24 fps."""
-    from backend.bvh import read_bvh, write_bvh
-    from backend.cli import main
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.formats.bvh import read_bvh, write_bvh
+    from backend.cli.main import main
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     c24 = _at_rate(24, 150)
     write_bvh(tmp_path / "w24.bvh", c24)
     ae = Engine(DEFAULT_CHECKPOINT, "cpu")

@@ -161,7 +161,7 @@ def test_state_survives_a_kill_between_the_two_renames(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         real(src, dst)
 
-    monkeypatch.setattr(os, "replace", dying_replace)  # the one os.replace, in backend.atomic
+    monkeypatch.setattr(os, "replace", dying_replace)  # the one os.replace, in backend.formats.atomic
     with pytest.raises(KeyboardInterrupt):
         st.save_state(path, {"step": 10, "w": torch.full((3,), 10.0), "gen": torch.ones(4, dtype=torch.uint8)})
     monkeypatch.undo()

@@ -1,8 +1,8 @@
 """Augmentations that create motion the data lacks: mirroring, time reversal, speed changes,
 upper/lower body mixing and other proportions (another performer: body and legs scaled).  Pure functions over local rotations [..., F, J, 4] and local positions
-[..., F, J, 3] (torch), in the (lrot, lpos, parents) layout of ``backend.skeleton``.
+[..., F, J, 3] (torch), in the (lrot, lpos, parents) layout of ``backend.motion.skeleton``.
 
-Mirroring (the per-joint frame corrections, fitted to the skeleton) is ``backend.mirror``'s; here it is
+Mirroring (the per-joint frame corrections, fitted to the skeleton) is ``backend.motion.mirror``'s; here it is
 applied to torch batches.
 """
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from backend import quat_torch
-from backend.mirror import Mirror as _Mirror, fit, partner_names  # noqa: F401  (partner_names: the API)
+from backend.maths import quat_torch
+from backend.motion.mirror import Mirror as _Mirror, fit, partner_names  # noqa: F401  (partner_names: the API)
 
 
 class Mirror(_Mirror):
-    """``backend.mirror.Mirror`` applied to torch batches."""
+    """``backend.motion.mirror.Mirror`` applied to torch batches."""
 
     def __call__(self, rot: torch.Tensor, pos: torch.Tensor):
         a = torch.as_tensor(self.frames, dtype=rot.dtype, device=rot.device)
@@ -32,7 +32,7 @@ class Mirror(_Mirror):
 
 
 def fit_mirror(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror | None:
-    """``backend.mirror.fit``, as a Mirror that applies to torch batches."""
+    """``backend.motion.mirror.fit``, as a Mirror that applies to torch batches."""
     m = fit(names, parents, offsets, rot_sample)
     return None if m is None else Mirror(m.partner, m.frames, m.parents)
 

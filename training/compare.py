@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.model import MODEL_FAMILIES, ModelConfig, SplineTransformer, count_parameters
+from backend.models.spline_transformer import MODEL_FAMILIES, ModelConfig, SplineTransformer, count_parameters
 
 from .data import DEFAULT_DATA
 from .loop import optimizer_step
@@ -140,7 +140,7 @@ def motion_errors(ckpt_path, windows) -> dict:
     (deg^2, Table 4's metric), the mean geodesic angle (deg) over the modelled rotating
     joints of every frame, and global MPJPE (cm).
     """
-    from backend.engine import Engine
+    from backend.motion.engine import Engine
 
     from .evaluate import evaluate_reconstruction, reconstruct_windows
 

@@ -37,7 +37,7 @@ class TrainConfig:
     clip_grad: float = 1.0  # gradient norm clipping (0 = off)
     weight_decay: float = 0.0
     fk_weight: float = 1.0  # weight of the forward-kinematics position loss (cm, scaled)
-    # weight of the planted-foot loss: where the capture plants a foot (backend.contacts.CAPTURE), the fill's
+    # weight of the planted-foot loss: where the capture plants a foot (backend.motion.inbetween.contacts.CAPTURE), the fill's
     # foot moves as the capture's does (frame-to-frame steps, in the FK loss's units; 0 = off)
     foot_weight: float = 0.0
     augment_yaw: bool = True  # random rotation about the up axis

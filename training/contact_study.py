@@ -1,5 +1,5 @@
 """python -m training.contact_study KEY=VALUE[,KEY=VALUE] [evaluate's arguments]: the in-betweener as
-shipped, its planted feet judged with another ``backend.contacts.ContactConfig`` (``slow=1.5``,
+shipped, its planted feet judged with another ``backend.motion.inbetween.contacts.ContactConfig`` (``slow=1.5``,
 ``near_ground=0.15``...), through ``training.evaluate`` (same windows, same columns): the trade between
 feet that stay planted and rotations the fill would have made, chosen on validation.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from backend import contacts, inbetween
+from backend.motion.inbetween import contacts, fill as inbetween
 
 from . import evaluate
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend import quat_np
-from backend.bvh import read_bvh, write_bvh
-from backend.engine import DEFAULT_INBETWEEN, Engine
-from backend.keyframes import every_k, interpolate, key_mask
+from backend.maths import quat_np
+from backend.formats.bvh import read_bvh, write_bvh
+from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.keyframes import every_k, interpolate, key_mask
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"

@@ -37,14 +37,14 @@ JOINTS = ("LowerLeg_L", "UpperArm_R")
 
 def joint_angle(rotations: np.ndarray, j: int) -> np.ndarray:
     """Degrees a joint is turned from its rest pose, per frame."""
-    from backend import quat_np
+    from backend.maths import quat_np
     ident = np.zeros_like(rotations[:, j])
     ident[:, 0] = 1.0
     return np.degrees(quat_np.angle_between(rotations[:, j], ident))
 
 
 def edited_points(engine, points: np.ndarray, segment: int) -> tuple[np.ndarray, str]:
-    from backend.edits import amplify, principal_offset
+    from backend.motion.edits import amplify, principal_offset
     out = points.copy()
     out[segment] = amplify(points[segment], 2.0)
     label = "amplify 2"
@@ -60,15 +60,15 @@ def edited_points(engine, points: np.ndarray, segment: int) -> tuple[np.ndarray,
 
 def trajectory(points: np.ndarray, samples: int = 64) -> np.ndarray:
     """Every segment's Bezier curve sampled densely and chained: ``[S * samples, d]``."""
-    from backend import splines
+    from backend.maths import splines
     basis = splines.bezier_basis(points.shape[1] - 1, np.linspace(0.0, 1.0, samples))
     return np.concatenate([splines.evaluate(p, basis) for p in points])
 
 
 def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=DPI) -> Path:
-    from backend.bvh import read_bvh
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
-    from backend.edits import amplify
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.motion.edits import amplify
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")
     clip = read_bvh(clip_path)
     controls = engine.encode(clip)
@@ -92,7 +92,7 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8, ncol=2)
     edited, label = edited_points(engine, controls.points.astype(np.float64), segment)
-    from backend import splines
+    from backend.maths import splines
     t = np.linspace(0.0, 1.0, 128)
     basis = splines.bezier_basis(3, t)
     before, after = splines.evaluate(controls.points[segment], basis), splines.evaluate(edited[segment], basis)
@@ -133,17 +133,17 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
 def layered(clip, neutral, edited):
     """The add-on's layer in the model's convention: the clip moved by edited - neutral (rotations in each
     joint's frame, positions added)."""
-    from backend import quat_np
+    from backend.maths import quat_np
     rot = quat_np.normalize(quat_np.mul(clip.rotations, quat_np.mul(quat_np.inv(neutral.rotations), edited.rotations)))
     return rot, clip.positions + edited.positions - neutral.positions
 
 
 def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1.5, size=(1400, 900),
                  dpi=DPI) -> Path:
-    from backend import quat_np
-    from backend.bvh import read_bvh
-    from backend.edits import amplify
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.maths import quat_np
+    from backend.formats.bvh import read_bvh
+    from backend.motion.edits import amplify
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")
     clip = read_bvh(clip_path)
     controls = engine.encode(clip)

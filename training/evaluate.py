@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend import quat_np
+from backend.maths import quat_np
 
 from . import metrics
 from .data import CMU_DATA, DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
@@ -65,7 +65,7 @@ def load_windows(data, split, cache=None, limit=None, length=WINDOW, skeleton=No
 def reconstruct_windows(engine, rot, pos, batch=256):
     """Encode + decode each window through Engine.encode / decode (segments of the checkpoint's
     window, eased seams), as the add-on and the CLI do; encoding is batched."""
-    from backend.skeleton import Clip
+    from backend.motion.skeleton import Clip
     out_r, out_p = np.empty_like(rot), np.empty_like(pos)
     for a in range(0, len(rot), batch):
         clips = [Clip(engine.skeleton, rot[i], pos[i], name=f"window {i}") for i in range(a, min(a + batch, len(rot)))]
@@ -93,9 +93,9 @@ def _inbetween_scores(pred_rot, pred_pos, true_grot, true_gpos, parents, nonkey)
 
 def foot_sliding(skeleton, windows_rot, windows_pos, pred_rot, pred_pos, keys, frame_time: float) -> float:
     """Mean speed (the data's unit per second: cm/s) of the predicted feet over the frame steps in which
-    the capture plants them (``backend.contacts.planted_steps``: low and still), key-to-key steps aside;
+    the capture plants them (``backend.motion.inbetween.contacts.planted_steps``: low and still), key-to-key steps aside;
     NaN where the skeleton has no legs by name."""
-    from backend import contacts as C
+    from backend.motion.inbetween import contacts as C
     legs = C.find_legs(skeleton.names, skeleton.parents)
     if not legs:
         return float("nan")
@@ -142,9 +142,9 @@ def evaluate_inbetween(predict, windows_rot, windows_pos, parents, spacings=SPAC
 
 
 def curves_predictor(skeleton):
-    """``predict(rot, pos, keys)``: Blender's default F-curves through the keys (``backend.fcurves``, the
+    """``predict(rot, pos, keys)``: Blender's default F-curves through the keys (``backend.motion.inbetween.blender_curves``, the
     numpy twin of ``training.blender_baseline``'s real-bpy curves; tests/test_fcurves.py holds them equal)."""
-    from backend import fcurves
+    from backend.motion.inbetween import blender_curves as fcurves
 
     def predict(rot, pos, keys):
         out = [fcurves.fill(skeleton, rot[w], pos[w], keys) for w in range(len(rot))]
@@ -154,7 +154,7 @@ def curves_predictor(skeleton):
 
 def inbetween_predictor(engine, batch: int = 256):
     """``predict(rot, pos, keys)`` over windows [W, F, J, *] through ``Engine.inbetween`` (batched)."""
-    from backend.skeleton import Clip
+    from backend.motion.skeleton import Clip
 
     def predict(rot, pos, keys):
         out_r, out_p = np.empty_like(rot), np.empty_like(pos)
@@ -201,7 +201,7 @@ def markdown(report: dict) -> str:
         head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP | {n} feet (cm/s)" for n in names)
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
                   "Feet: mean speed of a foot joint (ankle, toes) over the frame steps in which the capture "
-                  "plants it (low and still, `backend.contacts`); the capture's own speed there is the floor.", "",
+                  "plants it (low and still, `backend.motion.inbetween.contacts`); the capture's own speed there is the floor.", "",
                   f"| k | method | {head} |", "|---:|---|" + "---:|" * (5 * len(names))]
         for k in cols[names[0]]["inbetween"]:
             for method, label in LABELS.items():
@@ -242,10 +242,10 @@ def _column(engine, args, data, sel, skeleton, bezier):
     if task == "inbetween" and not args.baselines_only:
         symmetric = engine.symmetric
         variants = [("model", True, symmetric, True), ("model_unguarded", False, symmetric, True),
-                    ("model_free_feet", True, symmetric, False),  # what backend.contacts adds
+                    ("model_free_feet", True, symmetric, False),  # what backend.motion.inbetween.contacts adds
                     ("model_guard_every_gap", True, symmetric, True)]  # keys hidden at every spacing
         limit = engine.guard_limit
-        if symmetric:  # what the mirror average adds (backend.inbetween.mirror_mean)
+        if symmetric:  # what the mirror average adds (backend.motion.inbetween.fill.mirror_mean)
             variants.append(("model_asymmetric", True, False, True))
         if args.shipped_only:
             variants = variants[:1]
@@ -268,7 +268,7 @@ def run(args) -> dict:
     if not args.baselines_only or args.checkpoint:
         if not args.checkpoint:
             raise EvalError("a CHECKPOINT is needed unless --baselines-only is given")
-        from backend.engine import Engine
+        from backend.motion.engine import Engine
         engine = Engine(args.checkpoint, args.device)
     skeleton = engine.skeleton if engine is not None else None
     bezier = None
@@ -294,7 +294,7 @@ def run(args) -> dict:
 
 
 def _is_mesh_checkpoint(path) -> bool:
-    from backend.checkpoint import paths_for
+    from backend.runtime.checkpoint import paths_for
     try:
         doc = json.loads(paths_for(path)[0].read_text())
     except (OSError, ValueError):
@@ -328,12 +328,12 @@ def main(argv=None) -> int:
     ap.add_argument("--baselines-only", action="store_true", help="LERP/SLERP in-betweening scores, no model")
     ap.add_argument("--blender-baseline", action="store_true",
                     help="also score Blender's default F-curve interpolation (Bezier, auto-clamped, continuous "
-                         "acceleration: backend.fcurves, equal to real bpy's)")
+                         "acceleration: backend.motion.inbetween.blender_curves, equal to real bpy's)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from backend.checkpoint import CheckpointError
-    from backend.engine import EngineError
+    from backend.runtime.checkpoint import CheckpointError
+    from backend.motion.engine import EngineError
     try:
         report = run(args)
     except (EvalError, DataError, CheckpointError, EngineError) as e:

@@ -1,10 +1,10 @@
 """python -m training.guard_study CKPT [--split val] [--limit N]: how to guard an in-betweener.
 
 Scores, on the protocol's familiar and unfamiliar columns, the model alone and ways of trusting it
-only as far as it predicts hidden keys (backend.guard): alpha only (what ships), alpha with a SLERP
+only as far as it predicts hidden keys (backend.motion.inbetween.guard): alpha only (what ships), alpha with a SLERP
 weight next to the Hermite base, and a hard switch between model and curves — each with every
 other key hidden (doubled gaps up to the model's window) and with hiding capped at doubled gaps of
-``backend.guard.MAX_HIDDEN_GAP`` frames.  Prints L2Q of global quaternions as a ratio to SLERP.
+``backend.motion.inbetween.guard.MAX_HIDDEN_GAP`` frames.  Prints L2Q of global quaternions as a ratio to SLERP.
 Choose on the validation split (the default).
 """
 from __future__ import annotations
@@ -15,12 +15,12 @@ import sys
 import numpy as np
 import torch
 
-from backend import guard
-from backend import inbetween
-from backend import quat_np
-from backend.engine import Engine
-from backend.keyframes import every_k, interpolate, key_mask
-from backend.skeleton import Clip
+from backend.motion.inbetween import guard
+from backend.motion.inbetween import fill as inbetween
+from backend.maths import quat_np
+from backend.motion.engine import Engine
+from backend.motion.keyframes import every_k, interpolate, key_mask
+from backend.motion.skeleton import Clip
 
 from . import metrics
 from .data import DEFAULT_DATA

@@ -9,7 +9,7 @@ height and speed over the nine frames around it and what the gap's two keys say 
 and seconds: any skeleton, any rate), and with ``--hidden`` also the in-betweener's decoder state at that
 frame (what a contact head on the decoder would read).  It trains on fills of CKPT (planted feet off) of
 the training windows of every archive given (every kind but the left-out ones; keys every 5 to 30 frames,
-seeded), labelled by the capture's contacts (``backend.contacts.capture_contacts``, the figure's own
+seeded), labelled by the capture's contacts (``backend.motion.inbetween.contacts.capture_contacts``, the figure's own
 reading), and prints on the validation windows (familiar: the first archives; other studio: ``--other``) at
 keys every 15 and 30: precision and recall of the planted class beside the fill's own reading, and the
 foot-sliding figure with the pass holding the learned contacts (eased in the air, ``outside``) beside the
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from backend import contacts as C
-from backend import quat_np
+from backend.motion.inbetween import contacts as C
+from backend.maths import quat_np
 
 from .data import LEAVE_OUT, Selection
 from .evaluate import load_windows
@@ -63,8 +63,8 @@ def windows_read(engine, rot, pos, spacing, hidden: bool):
     """Per window: (keys, fill rotations, fill positions, global positions, up, leg length, frames, inputs
     [M, N, *], the capture's contacts [M, N]), the fill made by ``engine`` as shipped with its planted-feet pass
     off; ``hidden``: the decoder's state of the unguarded, unmirrored pass appended to each joint's inputs."""
-    from backend.keyframes import every_k
-    from backend.skeleton import Clip
+    from backend.motion.keyframes import every_k
+    from backend.motion.skeleton import Clip
     skel, ft = engine.skeleton, float(engine.frame_time)
     legs = C.find_legs(skel.names, skel.parents)
     joints = C.foot_joints(legs)
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     args = ap.parse_args(argv)
     import torch
-    from backend.engine import Engine
+    from backend.motion.engine import Engine
     torch.set_num_threads(1)
     t0 = time.time()
     eng = Engine(args.checkpoint, "cpu")

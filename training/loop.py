@@ -15,12 +15,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from backend import checkpoint as ckpt_io
-from backend import quat_torch
-from backend.contacts import find_legs
-from backend.features import Normalizer, detect_layout, split_features, to_features
-from backend.model import ModelConfig, count_parameters
-from backend.registry import build_model
+from backend.runtime import checkpoint as ckpt_io
+from backend.maths import quat_torch
+from backend.motion.inbetween.contacts import find_legs
+from backend.motion.features import Normalizer, detect_layout, split_features, to_features
+from backend.models.spline_transformer import ModelConfig, count_parameters
+from backend.models.registry import build_model
 
 from . import progress
 from .config import TrainConfig
@@ -320,7 +320,7 @@ def train(cfg: TrainConfig) -> Path:
     if rank == 0:
         import json
         (out / "history.json").write_text(json.dumps(history))
-        from backend.export_onnx import export_saved
+        from backend.runtime.export import export_saved
         print(export_saved(out / "best.json"), file=sys.stderr)
         print(f"\ndone: {out / 'best.json'} (val rotation error {best:.3f} deg)", file=sys.stderr)
         progress.emit("done", checkpoint=str(out / "best.json"), metric="val_rot_deg", value=best)

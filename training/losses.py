@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from backend import quat_torch
-from backend.contacts import CAPTURE, foot_joints
-from backend.features import FeatureLayout, split_features
+from backend.maths import quat_torch
+from backend.motion.inbetween.contacts import CAPTURE, foot_joints
+from backend.motion.features import FeatureLayout, split_features
 
 
 def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tensor,
@@ -78,7 +78,7 @@ def relative_pose_loss(pred_n, base_n, target_n, frames, normalizer, layout, ori
 
 def planted_mask(gpos: torch.Tensor, legs, template: torch.Tensor, frame_time: float = 1 / 30) -> torch.Tensor:
     """[B, F - 1, N] bool: frame steps in which the capture ``gpos [B, F, J, 3]`` plants foot joint n (ankle,
-    toes of ``legs``) at both ends, low and still as ``backend.contacts.CAPTURE`` judges it (+Y up)."""
+    toes of ``legs``) at both ends, low and still as ``backend.motion.inbetween.contacts.CAPTURE`` judges it (+Y up)."""
     joints = foot_joints(legs)
     length = torch.stack([template[..., leg.knee, :].norm(dim=-1) + template[..., leg.ankle, :].norm(dim=-1)
                           for leg in legs], -1).amax(-1).reshape(len(gpos), 1, 1)
@@ -104,7 +104,7 @@ def pose_loss(pred_n, target_n, normalizer, layout, origin, template, parents, f
               legs=None, foot_weight=0.0):
     """MSE in normalised feature space + fk_weight * MSE of global positions in units of pos_scale cm
     (every window has the same frames, so the mean of the windows' errors is the MSE over the batch)
-    + foot_weight * the planted feet's step error (``foot_step_error``; ``legs``: backend.contacts.find_legs)."""
+    + foot_weight * the planted feet's step error (``foot_step_error``; ``legs``: backend.motion.inbetween.contacts.find_legs)."""
     feet = legs if foot_weight > 0 and legs else None
     ((feat, fk, foot),) = window_errors([pred_n], target_n, normalizer, layout, origin, template, parents,
                                         fk_weight, None, pos_scale, feet)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend import quat_np
+from backend.maths import quat_np
 
 
 def _f64(*xs):

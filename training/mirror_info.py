@@ -1,9 +1,9 @@
 """python -m training.mirror_info CKPT.json [--data ...] [--cache ...]: store a checkpoint's mirror map.
 
 Runs trained with ``--augment_mirror`` since session 5 carry ``info.mirror`` (the left/right map of
-``backend.mirror``, fitted to the training data as the augmentation fits it); this adds it to a
+``backend.motion.mirror``, fitted to the training data as the augmentation fits it); this adds it to a
 checkpoint trained before, in its JSON only (the weights file is not touched).  With it the
-in-betweener averages its fill with the mirrored fill of the mirrored keys (``backend.inbetween``).
+in-betweener averages its fill with the mirrored fill of the mirrored keys (``backend.motion.inbetween.fill``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.atomic import write_text
+from backend.formats.atomic import write_text
 
 from .augment import fit_mirror
 from .data import DEFAULT_DATA, load_split

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from backend import quat_np as Q
+from backend.maths import quat_np as Q
 
 from .data import CMU_DATA, DEFAULT_DATA, Selection, load_split
 from .evaluate import evaluate_reconstruction, reconstruct_windows
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=None)
     ap.add_argument("--limit", type=int, default=None, help="windows per set")
     args = ap.parse_args(argv)
-    from backend.engine import DEFAULT_CHECKPOINT, Engine
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(args.checkpoint or DEFAULT_CHECKPOINT, "cpu")
     skel, rj = engine.skeleton, list(engine.layout.rotation_joints)
     bandai = load_split(args.data, Selection(("val",)), args.cache, verbose=False, skeleton=skel)
@@ -90,7 +90,7 @@ def normalised_outliers(engine, rot, pos, top: int = 4) -> str:
     """The largest |z| of the normalised features over windows, with the joint each feature belongs to."""
     import torch
 
-    from backend.features import to_features
+    from backend.motion.features import to_features
     feat, _ = to_features(torch.from_numpy(rot).float(), torch.from_numpy(pos).float(), engine.layout)
     z = np.abs(np.asarray(engine.norm(feat))).reshape(-1, feat.shape[-1]).max(0)
     npos = 3 * len(engine.layout.position_joints)

@@ -121,8 +121,8 @@ def plot_curves(run_dir, out, size=SIZES["curves"], dpi=DPI) -> Path:
 # -- latent spline (Fig. 8) ---------------------------------------------------------------
 
 def _engine_and_clip(ckpt, clip_path):
-    from backend.bvh import read_bvh
-    from backend.engine import Engine
+    from backend.formats.bvh import read_bvh
+    from backend.motion.engine import Engine
     engine = Engine(ckpt, device="cpu")
     clip = read_bvh(clip_path)
     engine.check_clip(clip)
@@ -131,7 +131,7 @@ def _engine_and_clip(ckpt, clip_path):
 
 def latent_spline(engine, clip, segment: int = 0, features: int = 8, samples: int = 256) -> dict:
     """The latent Bezier spline of one segment, densely sampled, and its most varying features."""
-    from backend import splines
+    from backend.maths import splines
     if engine.ckpt.config.family != "spline":
         raise PlotError(f"{engine.path}: a {engine.ckpt.config.family!r} checkpoint has no latent spline "
                         "(the latent plot needs the spline family)")
@@ -185,8 +185,8 @@ def recon_curves(engine, clip, joints: list[str] | None = None, count: int = 4) 
     the reconstruction's angles are the Euler solution nearest them frame by frame (as a BVH export
     with the source as reference writes them), so the curves are comparable.
     """
-    from backend import quat_np
-    from backend.bvh import clip_to_channels
+    from backend.maths import quat_np
+    from backend.formats.bvh import clip_to_channels
     skel = clip.skeleton
     rec = engine.reconstruct([clip])[0]
     gt_ch = clip.meta.get("source_channels")

@@ -24,11 +24,11 @@ import sys
 import numpy as np
 import torch
 
-from backend import checkpoint
-from backend import quat_np
-from backend.atomic import write_text
-from backend.engine import Engine
-from backend.skeleton import Clip
+from backend.runtime import checkpoint
+from backend.maths import quat_np
+from backend.formats.atomic import write_text
+from backend.motion.engine import Engine
+from backend.motion.skeleton import Clip
 
 from .data import WindowSampler, load_split
 from .principal_names import Effect, name_directions
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
         write_text(jpath, json.dumps(doc, indent=1))
     else:
         checkpoint.save(c.path, c)
-        from backend.export_onnx import export_saved
+        from backend.runtime.export import export_saved
         print(export_saved(c.path))  # (the weights file changed: the graphs point into it again)
     for i, (n, e, d) in enumerate(zip(names, c.info.get("principal_explained", []), descriptions)):
         print(f"PC{i + 1}: {n} (explains {100 * e:.1f} % of control-point variance)\n      {d}")

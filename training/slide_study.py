@@ -3,14 +3,14 @@
 
 The foot-sliding figure (``training.evaluate.foot_sliding``) averages a foot joint's speed over the frame
 steps in which the capture plants it.  This splits those steps by what the fill's planted-feet pass
-(``backend.contacts``) made of them, judged on the fill before that pass: *held* (fully, at both ends of
+(``backend.motion.inbetween.contacts``) made of them, judged on the fill before that pass: *held* (fully, at both ends of
 the step), *easing* (in or out of a hold) or *not held* (then: the fill has the joint in the air, or moving
 faster than the pass holds), and prints each part's share of the steps, its mean speed and its share of
 the figure.  A slide in held steps is the pass's to fix; one in unheld steps is the fill stepping at
 another time than the capture.  ``--by-clip`` also prints the figure per clip beside the capture's own
 speed on the same steps, and each clip's share of the excess over the capture (where the slide is).
 ``--oracle [outside=1,...]`` also prints the figure with the planted-feet pass holding the capture's own
-contacts instead of the fill's (``backend.contacts.plant_feet``'s ``down``), as shipped or with the given
+contacts instead of the fill's (``backend.motion.inbetween.contacts.plant_feet``'s ``down``), as shipped or with the given
 contact settings: what a perfectly learned contact would give, the bound on that lever.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ import sys
 
 import numpy as np
 
-from backend import contacts as C
-from backend import quat_np
+from backend.motion.inbetween import contacts as C
+from backend.maths import quat_np
 
 from .data import Selection, protocol_windows
 from .evaluate import load_windows
@@ -68,9 +68,9 @@ def main(argv=None) -> int:
                     help="the figure with the capture's own contacts held (by the pass as shipped, or with these "
                          "ContactConfig fields changed, as training.contact_study takes them)")
     args = ap.parse_args(argv)
-    from backend.engine import Engine
-    from backend.keyframes import every_k
-    from backend.skeleton import Clip
+    from backend.motion.engine import Engine
+    from backend.motion.keyframes import every_k
+    from backend.motion.skeleton import Clip
     eng = Engine(args.checkpoint, "cpu")
     rot, pos, ms = load_windows(args.data, Selection((args.split,)), args.cache, skeleton=eng.skeleton)
     ft = float(ms.frame_time)

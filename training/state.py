@@ -8,7 +8,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from backend.atomic import replacing, write_text
+from backend.formats.atomic import replacing, write_text
 
 
 def _split(obj, prefix, tensors):

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from backend.splines import bezier_basis, uniform_times
+from backend.maths.splines import bezier_basis, uniform_times
 
 NUM_POINTS = 256
 BEZIER_ENDS = np.array([[-0.8, -0.5], [0.8, 0.5]])  # fixed first / last control point

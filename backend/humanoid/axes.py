@@ -1,13 +1,13 @@
 """Blender's axes against the BVH convention, and the few quaternion helpers the conversion needs.
 
-``backend.quat_np``'s quaternions ``(w, x, y, z)``; ``rig_math`` in the add-on takes these same
+``backend.maths.quat_np``'s quaternions ``(w, x, y, z)``; ``rig_math`` in the add-on takes these same
 objects (through the bridge), so a rig and a file are turned by one constant.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import quat_np
+from ..maths import quat_np
 
 # BVH (Y up) -> Blender (Z up): +90 degrees about X.
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import quat_np
-from ..skeleton import Clip, Skeleton
+from ..maths import quat_np
+from ..motion.skeleton import Clip, Skeleton
 from . import axes
 from . import bone_map
 from . import hinges, rest_pose, retarget

@@ -33,7 +33,7 @@ qconj = axes.qconj
 
 
 def qmul(a, b):
-    """``rig_math.qmul`` (``backend.quat_np.mul``) term for term (the same numbers), faster on small arrays."""
+    """``rig_math.qmul`` (``backend.maths.quat_np.mul``) term for term (the same numbers), faster on small arrays."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
@@ -49,7 +49,7 @@ def _cross(a, b):
 
 
 def qrotate(q, v):
-    """``rig_math.qrotate`` (``backend.quat_np.rotate``) with the same arithmetic, faster on small arrays."""
+    """``rig_math.qrotate`` (``backend.maths.quat_np.rotate``) with the same arithmetic, faster on small arrays."""
     q, v = np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64)
     w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * _cross(xyz, v)

@@ -17,7 +17,7 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
   and the latent spline: header ``segments``, arrays ``points [S, 4, d]``, ``origins [S, 3]``,
   ``template [J, 3]`` (the keys' frames and poses are the request's).  ``frame_time`` is the keys'
   seconds per frame: at another rate than the model's the keys are filled on the model's grid and read
-  back on theirs (``backend.timebase``), ``segments`` are in the request's frames and the header adds
+  back on theirs (``backend.maths.timebase``), ``segments`` are in the request's frames and the header adds
   ``model_segments`` and ``model_keys`` (the same on the model's grid, for ``decode``)
 * ``encode`` ``{"checkpoint", "device", "frame_time"}`` + arrays ``offsets [J, 3]``,
   ``rotations [F, J, 4]``, ``positions [F, J, 3]`` (an autoencoder checkpoint) -> header
@@ -30,7 +30,7 @@ The header's ``"arrays"`` lists ``[name, dtype, shape]`` in the order the arrays
   "principal", "keys"}`` + arrays ``points [P, 4, d]``, ``origins [P, 3]``, ``template [J, 3]``
   (and ``key_rotations [K, J, 4]``, ``key_positions [K, J, 3]`` when ``keys`` is not null):
   each listed segment decoded on its own (``lengths``: output frames, more or fewer than the
-  segment's to re-time it; edits as in ``backend.edits``; with ``model_segments`` (and ``model_keys`` for
+  segment's to re-time it; edits as in ``backend.motion.edits``; with ``model_segments`` (and ``model_keys`` for
   in-betweened ones), as ``encode`` / ``inbetween`` answered them, each is decoded on the model's grid and
   read back over its ``lengths``) -> arrays ``rotations [sum, J, 4]``,
   ``positions [sum, J, 3]``, the parts one after the other

@@ -17,7 +17,7 @@ def request_threads(torch_threads: bool = True):
     default, every core), else one.  A request of the add-on is a few segments: spreading its small
     products over threads costs more than it wins (a slider change and Encode in Blender, one thread against
     two: docs/results.md, *Speed*, *Blender: Inbetween, sliders, Encode*).  Not for a request on
-    ONNX Runtime (``torch_threads`` False: its sessions run on one thread, ``backend.runtime``), which must
+    ONNX Runtime (``torch_threads`` False: its sessions run on one thread, ``backend.runtime.onnx_runner``), which must
     not import torch at all."""
     if not torch_threads:
         yield
@@ -50,14 +50,14 @@ _NEEDS = {(False, True): "Inbetween needs an in-betweening one",
 def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetween", mesh: bool = False,
                runtime: str = "torch"):
     """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
-    engine; ``runtime``: "torch" or "onnx", ``backend.runtime``), loaded once per (kind, file, device,
+    engine; ``runtime``: "torch" or "onnx", ``backend.runtime.onnx_runner``), loaded once per (kind, file, device,
     runtime) and again when the file is replaced."""
     if mesh:
-        from ..mesh_engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
-        from ..mesh_engine import MeshEngine as factory
+        from ..mesh.engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
+        from ..mesh.engine import MeshEngine as factory
     else:
-        from ..engine import DEFAULT_CHECKPOINT as autoencoder, DEFAULT_INBETWEEN as inbetween
-        from ..engine import Engine as factory
+        from ..motion.engine import DEFAULT_CHECKPOINT as autoencoder, DEFAULT_INBETWEEN as inbetween
+        from ..motion.engine import Engine as factory
     path = os.path.abspath(checkpoint) if checkpoint else str(inbetween if task == "inbetween" else autoencoder)
     try:
         stamp = os.stat(path).st_mtime_ns
@@ -101,8 +101,8 @@ def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError, fram
     """Refuse keys (sorted, from 0) with a gap above the model's window (``max_gap`` model frames; keys at
     ``frame_time`` are checked in their own frames) before anything is allocated for their frames, in the
     words and error type the engine itself would use."""
-    from ..inbetween import checked_keys
-    from ..timebase import MODEL_FRAME_TIME
+    from ..motion.inbetween.fill import checked_keys
+    from ..maths.timebase import MODEL_FRAME_TIME
     mft = model_frame_time or MODEL_FRAME_TIME
     try:
         if not keys:

@@ -17,7 +17,7 @@ def _device(header: dict) -> str:
 
 
 def _runtime(header: dict) -> str:
-    """What runs the model: "torch" (the default) or "onnx" (the exported graphs: ``backend.runtime``)."""
+    """What runs the model: "torch" (the default) or "onnx" (the exported graphs: ``backend.runtime.onnx_runner``)."""
     return header.get("runtime", "torch")
 
 

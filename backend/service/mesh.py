@@ -16,7 +16,7 @@ space; frames are 0-based from the start of the sequence.
 * ``mesh_decode`` ``{"checkpoint", "device", "task", "segments", "lengths", "amplify", "timing",
   "principal", "keys"}`` + ``points [P, 4, d]`` (and ``key_frames [K, V, 3]`` when ``keys`` is not
   null): each listed segment decoded on its own into ``lengths[i]`` frames, edits as in
-  ``backend.edits`` -> ``vertices [sum(lengths), V, 3]``, the parts one after the other
+  ``backend.motion.edits`` -> ``vertices [sum(lengths), V, 3]``, the parts one after the other
 """
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def _segments(controls) -> list[list[int]]:
 def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
-    from ..edits import edit_points
-    from ..keyframes_np import segments_on_keys
-    from ..mesh_engine import MeshControls
+    from ..motion.edits import edit_points
+    from ..motion.keyframes_np import segments_on_keys
+    from ..mesh.engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
     points = np.asarray(arrays["points"], np.float64)
@@ -98,11 +98,11 @@ def encode(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
 def fidelity(segments, frames, decoded) -> list[list[float]]:
     """Per segment ``[mean vertex error, its % of the bounding-box diagonal]`` between the frames read
     and the segments' neutral decodes laid one after the other: the readout after Encode Mesh."""
-    flat = np.asarray(frames, np.float32).reshape(-1, 3)  # (backend.mesh.bbox_diagonal, a column at a time:
+    flat = np.asarray(frames, np.float32).reshape(-1, 3)  # (backend.mesh.sequences.bbox_diagonal, a column at a time:
     diag = float(np.linalg.norm([flat[:, k].max() - flat[:, k].min() for k in range(3)])) or 1.0  # quicker than max(0))
     at = np.cumsum([0] + [b - a + 1 for a, b in segments])
     out = []
-    for s, (a, b) in enumerate(segments):  # (backend.mesh.mean_vertex_error, in float32: a tenth of the time)
+    for s, (a, b) in enumerate(segments):  # (backend.mesh.sequences.mean_vertex_error, in float32: a tenth of the time)
         d = np.asarray(decoded[at[s]:at[s + 1]], np.float32) - np.asarray(frames[a:b + 1], np.float32)
         err = float(np.sqrt(np.einsum("fvk,fvk->fv", d, d)).mean(dtype=np.float64))
         out.append([err, 100.0 * err / diag])
@@ -118,7 +118,7 @@ def inbetween(engine, header: dict, arrays: dict) -> tuple[dict, dict]:
         raise ValueError(f"key_frames {key_frames.shape} do not match {len(keys)} keys")
     if keys != sorted(set(keys)):
         raise ValueError(f"keys must be increasing and unique, got {keys}")
-    from ..engine import EngineError
+    from ..motion.engine import EngineError
     check_gaps(keys, engine.window - 1, header.get("name", "") or "mesh sequence", EngineError)  # before allocating
     frames = np.zeros((keys[-1] + 1,) + key_frames.shape[1:], np.float32)  # only the keys are read
     frames[keys] = key_frames

@@ -6,14 +6,14 @@ import contextlib
 
 import numpy as np
 
-from .. import quat_np
-from .. import timebase
+from ..maths import quat_np
+from ..maths import timebase
 from .engines import check_gaps, check_reply_size, principal_amounts
 
 
 @contextlib.contextmanager
 def contacts_as(engine, header: dict):
-    """The request's ``"contacts"`` (default on: planted feet held, ``backend.contacts``) on the shared
+    """The request's ``"contacts"`` (default on: planted feet held, ``backend.motion.inbetween.contacts``) on the shared
     engine for the request's length."""
     before = getattr(engine, "contacts", None)
     if before is not None:
@@ -37,7 +37,7 @@ def inbetween_with_controls(engine, offsets, keys, key_rotations, key_positions,
     """:func:`inbetween_keys` plus the latent spline it decoded: ``(rot, pos, Controls)``."""
     from dataclasses import replace
 
-    from ..skeleton import Clip
+    from ..motion.skeleton import Clip
     keys = [int(k) for k in keys]
     if not keys or keys[0] != 0:
         raise ValueError(f"keys must start at frame 0, got {keys[:3]}")
@@ -80,7 +80,7 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
     rotation error over the modelled joints in degrees, mean global joint position error in cm)."""
     from dataclasses import replace
 
-    from ..skeleton import Clip
+    from ..motion.skeleton import Clip
     j = engine.skeleton.num_joints
     if rotations.shape[1:] != (j, 4) or positions.shape[1:] != (j, 3) or offsets.shape != (j, 3) \
             or len(rotations) != len(positions):
@@ -90,7 +90,7 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
     rotations, positions = np.asarray(rotations, np.float64), np.asarray(positions, np.float64)
     model_rot, model_pos, n = rotations, positions, len(rotations)
     resampled = not timebase.same_rate(frame_time, engine.frame_time)
-    if resampled:  # another frame rate: encoded on the model's grid, the segments mapped back (backend.timebase)
+    if resampled:  # another frame rate: encoded on the model's grid, the segments mapped back (backend.maths.timebase)
         model_rot, model_pos = timebase.resample_uniform(quat_np.fix_hemisphere(rotations), positions,
                                                   timebase.model_length(n, frame_time, engine.frame_time))
     c = engine.encode(Clip(skel, model_rot, model_pos, engine.frame_time if resampled else frame_time, "blender"))
@@ -115,7 +115,7 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
 def fidelity(engine, segments, rotations, positions, dec_rot, dec_pos) -> list[list[float]]:
     """Per segment ``[rotation error deg, joint position error cm]`` between the clip and the segments'
     neutral decodes laid one after the other (as ``decode`` answers): the readout after Encode."""
-    from .. import quat_np
+    from ..maths import quat_np
     parents, rj = engine.skeleton.parents, list(engine.layout.rotation_joints)
     at = np.cumsum([0] + [b - a + 1 for a, b in segments])
     out = []
@@ -132,11 +132,11 @@ def fidelity(engine, segments, rotations, positions, dec_rot, dec_pos) -> list[l
 def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.ndarray]:
     """The ``decode`` request: each listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it).  In-betweened
-    segments are decoded through the guard (``backend.guard``) unless ``"guard": false``: the add-on's
+    segments are decoded through the guard (``backend.motion.inbetween.guard``) unless ``"guard": false``: the add-on's
     latent layer asks without it, so a slider's edit is the model's own, not scaled by the guard."""
-    from ..controls import Controls
-    from ..edits import edit_points
-    from ..inbetween import decode_inbetween
+    from ..motion.controls import Controls
+    from ..motion.edits import edit_points
+    from ..motion.inbetween.fill import decode_inbetween
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
     points, origins = np.asarray(arrays["points"], np.float64), np.asarray(arrays["origins"], np.float64)
@@ -161,7 +161,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         amounts = principal_amounts(engine, pca, principal[i])
         edited.append(edit_points(points[i], amplify_by=float(amplify[i]), principal=pca, amounts=amounts))
         # encoded at another frame rate: decoded on the model's grid (times the range's stretch), spread
-        # back over the segment's frames (backend.timebase); both the edited and the neutral decode
+        # back over the segment's frames (backend.maths.timebase); both the edited and the neutral decode
         # take this path, so the layer's difference is 0 at neutral
         n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
         n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
@@ -180,7 +180,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
             inside = [k for k, key in enumerate(keys) if a <= key <= b]
             s = (m - 1) // (n - 1)
             # filled at another frame rate: decoded on the model's grid, read back at the scene's frames
-            # (backend.timebase: piecewise linear between the keys, exact at them)
+            # (backend.maths.timebase: piecewise linear between the keys, exact at them)
             am, bm = (int(a), int(b)) if model_segs is None else (int(model_segs[i][0]), int(model_segs[i][1]))
             mkeys = keys if model_segs is None else header["model_keys"]
             sub = Controls(pts[None], origins[i:i + 1], [(0, bm - am)], template, 1.0 / 30.0,
@@ -210,7 +210,7 @@ def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, templ
     (``Engine.decode_features``, lengths may differ) and one conversion to poses, the segments laid end to
     end.  Each segment's numbers are the ones it gets alone (tests/test_latent_service.py checks it), so
     the layer's caches stay valid."""
-    from ..features_np import poses_from_features
+    from ..motion.features_np import poses_from_features
     if not points:
         return {}
     jobs = [(n, int(round((n - 1) * scale)) + 1, timing) for n, scale, timing in plans]

@@ -54,13 +54,13 @@ def encode(engine, clip):
     """The clip's control points, encoded at the model's rate (a 24 fps file is resampled to it first: the
     controls' ``frames`` and ``frame_time`` are the model's grid)."""
     check_clip(engine, clip)
-    return engine.encode(bridge.backend_module("timebase").to_model_rate(clip, engine.frame_time))
+    return engine.encode(bridge.backend_module("maths.timebase").to_model_rate(clip, engine.frame_time))
 
 
 def edit(engine, clip, opts: dict):
     """Encode, edit the control points (amplify, principal directions), decode (timing, supersample):
     the steps of ``python -m backend edit``."""
-    edits = bridge.backend_module("edits")
+    edits = bridge.backend_module("motion.edits")
     check_clip(engine, clip)
     pca = engine.principal()
     amounts = [float(v) for v in opts.get("pc") or []]
@@ -72,7 +72,7 @@ def edit(engine, clip, opts: dict):
         edits.check_supersample(int(opts.get("supersample", 1)), min(clip.num_frames, engine.ckpt.window))
     except ValueError as e:
         raise JobError(str(e)) from None
-    timebase = bridge.backend_module("timebase")
+    timebase = bridge.backend_module("maths.timebase")
     work = timebase.to_model_rate(clip, engine.frame_time)  # at the model's rate, and back on the file's frames
     controls = engine.encode(work)
     pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,

@@ -17,7 +17,7 @@ from ..core import rig_math
 from .errors import JobError
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")
-_Q = bridge.numpy_module("quat_np")
+_Q = bridge.numpy_module("maths.quat_np")
 
 
 def conversion(clip, info, given: dict | None, known=None):

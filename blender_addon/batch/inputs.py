@@ -57,7 +57,7 @@ def not_regular(p: Path) -> str:
 def folder_problem(folder: Path) -> str:
     """Why the batch cannot write into ``folder`` (created when missing), or "": checked before anything
     is done, so a usage error leaves the disk as it was."""
-    problem = bridge.numpy_module("atomic").folder_problem(folder)
+    problem = bridge.numpy_module("formats.atomic").folder_problem(folder)
     if not problem:
         return ""
     if problem.startswith("cannot write"):

@@ -1,7 +1,7 @@
 """The commands on a .bvh file: the backend's own BVH path, no Blender scene involved.
 
 In-betweening goes through ``bridge.inbetween`` (in-process or the backend process, as for the
-operator) with the key poses read by ``backend.bvh``; the output is written by ``backend.bvh``
+operator) with the key poses read by ``backend.formats.bvh``; the output is written by ``backend.formats.bvh``
 with the input's hierarchy, channel layout, frame time and frame count, keys as in the file --
 the same file ``python -m backend inbetween`` writes.  (Blender's BVH importer/exporter would
 not keep them: its exporter writes Z-up offsets and the scene's frame rate.)
@@ -19,7 +19,7 @@ from .errors import JobError
 
 
 def read(path: str, finite: bool = True):
-    bvh = bridge.backend_module("bvh")
+    bvh = bridge.backend_module("formats.bvh")
     try:
         return bvh.read_bvh(path, finite=finite)
     except bvh.BVHError as e:
@@ -30,7 +30,7 @@ def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
     """The job's key frames, checked; the gap limit is the model's 2 s in frames of the file's Frame Time."""
     if keys["source"] == "every":
         # from the first frame of motion: a capture's calibration frames (CMU's T-pose) are copied as they are
-        frames = bridge.backend_module("calibration").motion_keys(clip.rotations, clip.frame_time, int(keys["every"]))
+        frames = bridge.backend_module("motion.calibration").motion_keys(clip.rotations, clip.frame_time, int(keys["every"]))
     elif keys["source"] == "frames":
         frames = [int(k) for k in keys["frames"]]
     else:
@@ -96,7 +96,7 @@ def inbetween(job: dict, state, entry: dict, progress):
         filled = np.setdiff1d(np.arange(k0, k1 + 1), keys)
         ref[filled] = np.nan
         meta["source_channels"] = ref
-    skeleton_mod, bvh = bridge.backend_module("skeleton"), bridge.backend_module("bvh")
+    skeleton_mod, bvh = bridge.backend_module("motion.skeleton"), bridge.backend_module("formats.bvh")
     result = skeleton_mod.Clip(clip.skeleton, out_rot, out_pos, clip.frame_time, clip.name, meta)
     frames = int(k1 - k0 + 1 - len(keys))
     entry["objects"].append({"name": clip.name or Path(job["source"]).stem, "status": "ok", "keys": keys,
@@ -112,7 +112,7 @@ def _on_model(job: dict, state, clip):
     given = job["options"].get("bone_map")
     if _fits(clip, info) and not given:
         return clip, None, {}
-    skeleton_mod = bridge.backend_module("skeleton")
+    skeleton_mod = bridge.backend_module("motion.skeleton")
     return bvh_map.on_model(clip, info, given, lambda n, p, o: skeleton_mod.Skeleton(
         tuple(n), np.asarray(p, dtype=np.int64), np.asarray(o, dtype=np.float64)))
 
@@ -133,11 +133,11 @@ def edit(job: dict, state, entry: dict, progress):
     work, rt, found = _on_model(job, state, clip)
     out = backend_direct.edit(engine, work, job["options"])
     if rt is not None:  # the edit on the file's own skeleton: the model's joints mapped back, the rest kept
-        out = bvh_map.back_on_file(out, clip, rt, bridge.numpy_module("timebase"))
+        out = bvh_map.back_on_file(out, clip, rt, bridge.numpy_module("maths.timebase"))
     entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, out.num_frames - 1], "gaps": 0,
                              "frames_written": out.num_frames, **found})
     progress(out.num_frames)
-    return _text_writer(bridge.backend_module("bvh").format_bvh(out))
+    return _text_writer(bridge.backend_module("formats.bvh").format_bvh(out))
 
 
 def info(job: dict, state, entry: dict, progress):

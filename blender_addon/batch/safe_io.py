@@ -46,7 +46,7 @@ def atomic_target(dest: Path):
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(dest)
     try:
-        with bridge.numpy_module("atomic").replacing(dest, tmp):
+        with bridge.numpy_module("formats.atomic").replacing(dest, tmp):
             yield tmp
             if not tmp.exists():
                 raise OSError(f"{dest}: nothing was written")
@@ -164,7 +164,7 @@ def write_marker(output: Path, input_stamp: dict | None, digest: str, result: di
 
 def read_marker(output: Path) -> dict | None:
     try:
-        doc = bridge.numpy_module("json_limits").read(marker_path(output), max_bytes=MAX_MARKER)
+        doc = bridge.numpy_module("formats.json_limits").read(marker_path(output), max_bytes=MAX_MARKER)
     except (OSError, ValueError):  # (JsonLimitError is a ValueError): no usable marker, the file is redone
         return None
     return doc if isinstance(doc, dict) and doc.get("tool") == "splinetween-batch" else None

@@ -306,7 +306,7 @@ _configs: dict = {}  # a path as given -> its config file's path
 def checkpoint_files(path, read_json) -> tuple[Path, ...]:
     """A checkpoint's config, the weights file it names and, for a mesh asset, its shared vertex
     basis file (read again when the config changes; a slider change asks every time).  ``read_json``:
-    the add-on's limited JSON reader (``backend.json_limits.read``, which ``core`` cannot import)."""
+    the add-on's limited JSON reader (``backend.formats.json_limits.read``, which ``core`` cannot import)."""
     given = os.fspath(path)
     j = _configs.get(given)
     if j is None:

@@ -32,7 +32,7 @@ def edited_segments(sigs, neutral_sigs) -> list[int]:
 
 
 def mesh_ramp(m: int) -> int:
-    """Frames over which a mesh segment of ``m`` frames eases into a seam (``backend.mesh.join_frames``)."""
+    """Frames over which a mesh segment of ``m`` frames eases into a seam (``backend.mesh.sequences.join_frames``)."""
     return max(1, m // 4)
 
 
@@ -248,13 +248,13 @@ def fidelity_text(row, mesh: bool = False) -> str:
 
 # -- mesh sequences ----------------------------------------------------------------------------------
 def _ease(n: int) -> np.ndarray:
-    """``backend.splines.ease_weights``: smoothstep from 0 to 1 over ``n`` frames, the last 1."""
+    """``backend.maths.splines.ease_weights``: smoothstep from 0 to 1 over ``n`` frames, the last 1."""
     t = np.linspace(0.0, 1.0, n + 1)[1:]
     return t * t * (3 - 2 * t)
 
 
 def mesh_joined(parts: dict, bounds, plan: dict, seams: bool) -> np.ndarray:
-    """Vertices ``[n, V, 3]`` at the planned frames as ``backend.mesh.join_frames`` joins the segments
+    """Vertices ``[n, V, 3]`` at the planned frames as ``backend.mesh.sequences.join_frames`` joins the segments
     (each side of a shared frame eases into the mean of both over a quarter of its length); only the
     planned frames are copied and eased."""
     out = []

@@ -1,4 +1,4 @@
-"""Mesh sequences without bpy: choosing key frames (joining segments is ``backend.mesh.join_frames``)."""
+"""Mesh sequences without bpy: choosing key frames (joining segments is ``backend.mesh.sequences.join_frames``)."""
 from __future__ import annotations
 
 import re

@@ -3,7 +3,7 @@
 The one quaternion module of ``blender_addon``: what in the add-on multiplies, rotates or converts
 quaternions does it here (``rig_math`` builds Blender's rotation modes on it; ``latent_math``'s seam
 product, written as one matrix product, is the last to move here).  It holds the
-arithmetic of ``backend.quat_np`` term for term, so the add-on and the backend give the same floats
+arithmetic of ``backend.maths.quat_np`` term for term, so the add-on and the backend give the same floats
 (tests/test_addon_rig_math.py checks it function by function); it is its own module because
 ``core/`` stands on nothing outside ``core/`` (the add-on's maths works without reaching the backend).
 """

@@ -1,7 +1,7 @@
 """Blender pose channels <-> the backend's BVH-convention local rotations and positions.
 
 Pure numpy (no bpy), so it is tested on its own; the quaternions are ``core.quat``'s (the
-arithmetic of ``backend.quat_np``): ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
+arithmetic of ``backend.maths.quat_np``): ``(w, x, y, z)`` with ``[..., 4]`` broadcasting.
 
 The derivation (checked numerically in tests/test_addon_rig_math.py and against Blender's BVH
 importer in tests/test_addon_scene_io.py):

@@ -71,7 +71,7 @@ def choose_path(obj, what: str, context=None) -> Path:
 def prepare_folder(path: Path) -> None:
     """Prove the cache file's folder can be made and written, before anything else changes; it is made by
     ``write`` (so a refusal after this check leaves no empty folder beside the .blend)."""
-    problem = bridge.numpy_module("atomic").folder_problem(path.parent)
+    problem = bridge.numpy_module("formats.atomic").folder_problem(path.parent)
     if problem:
         what = "the mesh cache folder {} is not writable" if problem.startswith("cannot write") else \
             "cannot create the mesh cache folder {}"
@@ -113,7 +113,7 @@ def fingerprint(path) -> str | None:
 
 def write(path, frames: np.ndarray, start: int) -> str:
     """Write the sequence (atomically, making its folder when missing) and return its fingerprint."""
-    pc2 = bridge.numpy_module("pc2")
+    pc2 = bridge.numpy_module("formats.pc2")
     frames = np.ascontiguousarray(frames, dtype="<f4")
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -130,7 +130,7 @@ def write(path, frames: np.ndarray, start: int) -> str:
 
 
 def read(path) -> np.ndarray:
-    return bridge.numpy_module("pc2").read_pc2(path)[0]
+    return bridge.numpy_module("formats.pc2").read_pc2(path)[0]
 
 
 def _blend_path(path: Path) -> str:

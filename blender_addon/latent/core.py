@@ -77,7 +77,7 @@ def configured_checkpoint(task: str, context=None, mesh: bool = False) -> Path:
 
 def checkpoint_hash(path, max_age: float = 0.0) -> str | None:
     """``latent_math.checkpoint_hash`` with the add-on's limited JSON reader."""
-    return latent_math.checkpoint_hash(path, max_age, read_json=bridge.numpy_module("json_limits").read)
+    return latent_math.checkpoint_hash(path, max_age, read_json=bridge.numpy_module("formats.json_limits").read)
 
 
 def checkpoint_for(st, context=None, max_age: float = 0.0) -> tuple[Path | None, str]:

@@ -71,8 +71,8 @@ def check_range(frame_start: int, frame_end: int, task: str = "autoencoder") -> 
 
 
 def cache_header(path: Path) -> tuple[int, int]:
-    """(frames, vertices) from a PC2 or MDD header, without reading the positions (backend.pc2's)."""
-    return bridge.numpy_module("pc2").read_header(path)
+    """(frames, vertices) from a PC2 or MDD header, without reading the positions (backend.formats.pc2's)."""
+    return bridge.numpy_module("formats.pc2").read_header(path)
 
 
 def scan_caches(folder, vertices: set[int] | None = None) -> tuple[list[Path], int]:
@@ -128,7 +128,7 @@ def job_folder(blend_path: str, object_name: str, task: str) -> tuple[Path, bool
 
 def folder_problem(folder: Path) -> None:
     """Refuse a job folder that cannot be made or written (creating nothing: a refusal leaves the disk as it was)."""
-    problem = bridge.numpy_module("atomic").folder_problem(folder)
+    problem = bridge.numpy_module("formats.atomic").folder_problem(folder)
     if problem:
         raise TrainJobError(f"Cannot write the job folder {folder} ({problem}): save the .blend in a writable "
                             "folder, or remove what blocks that path")

@@ -78,7 +78,7 @@ def saved_step(run: Path) -> int | None:
     doc = _safetensors_state(run / "last.safetensors")
     try:
         if doc is None:
-            doc = bridge.numpy_module("json_limits").read(run / "last.json")
+            doc = bridge.numpy_module("formats.json_limits").read(run / "last.json")
         return int(dict((k, v) for k, v in doc["$d"] if isinstance(k, str))["step"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -91,7 +91,7 @@ def _safetensors_state(path: Path) -> dict | None:
             size = int.from_bytes(f.read(8), "little")
             if not 0 < size < 1 << 26:
                 return None
-            limits = bridge.numpy_module("json_limits")
+            limits = bridge.numpy_module("formats.json_limits")
             header = limits.loads(f.read(size))
         return limits.loads(header["__metadata__"]["state"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -208,7 +208,7 @@ class TrainJob:
     def _write_frames(data: Path, name: str, frames: np.ndarray, split: FrameSplit) -> None:
         """The first ``split.train`` frames as ``<name>_0.pc2`` (train), the last ``split.val`` as ``<name>_8.pc2``
         (validation: the training CLI's split rule, a number ending in 8)."""
-        pc2 = bridge.numpy_module("pc2")
+        pc2 = bridge.numpy_module("formats.pc2")
         try:
             data.mkdir(exist_ok=True)
             pc2.write_pc2(data / f"{name}_0.pc2", frames[:split.train])
@@ -228,7 +228,7 @@ class TrainJob:
     def _prepare_run(run: Path, job_doc: dict) -> str:
         """Make the run folder and record what it trains on; a note when an earlier run is resumed."""
         try:
-            old = bridge.numpy_module("json_limits").read(run / "job.json")
+            old = bridge.numpy_module("formats.json_limits").read(run / "job.json")
         except (OSError, ValueError):
             old = None
         try:

@@ -94,7 +94,7 @@ class ANIM_OT_splinetween_bone_map_export(bpy.types.Operator, ExportHelper):
             path = Path(bpy.path.abspath(self.filepath))
             try:
                 # all or nothing: a failed write never leaves half a preset over an earlier one
-                bridge.numpy_module("atomic").write_text(path, bm.to_json() + "\n")
+                bridge.numpy_module("formats.atomic").write_text(path, bm.to_json() + "\n")
             except OSError as e:
                 raise Refusal(f"cannot write {path}: {e.strerror or e}") from None
             return f"Bone map of {obj.name} saved to {path}"

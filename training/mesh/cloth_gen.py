@@ -39,8 +39,8 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from backend.atomic import write_text
-from backend.pc2 import write_pc2
+from backend.formats.atomic import write_text
+from backend.formats.pc2 import write_pc2
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSET_RESOLUTION = 71  # vertices per side: 71 x 71 = 5,041

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.pc2 import CacheError, read_cache
+from backend.formats.pc2 import CacheError, read_cache
 
 from .. import progress
 from ..data import SPLITS, DataError

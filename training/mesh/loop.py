@@ -19,14 +19,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend import checkpoint as ckpt_io
-from backend.features import Normalizer
-from backend.keyframes import interpolation_base
-from backend.mesh import MeshBasis, bbox_diagonal, fit_basis, project
-from backend.keyframes import compose_inbetween
-from backend.mesh_engine import basis_from
-from backend.model import ModelConfig, count_parameters
-from backend.registry import build_model
+from backend.runtime import checkpoint as ckpt_io
+from backend.motion.features import Normalizer
+from backend.motion.keyframes import interpolation_base
+from backend.mesh.sequences import MeshBasis, bbox_diagonal, fit_basis, project
+from backend.motion.keyframes import compose_inbetween
+from backend.mesh.engine import basis_from
+from backend.models.spline_transformer import ModelConfig, count_parameters
+from backend.models.registry import build_model
 
 from .. import progress
 from ..config import MeshTrainConfig
@@ -164,7 +164,7 @@ def _mesh_checkpoint(mcfg, normalizer, basis, cfg, info) -> ckpt_io.Checkpoint:
 
 def add_principal(path: Path, ms: MeshSet, count: int, windows: int = 2048, seed: int = 0):
     """PCA of the control points of random train windows, stored for the sliders."""
-    from backend.mesh_engine import MeshEngine
+    from backend.mesh.engine import MeshEngine
     engine = MeshEngine(path, "cpu")
     sampler = WindowSampler(ms, engine.window, engine.window, seed)
     rows = []
@@ -326,7 +326,7 @@ def train_mesh(cfg: MeshTrainConfig) -> Path:
     (out / "history.json").write_text(json.dumps(history))
     if cfg.task == "autoencoder" and cfg.principal > 0 and not os.environ.get("SPLINETWEEN_NO_PRINCIPAL"):
         add_principal(out / "best", train_ms, cfg.principal, seed=cfg.seed)
-    from backend.export_onnx import export_saved
+    from backend.runtime.export import export_saved
     print(export_saved(out / "best.json"), file=sys.stderr)  # (last: the principal directions rewrite the weights)
     print(f"\ndone: {out / 'best.json'} (val mean vertex error {best:.3f} % of the bounding-box diagonal)",
           file=sys.stderr)

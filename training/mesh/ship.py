@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from backend import checkpoint
-from backend.mesh_engine import basis_from
+from backend.runtime import checkpoint
+from backend.mesh.engine import basis_from
 
 from .evaluate import main as evaluate
 
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         c.asset["basis"] = shared
         c.info["command"], c.info["generator"] = commands[task], args.generator
         dst = checkpoint.save(args.dest / name, c)
-        from backend.export_onnx import export_saved
+        from backend.runtime.export import export_saved
         print(export_saved(dst), file=sys.stderr)  # (the add-on's built-in backend runs the graphs)
         evaluate([str(dst), f"--data={args.data}", "--split=test", f"--out={ROOT / 'docs'}", "--threads=1",
                   "--device=cpu"])

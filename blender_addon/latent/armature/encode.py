@@ -51,7 +51,7 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
                       "(Preferences > Add-ons > Splinetween > Autoencoder)")
     n = end - start + 1
-    timebase = bridge.numpy_module("timebase")
+    timebase = bridge.numpy_module("maths.timebase")
     model_ft = timebase.model_frame_time({"frame_time": meta.get("frame_time")})
     if timebase.model_length(n, 1.0 / fps, model_ft) < meta["min_frames"]:  # the model counts its own frames
         least = next((k for k in range(2, 1000 * meta["min_frames"])
@@ -112,7 +112,7 @@ def install(obj, *, task: str, path: Path, start: int, frames: int, bones, rotat
     """Store a latent range on the object: bookkeeping, raw control points, the keys before it (Remove)
     and its original (``base`` keys when they differ from those before, ``values`` on every frame).
     ``model_segments``: a range encoded at another frame rate than the model's, its segments on the model's
-    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.timebase``).  ``left``: bones driven by constraints, which
+    grid, and for an in-betweened one ``model_keys`` (every decode request names them: ``backend.maths.timebase``).  ``left``: bones driven by constraints, which
     the sliders never write.  ``joint_bones``: a rig other than the data set's skeleton, the bone of every
     joint ("" where unmapped; ``bones`` are then the mapped ones and the joint lists index into them)."""
     st = obj.splinetween_latent

@@ -5,7 +5,7 @@ The original is the evaluated vertices Encode Mesh read (to float32), or the fil
 at the range's length (linearly resampled after Resample).  Where a segment's raw points and sliders
 are the encoded ones the file shows the original exactly; an edited segment adds decode(edited) -
 decode(encoded) on every frame it reaches, easing into its neighbours at the seams as the segments'
-decodes join (``backend.mesh.join_frames``).
+decodes join (``backend.mesh.sequences.join_frames``).
 """
 from __future__ import annotations
 

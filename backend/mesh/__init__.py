@@ -1,0 +1,1 @@
+"""Mesh sequences: the per-asset linear basis and the mesh engine."""

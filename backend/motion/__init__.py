@@ -1,0 +1,1 @@
+"""Motion as data and the motion engine: skeletons, features, keys, latent controls and edits, mirroring."""
