@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..maths import quat_np
+from ..motion import units
 
 # BVH (Y up) -> Blender (Z up): +90 degrees about X.
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
@@ -25,10 +26,6 @@ def q_from_matrix(m: np.ndarray) -> np.ndarray:
 
 
 def cm_per_unit(rig_offsets: np.ndarray, skeleton_offsets: np.ndarray) -> float:
-    """Centimetres per Blender unit, to the nearest power of ten (1 for a BVH imported at scale 1,
-    100 for one imported in metres): the rig's proportions are kept, only its units change."""
-    a = float(np.linalg.norm(skeleton_offsets, axis=-1).sum())
-    b = float(np.linalg.norm(rig_offsets, axis=-1).sum())
-    if a <= 0 or b <= 0:
-        return 1.0
-    return float(10.0 ** np.round(np.log10(a / b)))
+    """Centimetres per Blender unit (``backend.motion.units.cm_per_unit``: 1 for a BVH imported at scale 1,
+    100 for one imported in metres, 2.54 in inches): the rig's proportions are kept, only its units change."""
+    return units.cm_per_unit(rig_offsets, skeleton_offsets)

@@ -17,6 +17,7 @@ from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip
 from .mirror import Mirror
 from ..maths.splines import ease_weights
 from .skeleton import Clip
+from . import units
 
 DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
 DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"
@@ -99,6 +100,7 @@ class Engine(EngineBase):
         clips = [clips] if single else list(clips)
         for c in clips:
             self.check_clip(c)
+        clips = [units.in_centimetres(c, self.skeleton.offsets)[0] for c in clips]  # controls: the model's cm
         jobs = []  # (clip index, segment index, start, end)
         segs = [segment_bounds(c.num_frames, self.ckpt.window) for c in clips]
         for ci, s in enumerate(segs):
@@ -154,6 +156,7 @@ class Engine(EngineBase):
                                      self.skeleton.num_joints) for feat, origin in feats]
         rot, pos = _join_segments(parts)
         skel = like.skeleton if like is not None else self.skeleton
+        pos = pos / units.cm_per_unit(skel.offsets, self.skeleton.offsets)  # in ``like``'s units
         meta = {}
         if like is not None and scale == 1.0 and points is None and timing == 0.0 and "source_channels" in like.meta:
             meta["source_channels"] = like.meta["source_channels"]

@@ -11,6 +11,7 @@ import numpy as np
 from . import blender_curves as fcurves
 from ...maths import quat_np
 from ...maths import timebase
+from .. import units
 from .contacts import plant_feet
 from ..controls import Controls, group_by_length
 from ..features_np import poses_from_features
@@ -214,17 +215,18 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         except ValueError as e:
             raise ValueError(f"{clip.name}: {e}") from None
         engine.check_clip(clip, keys)
+        cm, unit = units.in_centimetres(clip, ck.skeleton.offsets)  # a file in metres or inches: the model's cm
         # another frame rate: the model fills its own grid (``backend.maths.timebase``), read back below
         same = timebase.same_rate(clip.frame_time, mft)
-        work, wkeys = (clip, keys) if same else on_model_grid(clip, keys, mft, ck.window - 1)
-        checked.append((clip, keys, work, wkeys))
+        work, wkeys = (cm, keys) if same else on_model_grid(cm, keys, mft, ck.window - 1)
+        checked.append((clip, keys, work, wkeys, cm, unit))
         passes = guard_passes(engine, wkeys) if engine.guard else []
         spans.append(slice(len(items), len(items) + 1 + len(passes)))
         items += [(work, wkeys)] + [(work, p) for p in passes]
         mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
     fills, backs = fill_pairs(engine, items, with_base=False, which=mirror)
     out = []
-    for (clip, keys, work, wkeys), span in zip(checked, spans):
+    for (clip, keys, work, wkeys, cm, unit), span in zip(checked, spans):
         mine, back = fills[span], backs[span.start]
         own = mine[0]
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)
@@ -241,9 +243,9 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         # reads the same motion at its own times (tests/test_timebase.py)
         rot = follow_keys(rot, wkeys, still_joints(engine))  # (before the feet: they are solved under it)
         rot = planted(engine, work.skeleton, rot, pos, wkeys, work.frame_time, alphas if engine.guard else None)
-        if work is not clip:
-            rot, pos = to_scene_grid(clip, keys, wkeys, rot, pos)
-        rot, pos = rot.astype(clip.rotations.dtype), pos.astype(clip.positions.dtype)
+        if work is not cm:
+            rot, pos = to_scene_grid(cm, keys, wkeys, rot, pos)
+        rot, pos = rot.astype(clip.rotations.dtype), (pos / unit).astype(clip.positions.dtype)
         # keys exactly as given; frames before the first key and after the last copied as they are
         kept = np.r_[0:keys[0], keys, keys[-1] + 1:clip.num_frames]
         rot[kept], pos[kept] = clip.rotations[kept], clip.positions[kept]
@@ -256,9 +258,9 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
             ref[kept] = src[kept]
             meta["source_channels"] = ref  # Euler hints: kept frames as in the file, the rest continuous
         result = Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name, meta)
-        template = clip.positions[keys[0]].astype(np.float32).astype(np.float64)
+        template = cm.positions[keys[0]].astype(np.float32).astype(np.float64)  # (controls: the model's cm)
         controls = Controls(ctrl, origins, segs, template, work.frame_time, clip.name, keys=list(wkeys),
-                            key_rotations=clip.rotations[keys].copy(), key_positions=clip.positions[keys].copy())
+                            key_rotations=clip.rotations[keys].copy(), key_positions=cm.positions[keys].copy())
         out.append((result, controls))
     return out
 
@@ -276,11 +278,13 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
     s = max(1, int(supersample))
     pts = controls.points if points is None else points
     skel = like.skeleton if like is not None else engine.skeleton
+    unit = units.cm_per_unit(skel.offsets, engine.skeleton.offsets)  # controls are in the model's cm
+    wskel = units.scaled_skeleton(skel, unit)
     keys = list(controls.keys)
     total = (controls.num_frames - 1) * s + 1
-    rot = np.zeros((total, skel.num_joints, 4))
+    rot = np.zeros((total, wskel.num_joints, 4))
     rot[..., 0] = 1.0
-    pos = np.zeros((total, skel.num_joints, 3))
+    pos = np.zeros((total, wskel.num_joints, 3))
     dense_keys = [k * s for k in keys]
     rot[dense_keys], pos[dense_keys] = controls.key_rotations, controls.key_positions
     template = np.asarray(controls.template, dtype=np.float32)
@@ -300,22 +304,22 @@ def decode_inbetween(engine, controls, points=None, supersample: int = 1, timing
         feat = engine.norm.inverse(engine.model.decode_keys(ctrl, base_n, mask, times, positions))
         feat = snap_to_keys(feat, engine.norm.inverse(keys_n), mask)[0]
         out_rot[lo:hi + 1], out_pos[lo:hi + 1] = poses_from_features(feat, engine.layout, origin[0], template,
-                                                                     skel.num_joints)
+                                                                     wskel.num_joints)
     if uses_mirror(engine, keys):
-        c_rot, c_pos = mirror_correction(engine, controls, skel)
+        c_rot, c_pos = mirror_correction(engine, controls, wskel)
         if s > 1:  # the correction, per frame, interpolated between frames at the denser sampling
             c_rot, c_pos = timebase.resample_uniform(c_rot, c_pos, (len(c_rot) - 1) * s + 1)
         out_rot, out_pos = quat_np.mul(c_rot, out_rot), out_pos + c_pos
-    alphas = engine.guard_for(controls, skel) if engine.guard else None
+    alphas = engine.guard_for(controls, wskel) if engine.guard else None
     if engine.guard:  # (after the mirror correction: ``inbetween`` blends the mirror mean)
-        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(skel, rot, pos, dense_keys),
+        out_rot, out_pos = blend((out_rot, out_pos), fcurves.fill(wskel, rot, pos, dense_keys),
                                  frame_alphas(dense_keys, alphas, total))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions
     out_rot = follow_keys(out_rot, dense_keys, still_joints(engine))  # as ``inbetween`` does
-    out_rot = quat_np.fix_hemisphere(planted(engine, skel, out_rot, out_pos, dense_keys, controls.frame_time / s,
+    out_rot = quat_np.fix_hemisphere(planted(engine, wskel, out_rot, out_pos, dense_keys, controls.frame_time / s,
                                              alphas))
     out_rot[dense_keys], out_pos[dense_keys] = controls.key_rotations, controls.key_positions  # keys as stored
-    return Clip(skel, out_rot, out_pos, controls.frame_time / s, controls.name)
+    return Clip(skel, out_rot, out_pos / unit, controls.frame_time / s, controls.name)
 
 
 def still_joints(engine) -> list[int]:
