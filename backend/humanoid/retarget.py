@@ -425,13 +425,9 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
     heads_j = np.zeros((j_count, 3))
     heads_j[mapped] = qrotate(_C_INV, heads[[b for b in joint_bone if b >= 0]])
     reference, d, neutral, dev = rest_pose.choose(names, parents, model_offsets, heads_j, mapped, tuple(position_joints))
-    far = [j for j in range(j_count) if mapped[j] and dev[j] > rest_pose.MAX_DEGREES]
-    if far:
-        raise rest_pose.RestPoseError(
-            "the rest pose is too far from a standing human to convert: "
-            + ", ".join(f"{names[j]} ({needed[joint_bone[j]]}, {dev[j]:.0f} degrees off)" for j in far)
-            + f" (more than {rest_pose.MAX_DEGREES:.0f} degrees from {reference}); give the rig a T- or A-pose rest "
-              "pose (pose it, then Pose > Apply > Apply Pose as Rest Pose) or map other bones")
+    # Any rest converts: a bone far from the reference is swung onto the rig's direction like a near one (the
+    # same world motion then reaches the model alike, training/studies/rest_pose.py); only a skeleton that is no
+    # humanoid is refused, by the map (``bone_map``).
     # Exactly the identity where the rig rests as the data set does (float32 rest matrices differ by ~1e-5 deg).
     small = np.array([rest_pose.angle_deg(q) < rest_pose.SNAP_DEGREES for q in d]) & \
         (reference == "the data set's rest pose")
