@@ -69,12 +69,12 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place,
     rep.save()  # at once: a second run, or a person, sees this one from its start
     claims = Claims(who, digest, in_place, bool(getattr(args, "force", False)), args.timeout or None, args.quiet)
     try:
-        return _execute(args, items, digest, settings, in_place, rep, claims, writes)
+        return _execute(args, items, options, digest, settings, in_place, rep, claims, writes)
     finally:
         claims.release_all()
 
 
-def _execute(args, items, digest, settings, in_place, rep, claims, writes) -> int:
+def _execute(args, items, options, digest, settings, in_place, rep, claims, writes) -> int:
     from .pool import Pool
     report_path = rep.path
     jobs, ready = [], []
