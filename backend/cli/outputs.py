@@ -7,15 +7,23 @@
   that file alone; a result with NaN or infinite values is refused, not written.
 - Outputs are written to a temporary file and renamed, so none is left half-written (Ctrl+C:
   see ``backend.cli.interrupts``).
+- One writer per output: each output is claimed (``atomic.claim``, an exclusive lock) when the
+  command plans it and let go once written; an output another run has claimed is refused, naming
+  that run, and that run's files are never touched.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from ..formats import atomic
 from ..formats.bvh import write_bvh
+
+_claims: dict[Path, atomic.Claim] = {}  # output -> this process's claim on it, until written (or the exit)
 
 
 def _key(p: Path) -> str:
@@ -55,10 +63,33 @@ def plan(inputs: list[Path], out_dir: Path) -> tuple[list[Path], dict[Path, Path
             errors.append(f"{p}: {p} and {others} would both be written to {out}; nothing was written for them "
                           "(run them with different --out-dir, or rename one)")
         else:
-            targets[p] = out
-            continue
+            problem = _claim(out)
+            if not problem:
+                targets[p] = out
+                continue
+            errors.append(f"{p}: {problem}")
         refused.add(p)
     return [p for p in todo if p not in refused], targets, errors
+
+
+def _claim(out: Path) -> str:
+    """Claim ``out`` for this run -> "" or why not (another run's, named; a folder that cannot take the lock)."""
+    try:
+        _claims[out] = atomic.claim(out, atomic.owner(" ".join(["python -m backend", *sys.argv[1:2]])))
+    except atomic.Busy as e:
+        return (f"the output {out} is being written by {atomic.holder(e.owner)}; nothing was written for it "
+                "(run it again when that run has finished, or give another --out-dir)")
+    except OSError as e:
+        return (f"cannot write {out} ({'it is a folder' if out.is_dir() else e.strerror or e}); nothing was written "
+                "for it (choose another --out-dir, or make it writable)")
+    return ""
+
+
+@atexit.register
+def _release_all() -> None:
+    for c in _claims.values():
+        c.release()
+    _claims.clear()
 
 
 def bad_frames(clip) -> list[int]:
@@ -67,7 +98,17 @@ def bad_frames(clip) -> list[int]:
 
 
 def write(path: Path, clip, source: Path, errors: list[str], what: str) -> bool:
-    """Write one output; a NaN result or a failed write is that file's error (the others go on)."""
+    """Write one output; a NaN result or a failed write is that file's error (the others go on).  The
+    output's claim is let go either way."""
+    try:
+        return _write(path, clip, source, errors, what)
+    finally:
+        claim = _claims.pop(path, None)
+        if claim is not None:
+            claim.release()
+
+
+def _write(path: Path, clip, source: Path, errors: list[str], what: str) -> bool:
     bad = bad_frames(clip)
     if bad or not np.isfinite(clip.frame_time) or clip.frame_time <= 0:
         errors.append(f"{source}: the result has NaN or infinite values (frames {bad[:5]}); nothing was written "

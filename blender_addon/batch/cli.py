@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import secrets
 import sys
 from pathlib import Path
 
+from .. import bridge
 from . import inputs, report, safe_io
 
 COMMANDS = ("inbetween", "encode", "edit", "info", "mesh-inbetween", "mesh-encode")
@@ -250,9 +252,26 @@ def main(argv=None) -> int:
     settings = {"command": args.command, "mode": BACKENDS[args.backend], "checkpoint": options["checkpoint"],
                 "device": args.device,
                 "interpreter": args.interpreter, "timeout": args.timeout or 1e9}
-    report_path = args.report
+    run_id = secrets.token_hex(3)  # in the report's name and in every claim: which run holds what
+    report_path = args.report.expanduser().resolve() if args.report is not None else None
     if report_path is None and (writes or args.out_dir):
         folder = args.out_dir if args.out_dir else inputs.common_base(items)
-        report_path = report.default_path(Path(folder).resolve(), args.command)
+        report_path = report.default_path(Path(folder).resolve(), args.command, run_id)
+    atomic = bridge.numpy_module("formats.atomic")
+    who = atomic.owner(f"python -m blender_addon.batch {args.command}", run=run_id,
+                       report=str(report_path) if report_path else "")
+    held = None
+    if args.report is not None:  # a name the user chose may be another run's too: one writer per report
+        try:
+            held = atomic.claim(report_path, who)
+        except atomic.Busy as e:
+            ap.error(f"--report {args.report}: {atomic.holder(e.owner)} is writing that report; give another "
+                     "--report, or leave --report out (each run then writes its own, named with its run id)")
+        except OSError as e:
+            ap.error(f"--report {args.report}: cannot lock it ({e.strerror or e}); choose a folder you can write to")
     from .run import execute
-    return execute(args, argv, items, options, digest, settings, report_path, in_place)
+    try:
+        return execute(args, argv, items, options, digest, settings, report_path, in_place, who)
+    finally:
+        if held is not None:
+            held.release()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import bridge
-from .safe_io import BACKUP_SUFFIX, MARKER_SUFFIX, TEMP_TAG
+from .safe_io import BACKUP_NAME, MARKER_SUFFIX, TEMP_TAG
 
 FILE_TYPES = {".blend": "blend", ".bvh": "bvh"}  # suffix -> the file type a job is dispatched by
 
@@ -33,9 +33,9 @@ class Item:
 
 
 def _is_ours(p: Path) -> bool:
-    """Temporary files, markers and backups of earlier runs are never inputs."""
+    """Temporary files, markers and backups (``NAME.blend1``, ``NAME.blend2``, ...) of earlier runs are never inputs."""
     n = p.name
-    return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or any(n.endswith(s + BACKUP_SUFFIX) for s in FILE_TYPES)
+    return TEMP_TAG in n or n.endswith(MARKER_SUFFIX) or bool(BACKUP_NAME.search(n))
 
 
 _NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
@@ -69,15 +69,29 @@ def _file_type(p: Path) -> str:
     return FILE_TYPES.get(p.suffix.lower(), "")
 
 
-def expand(patterns: list[str], exclude: Path | None = None, file_types=None) -> list[tuple[Path, str]]:
+def inside_out_dir(out_dir: Path) -> str:
+    """Why a file inside ``--out-dir`` is not read, with the fix."""
+    return (f"it lies inside --out-dir {out_dir}, where this run writes its outputs, so it is not read as an input "
+            f"(an output would replace it); give an --out-dir outside the inputs' folders, such as "
+            f"--out-dir {out_dir / 'out'}, or --in-place (which keeps a backup)")
+
+
+def expand(patterns: list[str], exclude: Path | None = None, file_types=None,
+           left_out: list | None = None) -> list[tuple[Path, str]]:
     """-> [(absolute path, problem)] in the order given, duplicates removed.  A path that names
-    no file and no match of a glob is kept with its problem (reported as a failed file)."""
+    no file and no match of a glob is kept with its problem (reported as a failed file).  Files
+    inside ``exclude`` (the output folder) are left out, into ``left_out``; one named explicitly is
+    kept with its problem."""
     out: dict[Path, str] = {}
     exclude = exclude.resolve() if exclude else None
 
     def add(p: Path, explicit: bool):
         p = p.resolve()
         if exclude is not None and (p == exclude or exclude in p.parents):
+            if left_out is not None and _file_type(p) and not _is_ours(p):
+                left_out.append(p)
+            if explicit and _file_type(p):
+                out.setdefault(p, inside_out_dir(exclude))
             return
         if _is_ours(p) and not explicit:
             return
@@ -117,7 +131,11 @@ def plan(patterns: list[str], out_dir: Path | None, in_place: bool, output_name=
 
     Raises UsageError when nothing matched or an output would land on an input."""
     out_dir = out_dir.resolve() if out_dir else None
-    found = expand(patterns, exclude=out_dir if not in_place else None, file_types=file_types)
+    left_out: list[Path] = []
+    found = expand(patterns, exclude=out_dir if not in_place else None, file_types=file_types, left_out=left_out)
+    if left_out and all(problem for _, problem in found):  # every file there is, is inside --out-dir
+        names = ", ".join(str(p) for p in left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
+        raise UsageError(f"{names}: {inside_out_dir(out_dir)}")
     if not found:
         raise UsageError("no input matched: " + " ".join(patterns))
     real = [p for p, problem in found if not problem]

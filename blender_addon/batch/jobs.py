@@ -136,6 +136,13 @@ def _publish(job: dict, writer, entry: dict) -> None:
     dest = Path(job["output"])
     safe_io.remove_stale_temps(dest)
     if job.get("in_place") and dest == Path(job["source"]) and dest.exists():
-        entry["backup"] = str(safe_io.make_backup(dest))
+        backup, made = safe_io.make_backup(dest)
+        entry["backup"] = str(backup)
+        if backup != safe_io.backup_path(dest):
+            entry["warnings"].append(f"{safe_io.backup_path(dest)} already held another version of the file (kept as "
+                                     f"it is); this run's backup of it is {backup}")
+        elif not made:
+            entry["warnings"].append(f"{backup} already held this very file (an earlier run stopped after copying "
+                                     "it); it is the backup")
     with safe_io.atomic_target(dest) as tmp:
         writer(tmp)

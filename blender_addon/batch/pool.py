@@ -174,11 +174,13 @@ class Pool:
         self.stopping = False
         self.kept_logs: list[str] = []
 
-    def run(self, jobs: list[dict], on_result, on_progress, tick=None) -> None:
+    def run(self, jobs: list[dict], on_result, on_progress, tick=None, admit=None) -> None:
+        """``admit(job)`` (under the lock) before a worker gets a file: None to go on, "busy" to try the
+        file again after the others, or the file's finished entry (no worker needed)."""
         todo: queue.Queue = queue.Queue()
         for job in jobs:
             todo.put(job)
-        threads = [threading.Thread(target=self._feed, args=(i, todo, on_result, on_progress),
+        threads = [threading.Thread(target=self._feed, args=(i, todo, on_result, on_progress, admit),
                                     daemon=True, name=f"batch-feed-{i}") for i in range(min(self.jobs, len(jobs)))]
         for t in threads:
             t.start()
@@ -197,13 +199,24 @@ class Pool:
         finally:
             self._cleanup_logs()
 
-    def _feed(self, index: int, todo: queue.Queue, on_result, on_progress) -> None:
+    def _feed(self, index: int, todo: queue.Queue, on_result, on_progress, admit=None) -> None:
         worker, startup_error, startup_failures = None, None, 0
         while not self.stopping:
             try:
                 job = todo.get_nowait()
             except queue.Empty:
                 break
+            if admit is not None:
+                with self.lock:
+                    verdict = admit(job)
+                if verdict == "busy":  # another run writes its output: the other files first, then again
+                    todo.put(job)
+                    time.sleep(0.2)
+                    continue
+                if verdict is not None:
+                    with self.lock:
+                        on_result(job, verdict)
+                    continue
             entry = None
             try:
                 if startup_error is not None:

@@ -2,6 +2,7 @@
 the progress bar on stderr and the one-line summary."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -14,22 +15,30 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def default_path(folder: Path, command: str) -> Path:
+def default_path(folder: Path, command: str, run_id: str) -> Path:
+    """``FOLDER/splinetween-COMMAND-YYYYmmdd-HHMMSS-RUNID.json``, its name taken now (O_EXCL: created
+    here, never one another run holds; the report is then written over it atomically)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = folder / f"splinetween-{command}-{stamp}.json"
+    folder.mkdir(parents=True, exist_ok=True)
     n = 1
-    while path.exists():
-        n += 1
-        path = folder / f"splinetween-{command}-{stamp}-{n}.json"
-    return path
+    while True:
+        path = folder / f"splinetween-{command}-{stamp}-{run_id}{'' if n == 1 else f'-{n}'}.json"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            n += 1
+            continue
+        return path
 
 
 class Report:
-    def __init__(self, path: Path | None, command: str, argv: list[str], options: dict, settings: dict, jobs: int):
+    def __init__(self, path: Path | None, command: str, argv: list[str], options: dict, settings: dict, jobs: int,
+                 run_id: str = ""):
         self.path = path
         self.t0 = time.perf_counter()
         self._saved = -1e9
-        self.doc = {"tool": "splinetween-batch", "command": command, "argv": argv, "started": _now(),
+        self.doc = {"tool": "splinetween-batch", "command": command, "run": run_id, "pid": os.getpid(),
+                    "argv": argv, "started": _now(),
                     "finished": None, "state": "running", "jobs": jobs, "settings": settings, "options": options,
                     "files": [], "summary": {}}
 

@@ -58,13 +58,25 @@ def _threads(workers: int) -> int:
         return max(1, (os.cpu_count() or 1) // workers)
 
 
-def execute(args, argv, items, options, digest, settings, report_path, in_place) -> int:
-    from .pool import Pool
+def execute(args, argv, items, options, digest, settings, report_path, in_place, who) -> int:
+    from .claims import Claims
     writes = args.command != "info"
-    rep = report.Report(report_path, args.command, argv, options, {k: v for k, v in settings.items()}, args.jobs)
+    rep = report.Report(report_path, args.command, argv, options, {k: v for k, v in settings.items()}, args.jobs,
+                        who.get("run", ""))
     if report_path is not None and report_path.parent.is_dir():
         safe_io.remove_dead_report_temps(report_path.parent)
     rep.doc["digest"] = digest
+    rep.save()  # at once: a second run, or a person, sees this one from its start
+    claims = Claims(who, digest, in_place, bool(getattr(args, "force", False)), args.timeout or None, args.quiet)
+    try:
+        return _execute(args, items, options, digest, settings, in_place, rep, claims, writes)
+    finally:
+        claims.release_all()
+
+
+def _execute(args, items, options, digest, settings, in_place, rep, claims, writes) -> int:
+    from .pool import Pool
+    report_path = rep.path
     jobs, ready = [], []
     for n, item in enumerate(items):
         if item.problem:
@@ -84,6 +96,9 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
     seen: dict = {}
 
     def finished(job, entry):
+        claims.release(job)
+        if job and job.get("waited"):
+            entry["warnings"].append(job["waited"])
         entry["done_s"] = round(time.perf_counter() - rep.t0, 3)
         progress.frames += entry.get("frames_written", 0) - seen.pop(job["id"] if job else None, 0)
         progress.file_done(entry, counted_frames=True)
@@ -103,10 +118,10 @@ def execute(args, argv, items, options, digest, settings, report_path, in_place)
         logs = report_path.with_name(report_path.stem + "-logs") if report_path else None
         pool = Pool(min(args.jobs, len(jobs)), settings, args.timeout or None, threads, preload, logs)
         try:
-            pool.run(jobs, finished, on_progress, tick=progress.draw)
+            pool.run(jobs, finished, on_progress, tick=progress.draw, admit=claims.admit if writes else None)
         except KeyboardInterrupt:
             progress.close()
-            for job in jobs:
+            for job in jobs:  # this run's killed workers' (no live run's: see safe_io)
                 if job["output"]:
                     safe_io.remove_stale_temps(Path(job["output"]))
             rep.save("interrupted")
