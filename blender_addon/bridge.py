@@ -73,6 +73,7 @@ class ModelInfo:
     mesh: bool = False  # a mesh-sequence checkpoint (its asset: a vertex basis)
     vertices: int = 0  # a mesh checkpoint's vertex count
     files: tuple[Path, ...] = ()  # the config, its weights and (a mesh asset) its shared vertex basis
+    graphs: tuple[Path, ...] = ()  # its exported graphs (the built-in backend's), there or not
     not_motion: str = ""  # the refusal where an armature's model is read and this is a mesh checkpoint
 
     @property
@@ -125,10 +126,11 @@ def default_mesh_checkpoint(task: str) -> Path:
 
 def numpy_module(name: str):
     """A numpy-only backend module (``formats.*``: BVH, PC2, atomic writes, JSON limits; ``maths.quat_np``,
-    ``maths.timebase``, ``mesh.sequences``, ``runtime.kind``, ``runtime.onnx_runner`` (ONNX Runtime), the
-    ``humanoid`` package's: skeleton finding and conversion; ``motion.calibration``, ``motion.edits``,
-    ``motion.skeleton``): safe to use in Blender without torch."""
-    if name not in ("mesh.sequences", "maths.quat_np", "maths.timebase", "runtime.kind", "runtime.onnx_runner",
+    ``maths.timebase``, ``mesh.sequences``, ``runtime.kind``, ``runtime.files`` (a checkpoint's files),
+    ``runtime.onnx_runner`` (ONNX Runtime), the ``humanoid`` package's: skeleton finding and conversion;
+    ``motion.calibration``, ``motion.edits``, ``motion.skeleton``): safe to use in Blender without torch."""
+    if name not in ("mesh.sequences", "maths.quat_np", "maths.timebase", "runtime.kind", "runtime.files",
+                    "runtime.onnx_runner",
                     "motion.calibration", "motion.edits", "motion.skeleton") \
             and not name.startswith(("humanoid.", "formats.")):
         raise ValueError(f"backend.{name} is not a numpy-only module")
@@ -180,9 +182,8 @@ def _model_info(path: Path, doc: dict) -> ModelInfo:
     mesh = content == "mesh"
     sk = {} if mesh else doc["skeleton"]
     feat = {} if mesh else doc["features"]
-    files = (path, path.with_name(Path(str(doc.get("weights") or path.with_suffix(".safetensors").name)).name))
-    if asset.get("basis"):
-        files += (path.with_name(Path(str(asset["basis"])).name),)
+    found = numpy_module("runtime.files").resolve(path, doc)  # (the one resolver: a renamed set included)
+    files = (found.config, found.weights) + ((found.basis,) if found.basis else ())
     return ModelInfo(path, tuple(sk.get("names", ())), tuple(int(p) for p in sk.get("parents", ())),
                      np.asarray(sk.get("offsets", ()), dtype=np.float64).reshape(-1, 3),
                      tuple(feat.get("position_joints", ())), tuple(feat.get("rotation_joints", ())),
@@ -192,7 +193,17 @@ def _model_info(path: Path, doc: dict) -> ModelInfo:
                      principal_names=tuple(info.get("principal_names", ())),
                      principal_descriptions=tuple(info.get("principal_descriptions", ())),
                      mesh=mesh, vertices=int(asset.get("vertices", 0)), files=files,
+                     graphs=tuple(found.graphs.values()),
                      not_motion=checkpoint_kind.not_motion(path.name, doc))
+
+
+def wrong_kind(path, wanted: tuple[str, str], operator: str) -> str:
+    """The refusal of checkpoint ``path`` where ``operator`` needs the kind ``wanted`` ("motion" or "mesh",
+    "inbetween" or "autoencoder"): what it is, which operator uses it, which preference to set ("" when
+    it is of that kind; ``backend.runtime.kind``)."""
+    info = read_model(path)
+    return numpy_module("runtime.kind").refusal(info.path.name, ("mesh" if info.mesh else "motion", info.task),
+                                                wanted, operator)
 
 
 def describe(settings: BackendSettings) -> ModelInfo:
@@ -219,8 +230,11 @@ def exported(checkpoint) -> str:
     """Why ``checkpoint``'s exported graphs cannot run built-in ("" when they can): ``backend.runtime.onnx_runner.stale``,
     asked again only when one of its files changes (a slider asks on every change)."""
     json_path = Path(checkpoint).with_suffix(".json")
-    files = [json_path, json_path.with_suffix(".safetensors")] + [json_path.with_name(f"{json_path.stem}.{c}.onnx")
-                                                                   for c in numpy_module("runtime.onnx_runner").CALLS]
+    try:
+        info = read_model(json_path)  # (read again only when the config changes)
+        files = info.files + info.graphs
+    except BridgeError:  # (stale names what is wrong with the config)
+        files = (json_path,)
     key = (str(json_path),) + tuple(f.stat().st_mtime_ns if f.exists() else None for f in files)
     if key not in _exported:
         if len(_exported) > 64:

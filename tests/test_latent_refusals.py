@@ -54,7 +54,11 @@ def test_an_armature_that_does_not_match_lists_the_missing_bones(arm):
 
 def test_an_in_betweening_checkpoint_is_not_an_autoencoder(arm):
     prefs().autoencoder = str(ROOT / "backend" / "checkpoints" / "inbetween.json")
-    refused(arm, "inbetween checkpoint; Encode needs a motion autoencoder")
+    refused(arm, r"inbetween.json is a motion in-betweening checkpoint \(used by Inbetween, Preferences > "
+                 r"Checkpoint\); Encode needs a motion autoencoder one: .* > Autoencoder")
+    prefs().autoencoder = str(ROOT / "backend" / "checkpoints" / "cloth_inbetween.json")
+    refused(arm, r"cloth_inbetween.json is a mesh in-betweening checkpoint \(used by Inbetween Mesh, Preferences > "
+                 r"Mesh Inbetween\); Encode needs a motion autoencoder one")
     prefs().autoencoder = str(ROOT / "nothing" / "here.json")
     refused(arm, "cannot read the checkpoint")
 

@@ -152,6 +152,10 @@ def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: 
             line = body[: bad.start()].count("\n") + 1
             raise BVHError(path, f"non-numeric value {bad.group()!r} in motion line {line}")
         rows = body.strip().count("\n") + 1 if body.strip() else 0
+        if rows and rows != frames and data.size == rows * width:  # whole lines, each of the declared channels
+            raise BVHError(path, f"the header says 'Frames: {frames}' but the file has {rows} lines of motion "
+                                 f"(each of the {width} channels the hierarchy declares); write 'Frames: {rows}' "
+                                 "(the number of motion lines), or remove the lines after the last frame")
         raise BVHError(path, f"expected {frames} frames x {width} channels = {frames * width} values, "
                              f"found {data.size} in {rows} lines (truncated file or wrong channel count)")
     if frames < 1:

@@ -362,7 +362,7 @@ def from_doc(data, joint_names=None) -> BoneMap:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BoneMapError(f'not a bone map file (no "format": "{FORMAT}"; export one from the Bone Map panel)')
     version = data.get("version")
-    if version != VERSION:
+    if isinstance(version, bool) or version != VERSION:  # (JSON true equals 1 in Python: a bool is not a version)
         raise BoneMapError(_version_problem(version))
     preset = data.get("preset", "Custom")
     if not isinstance(preset, str) or len(preset.encode("utf-8")) > MAX_NAME:
@@ -395,7 +395,10 @@ def _version_problem(version) -> str:
     if isinstance(version, str) and version.strip().isdecimal() and len(version.strip()) < 10:
         return (f'the bone map\'s "version" is the text "{version[:20]}", not the number {int(version)}: write '
                 f'"version": {int(version)} without quotes')
-    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+    if isinstance(version, bool):
+        return (f'the bone map\'s "version" is {str(version).lower()}, not a whole number: write "version": {VERSION} '
+                "(or export the map again from the Bone Map panel)")
+    if isinstance(version, int) and version > VERSION:
         return (f"bone map version {version} was written by a newer Splinetween; this add-on reads version "
                 f"{VERSION} (update the add-on, or export the map again from this one's Bone Map panel)")
     return (f"bone map version {str(version)[:40]!r} is not one this add-on reads (it reads version {VERSION}; "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import checks
+from . import checks, files
 from ..formats import safetensors_np
 from ..formats.atomic import replacing, write_text
 from ..motion.features_np import ArrayNormalizer, FeatureLayout
@@ -216,9 +216,10 @@ def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
                                      f"Splinetween reads version {FORMAT_VERSION} (update Splinetween)")
     checks.check_doc(jpath, doc, CheckpointError)
     checks.check_model(jpath, doc["model"], CheckpointError)
-    wpath = jpath.with_name(doc.get("weights", wpath.name))
-    if not wpath.is_file():
-        raise CheckpointError(wpath, f"weights file not found next to the config {jpath.name} (copy it along)")
+    found = files.resolve(jpath, doc)
+    wpath = found.weights
+    if found.missing_weights():
+        raise CheckpointError(wpath, found.missing_weights())
     _check_safetensors(wpath)
     tensors = _read_tensors(wpath, "weights", arrays, map_location)
     try:
@@ -256,7 +257,7 @@ def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
         checks.check_shapes(jpath, config, state, CheckpointError)  # before the model is allocated
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
     if mesh and asset.get("basis"):
-        bpath = jpath.with_name(Path(asset["basis"]).name)  # a name next to the checkpoint, never a path elsewhere
+        bpath = found.basis  # a name next to the checkpoint, never a path elsewhere
         if not bpath.exists():
             raise CheckpointError(bpath, "the asset's shared vertex basis is missing (it ships next to the "
                                          "checkpoint; copy it along)")

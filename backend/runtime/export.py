@@ -171,7 +171,8 @@ def export(json_path) -> list[Path]:
     """Write ``NAME.<call>.onnx`` for each call of the checkpoint's model; returns the paths."""
     import onnx
     ck = ckpt_io.load(json_path)
-    _, graphs, weights = checkpoint_files(ck.path)
+    found = checkpoint_files(ck.path)
+    graphs, weights = found.graphs, found.weights
     model = ck.build_model().eval().requires_grad_(False)
     keyframe = isinstance(model, KeyframeSplineTransformer)
     written = []

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from . import files, graph_checks
+from .graph_checks import STAMP, RuntimeModelError  # noqa: F401  (the names export and the engines use)
 from ..formats import json_limits, safetensors_np
 from ..models.config import ModelConfig
 from ..maths.splines import bezier_basis
 
-CALLS = ("encode", "decode")
-STAMP = "splinetween.weights_sha256"  # the graph's metadata: the digest of the weights it points into
+CALLS = files.CALLS
 
 
 RUNTIMES = ("torch", "onnx")  # what runs a checkpoint's model: its torch module, or its exported graphs
@@ -48,40 +51,60 @@ def alike_groups(plans) -> list[list[int]]:
     return list(groups.values())
 
 
-class RuntimeModelError(ValueError):
-    """A checkpoint without current ONNX graphs, or no ONNX Runtime here; the message says what to do."""
-
-
 def weights_digest(path) -> str:
     """The safetensors file's SHA-256: a graph exported before its weights changed points at the wrong bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def checkpoint_files(json_path) -> tuple[Path, dict[str, Path], Path]:
-    """(config, {call: its graph}, weights) of a checkpoint: ``NAME.<call>.onnx`` next to ``NAME.json``."""
+def checkpoint_files(json_path) -> files.CheckpointFiles:
+    """The checkpoint's files (``files.resolve``: the one resolver) from its config, read within the limits."""
     jpath = Path(json_path).with_suffix(".json")
-    doc = json_limits.read(jpath)
-    weights = jpath.with_name(Path(doc.get("weights") or jpath.with_suffix(".safetensors").name).name)
-    return jpath, {c: jpath.with_name(f"{jpath.stem}.{c}.onnx") for c in CALLS}, weights
+    return files.resolve(jpath, json_limits.read(jpath))
 
 
 def stale(json_path) -> str:
-    """Why the checkpoint's graphs cannot be used ("" when they can): missing, or exported from other weights."""
+    """Why the checkpoint's graphs cannot be used ("" when they can): ``inspect``'s refusal."""
     try:
-        jpath, graphs, weights = checkpoint_files(json_path)
-        missing = [p.name for p in graphs.values() if not p.is_file()]
-        if missing:
-            return (f"{jpath.name} has no exported model ({', '.join(missing)} missing); export it with "
-                    f"python -m backend export {jpath}")
-        digest = weights_digest(weights).encode()
-        exported = {p: p.read_bytes() for p in graphs.values()}
-    except (OSError, ValueError, AttributeError) as e:
-        return f"cannot read the checkpoint {json_path} ({e})"
-    for p, graph in exported.items():
-        if digest not in graph:  # (the graph's metadata holds the digest it was exported with: STAMP)
-            return (f"{p.name} was exported from other weights than {weights.name}; export it again with "
-                    f"python -m backend export {jpath}")
+        inspect(json_path)
+    except RuntimeModelError as e:
+        return str(e)
     return ""
+
+
+def inspect(json_path) -> "Exported":
+    """The checkpoint's graphs, checked cheapest first, each refusal naming the problem and the fix: both
+    there; each no larger than its model allows (from a stat) and an ONNX model (from its first bytes)
+    read whole; its inputs and outputs those the config's model takes and gives; exported from these
+    weights (its digest), its weights within them.  RuntimeModelError otherwise."""
+    try:
+        found = checkpoint_files(json_path)
+        cfg = ModelConfig.from_json(json_limits.read(found.config)["model"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise RuntimeModelError(f"cannot read the checkpoint {json_path} ({e})") from None
+    jpath = found.config
+    again = f"export it again: python -m backend export {jpath}"
+    missing = [p.name for p in found.graphs.values() if not p.is_file()]
+    if missing:
+        raise RuntimeModelError(f"{jpath.name} has no exported model ({', '.join(missing)} missing); export it "
+                                f"with python -m backend export {jpath}")
+    if found.missing_weights():
+        raise RuntimeModelError(f"{found.weights}: {found.missing_weights()}")
+    graphs = {c: graph_checks.read_graph(p, cfg, jpath, again) for c, p in found.graphs.items()}
+    for call, (path, graph, _) in graphs.items():
+        graph_checks.check_signature(path, graph, cfg, call, jpath, again)
+    digest, size = weights_digest(found.weights), found.weights.stat().st_size
+    for path, graph, _ in graphs.values():
+        graph_checks.check_weights(path, graph, found.weights, digest, size, again)
+    return Exported(found, cfg, {c: (raw, graph) for c, (_, graph, raw) in graphs.items()})
+
+
+@dataclass
+class Exported:
+    """A checkpoint's graphs that passed ``inspect``: call -> (the file's bytes, what it declares)."""
+    files: files.CheckpointFiles
+    cfg: ModelConfig
+    graphs: dict
 
 
 def available() -> bool:
@@ -89,34 +112,63 @@ def available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
-def _session(path: Path, threads: int):
+_ORT_PREFIX = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*[A-Z_]+\s*:\s*")
+
+
+def ort_detail(e: Exception) -> str:
+    """ONNX Runtime's message without its code ("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : "), one line."""
+    return " ".join(_ORT_PREFIX.sub("", str(e)).split())[:300]
+
+
+def _session(path: Path, raw: bytes, graph, weights: np.ndarray, threads: int, again: str):
+    """An ONNX Runtime session of the graph ``raw``, its external weights handed over from ``weights`` (the
+    checkpoint's safetensors bytes, the file the resolver found, whatever name the graph was exported with)."""
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    arrays = []
+    for e in graph.externals:  # (graph_checks.check_weights has held each within the file, float32, its size)
+        a = weights[e.offset:e.offset + e.length].view("<f4").reshape(e.dims).astype(np.float32, copy=False)
+        arrays.append(a if a.flags.aligned else a.copy())
+    try:
+        if arrays:
+            opts.add_external_initializers([e.name for e in graph.externals],
+                                           [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])
+        return ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"]), arrays
+    except Exception as e:  # (ONNX Runtime's own exception types, none a Python built-in)
+        raise RuntimeModelError(f"ONNX Runtime cannot load {path.name} ({ort_detail(e)}); {again}") from None
 
 
 class OnnxModel:
     """The encode and decode calls of a checkpoint's model, on ONNX Runtime (CPU)."""
 
-    def __init__(self, json_path, threads: int = 1, check: bool = True):
+    def __init__(self, json_path, threads: int = 1):
         if not available():
             raise RuntimeModelError("ONNX Runtime is not installed in this Python (the extension ships it; "
                                     "pip install onnxruntime elsewhere), or choose the backend process")
-        why = stale(json_path) if check else ""
-        if why:
-            raise RuntimeModelError(why)
-        jpath, graphs, weights = checkpoint_files(json_path)
-        doc = json_limits.read(jpath)
-        self.cfg = ModelConfig.from_json(doc["model"])
+        found = inspect(json_path)
+        self.files, self.cfg = found.files, found.cfg
+        self.again = f"export it again: python -m backend export {self.files.config}"
         self.keyframe = self.cfg.family == "keyframe"
-        self.sessions = {c: _session(p, threads) for c, p in graphs.items()}
+        weights = np.fromfile(self.files.weights, dtype=np.uint8)
+        self.sessions, self._arrays = {}, []  # (ONNX Runtime reads the arrays it is handed: kept alive here)
+        for call, (raw, graph) in found.graphs.items():
+            self.sessions[call], arrays = _session(self.files.graphs[call], raw, graph, weights, threads, self.again)
+            self._arrays += arrays
         self._regression_weight = None  # [F, D]: the in-betweener's linear path (KeyRegression), run in numpy
         if self.keyframe and self.cfg.linear_path:
             self._regression_weight = np.ascontiguousarray(
-                safetensors_np.read(weights)["model.key_regression.linear.weight"].T)  # [F, D]
+                safetensors_np.read(self.files.weights)["model.key_regression.linear.weight"].T)  # [F, D]
+
+    def _run(self, call: str, feeds: dict) -> list:
+        try:
+            return self.sessions[call].run(None, feeds)
+        except Exception as e:  # (ONNX Runtime's own exception types)
+            shapes = ", ".join(f"{k} {list(np.shape(v))}" for k, v in feeds.items())
+            raise RuntimeModelError(f"ONNX Runtime cannot run {self.files.graphs[call].name} on {shapes} "
+                                    f"({ort_detail(e)}); {self.again}") from None
 
     def _basis(self, times) -> np.ndarray:
         return bezier_basis(self.cfg.controls - 1, np.asarray(times, dtype=np.float32)).astype(np.float32)
@@ -127,7 +179,7 @@ class OnnxModel:
         from ..maths.splines import uniform_times
         n, k = x.shape[1], self.cfg.controls
         fit = np.linalg.pinv(bezier_basis(k - 1, uniform_times(n))).astype(np.float32)
-        return self.sessions["encode"].run(None, {"x": np.ascontiguousarray(x, dtype=np.float32), "fit": fit})[0]
+        return self._run("encode", {"x": np.ascontiguousarray(x, dtype=np.float32), "fit": fit})[0]
 
     def decode_features(self, points: np.ndarray, plans) -> np.ndarray:
         """``Engine.decode_features``: control points ``[B, K, d]`` -> features ``[sum m_i, D]`` of each
@@ -148,20 +200,20 @@ class OnnxModel:
     def decode(self, controls: np.ndarray, times, positions) -> np.ndarray:
         """Control points [B, K, d] sampled at ``times`` [N] in [0, 1], ALiBi at ``positions`` [N] -> features
         [B, N, out] (the graph ends with the normaliser's inverse: ``export_onnx._AutoDecode``)."""
-        return self.sessions["decode"].run(None, {"controls": np.ascontiguousarray(controls, dtype=np.float32),
-                                                  "basis": self._basis(times),
-                                                  "positions": np.asarray(positions, dtype=np.float32)})[0]
+        return self._run("decode", {"controls": np.ascontiguousarray(controls, dtype=np.float32),
+                                    "basis": self._basis(times),
+                                    "positions": np.asarray(positions, dtype=np.float32)})[0]
 
     # -- the in-betweener -----------------------------------------------------------------
     def encode_keys(self, keys_n: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """keys_n [B, N, D] (read at keys), mask [B, N] -> control points [B, K, d]."""
-        return self.sessions["encode"].run(None, {"keys_n": np.ascontiguousarray(keys_n, dtype=np.float32),
-                                                  "mask": np.ascontiguousarray(mask, dtype=bool)})[0]
+        return self._run("encode", {"keys_n": np.ascontiguousarray(keys_n, dtype=np.float32),
+                                    "mask": np.ascontiguousarray(mask, dtype=bool)})[0]
 
     def decode_keys(self, controls, base_n, mask, times, positions, keys_n=None, correction=None) -> np.ndarray:
         """``KeyframeSplineTransformer.decode``: -> normalised poses [B, M, D], with the linear path's
         ``correction`` (given, or made from ``keys_n``) where the model has one."""
-        out = self.sessions["decode"].run(None, {
+        out = self._run("decode", {
             "controls": np.ascontiguousarray(controls, dtype=np.float32),
             "base_n": np.ascontiguousarray(base_n, dtype=np.float32), "mask": np.ascontiguousarray(mask, dtype=bool),
             "basis": self._basis(times), "positions": np.asarray(positions, dtype=np.float32)})[0]

@@ -47,9 +47,9 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
         raise Refusal(shared)
     bag = _armature(obj)
     meta = latent_core.checkpoint_meta(path)
-    if meta["task"] != "autoencoder":
-        raise Refusal(f"{path.name} is an {meta['task']} checkpoint; Encode needs a motion autoencoder "
-                      "(Preferences > Add-ons > Splinetween > Autoencoder)")
+    why = bridge.wrong_kind(path, ("motion", "autoencoder"), "Encode")  # (says what it is and what uses it)
+    if why:
+        raise Refusal(why)
     n = end - start + 1
     timebase = bridge.numpy_module("maths.timebase")
     model_ft = timebase.model_frame_time({"frame_time": meta.get("frame_time")})
