@@ -8,20 +8,24 @@ import json
 import numpy as np
 import pytest
 
-from addon_helpers import ROOT, bpy, channelbag
+from addon_helpers import ROOT, assert_same_keys, bpy, channelbag, select_keys, snapshot, thin_every
 from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import curves, encoded_copy, fresh_copy, temporary
+from latent_helpers import AUTOENCODER, curves, encoded_copy, fresh_copy, temporary
 
 bpy = bpy()
+from blender_addon import bridge  # noqa: E402
 pytestmark = pytest.mark.blender
 AMPLIFY = "splinetween_latent.segments[1].amplify"
 
 
-def range_curves(obj) -> list[str]:
-    """Paths of the F-curves on the range's own properties in every action of the file."""
+def range_curves(obj, *more) -> list[str]:
+    """Paths of the F-curves on the range's own properties in the object's actions (the active one, its
+    NLA strips') and the actions ``more``, every layer and slot."""
     from blender_addon.latent.animation import is_range_path
+    ad = obj.animation_data
+    acts = {a for a in [ad.action, *(s.action for t in ad.nla_tracks for s in t.strips), *more] if a is not None}
     out = []
-    for act in bpy.data.actions:
+    for act in acts:
         for layer in act.layers:
             for strip in layer.strips:
                 for bag in strip.channelbags:
@@ -113,6 +117,100 @@ def test_a_slider_keyed_on_the_new_range_still_drives_it(source):
         bpy.context.scene.frame_set(1)
         assert obj.splinetween_latent.segments[1].amplify == pytest.approx(2.0)
         assert any(not np.array_equal(neutral[k], v) for k, v in bone_keys(obj).items())
+
+
+
+# -- messages -----------------------------------------------------------------------------------------
+def unchanged(obj, before) -> None:
+    after = snapshot(obj)
+    assert after.keys() == before.keys()
+    for k in before:
+        assert_same_keys(before[k], after[k])
+
+
+def test_an_nla_only_armature_is_explained_whole_by_encode_and_inbetween(source):
+    from blender_addon.latent.common import NLA_ONLY, POLL_MESSAGE_MAX
+    from blender_addon.latent.armature import encode
+    with temporary(fresh_copy(source)) as obj:
+        ad = obj.animation_data
+        track = ad.nla_tracks.new()
+        track.name = "Walk track"
+        track.strips.new("Walk", 1, ad.action)
+        ad.action = None
+        assert len(NLA_ONLY) <= POLL_MESSAGE_MAX
+        for op in (bpy.ops.anim.splinetween_encode, bpy.ops.anim.splinetween_inbetween):
+            assert not op.poll()
+            with pytest.raises(RuntimeError) as e:
+                op()
+            assert str(e.value).endswith(f".poll() {NLA_ONLY}"), str(e.value)  # whole: it ends as written
+        with pytest.raises(Exception, match=r"is in NLA strips \(Walk track: Walk\), not in an active action: "
+                                            r"enter tweak mode .*; nothing was changed"):
+            encode.encode(obj, bridge.BackendSettings(), AUTOENCODER, 1, 100)  # (a script, the batch)
+        assert ad.action is None and len(track.strips) == 1 and not obj.splinetween_latent.active
+
+
+def test_inbetween_over_another_takes_controls_names_that_take(source):
+    """Inbetween (Editable) on take A, then Inbetween on take B: the refusal and the confirmation say the
+    controls are on A and that Replace bakes them into A; Replace does that, and undo takes it back."""
+    with temporary(fresh_copy(source)) as obj:
+        name = obj.name
+        thin_every(obj)
+        take_a = obj.animation_data.action
+        take_a.name = "Take A"
+        take_b = take_a.copy()
+        take_b.name = "Take B"
+        assert bpy.ops.anim.splinetween_inbetween() == {"FINISHED"} and obj.splinetween_latent.active
+        obj.splinetween_latent.segments[1].amplify = 1.5
+        seg = obj.splinetween_latent.segments[1]
+        seg.keyframe_insert("amplify", frame=1)
+        a_keys = bone_keys(obj)
+        st = obj.splinetween_latent
+        span = f"{st.frame_start}-{st.frame_end}"
+        obj.animation_data.action = take_b
+        select_keys(obj)
+        before = snapshot(obj)
+        with pytest.raises(RuntimeError, match=rf"has latent controls on frames {span} of the action 'Take A' "
+                                               r"\(from Inbetween \(Editable\)\), not of 'Take B', which it plays "
+                                               r"now; Replace Latent Controls would bake them into 'Take A' \(its "
+                                               r"motion stays as keys there, the sliders go\) and then in-between "
+                                               r"'Take B'\. Bake or Remove them first \(they act on 'Take A'\), or run "
+                                               r"Inbetween with replace_latent=True .*; nothing was changed"):
+            bpy.ops.anim.splinetween_inbetween()
+        unchanged(obj, before)
+        assert obj.splinetween_latent.active and obj.splinetween_latent.action == take_a
+        from blender_addon.latent.armature import adapter
+        assert adapter.replace_question(obj) == (f"Frames {span} of 'Take A' (another action) have latent controls: "
+                                                 "Inbetween bakes them into 'Take A' and removes the sliders")
+        bpy.ops.ed.undo_push(message="on take B")
+        assert bpy.ops.anim.splinetween_inbetween("EXEC_DEFAULT", True, replace_latent=True, editable=False) == {"FINISHED"}
+        assert not obj.splinetween_latent.active and range_curves(obj, take_a) == []
+        obj.animation_data.action = take_a
+        assert_same(bone_keys(obj), a_keys)  # take A baked: its keys as the sliders left them
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+        obj = bpy.data.objects[name]
+        assert obj.splinetween_latent.active and obj.animation_data.action.name == "Take B"
+        unchanged(obj, before)
+
+
+def test_a_huge_bone_map_preset_set_by_a_script_is_refused_where_it_is_read(source):
+    with temporary(fresh_copy(source)) as obj:
+        assert bpy.ops.anim.splinetween_bone_map_detect() == {"FINISHED"}
+        obj.data.splinetween_bone_map.preset = "x" * 5_000_000
+        select_keys(obj)
+        before = snapshot(obj)
+        for op in (bpy.ops.anim.splinetween_encode, bpy.ops.anim.splinetween_inbetween):
+            with pytest.raises(RuntimeError, match=r"the bone map of .* has a preset name of 5,000,000 characters "
+                                                   r"\(at most 63 bytes: a script set it\?\); set its preset to a short "
+                                                   r"name, or Clear Bone Map \(Bone Map panel\) and detect again; "
+                                                   r"nothing was changed"):
+                op()
+            unchanged(obj, before)
+            assert not obj.splinetween_latent.active
+        obj.data.splinetween_bone_map.preset = "é" * 32  # 64 bytes: one too many
+        with pytest.raises(RuntimeError, match="a preset name of 32 characters"):
+            bpy.ops.anim.splinetween_encode()
+        obj.data.splinetween_bone_map.preset = "é" * 31
+        assert bpy.ops.anim.splinetween_encode() == {"FINISHED"}
 
 
 # -- the doc's principal names are the shipped checkpoint's ------------------------------------------
