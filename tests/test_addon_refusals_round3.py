@@ -62,8 +62,8 @@ def test_nla_only_animation_is_explained(arm):
     track.name = "Walk track"
     track.strips.new("Walk", 1, action)
     ad.action = None
-    with pytest.raises(RuntimeError, match=r"The armature has no action: the animation of .* is in NLA strips "
-                                           r"\(Walk track: Walk\), not in an active action: enter tweak mode"):
+    with pytest.raises(RuntimeError, match=r"The armature.s motion is in NLA strips, not an active action: Tab on a strip in the NLA editor to "
+                                           r"edit its keys, or make its action the active one$"):
         OP()
     with pytest.raises(Exception, match=r"is in NLA strips \(Walk track: Walk\).*; nothing was changed"):
         fill.run(arm, preferences.settings(bpy.context), fill.Options())

@@ -114,7 +114,8 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
         from ..latent.armature import adapter
         if not options.replace_latent:
             raise Refusal(adapter.replace_refusal(obj))
-        note = f"; the latent controls of frames {st.frame_start}-{st.frame_end} were baked"
+        where = f" of '{st.action.name}'" if st.action is not None and st.action != obj.animation_data.action else ""
+        note = f"; the latent controls of frames {st.frame_start}-{st.frame_end}{where} were baked"
         adapter.bake(obj)
     if editable:
         channels = latent_io.driven_channels(obj, bones, rot_j, pos_j)

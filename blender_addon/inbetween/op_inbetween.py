@@ -5,7 +5,7 @@ import bpy
 
 from .. import preferences
 from ..core.errors import run_reported
-from ..io import nla
+from ..latent.armature import adapter
 from ..latent.common import poll_animated_armature
 from . import fill
 
@@ -54,8 +54,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        obj = context.active_object
-        return poll_animated_armature(cls, context, (obj is not None and nla.only_in_nla(obj)) or "key a few poses first")
+        return poll_animated_armature(cls, context, "key a few poses first")
 
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
@@ -69,8 +68,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
             self.replace_latent = True
             return context.window_manager.invoke_confirm(
                 self, event, title="Bake the latent controls?", confirm_text="Bake and Inbetween", icon="WARNING",
-                message=f"Frames {st.frame_start}-{st.frame_end} have latent controls: Inbetween keeps their motion "
-                        "as keys and removes the sliders")
+                message=adapter.replace_question(context.active_object))
         return self.execute(context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:

@@ -104,6 +104,12 @@ def stored(obj) -> bone_map.BoneMap | None:
     st = getattr(obj.data, "splinetween_bone_map", None)
     if st is None or not len(st.entries):
         return None
+    if len(st.preset) > bone_map.MAX_NAME or len(st.preset.encode("utf-8")) > bone_map.MAX_NAME:
+        # (a script can set any string, kept in the .blend: refused here, whoever set it; the length is
+        # checked before the bytes are made, so a huge one costs nothing)
+        raise Refusal(f"the bone map of {obj.name} has a preset name of {len(st.preset):,} characters (at most "
+                      f"{bone_map.MAX_NAME} bytes: a script set it?); set its preset to a short name, or Clear "
+                      "Bone Map (Bone Map panel) and detect again; nothing was changed")
     return bone_map.BoneMap({e.joint: (e.bone or None) for e in st.entries}, st.preset or "Custom",
                       reasons={e.joint: e.why or "given" for e in st.entries if e.bone})
 
@@ -116,7 +122,17 @@ def store(obj, bm: bone_map.BoneMap, joint_names) -> None:
         e = st.entries.add()
         e.joint, e.bone = j, bm.bones.get(j) or ""
         e.why = bm.reasons.get(j, "given") if e.bone else ""
-    st.preset = bm.preset
+    st.preset = shorten(bm.preset)
+
+
+def shorten(name: str) -> str:
+    """A detected preset's name within ``bone_map.MAX_NAME`` bytes (many namespaces make it long), as
+    ``stored`` reads it back: cut on a character, with an ellipsis."""
+    if len(name.encode("utf-8")) <= bone_map.MAX_NAME:
+        return name
+    while len((name + "…").encode("utf-8")) > bone_map.MAX_NAME:
+        name = name[:-1]
+    return name + "…"
 
 
 _found: dict = {}  # (joints, the rig's bones) -> detected BoneMap: detection runs once per rig

@@ -156,17 +156,6 @@ def restore(bag, original: dict, lo: float, cur_hi: float, orig_hi: float) -> No
         keys_io.write(fc, merged, exact_handles=True)
 
 
-def drop_raw_animation(obj, bag) -> None:
-    """Delete F-curves and drivers on the raw control-point properties."""
-    if bag is not None:
-        for fc in [fc for fc in bag.fcurves if latent_math.is_raw_path(fc.data_path)]:
-            bag.fcurves.remove(fc)
-    ad = obj.animation_data
-    if ad is not None:
-        for fc in [fc for fc in ad.drivers if latent_math.is_raw_path(fc.data_path)]:
-            ad.drivers.remove(fc)
-
-
 def every_frame_blocks(originals: list, lo: int, hi: int) -> dict | None:
     """The originals of curves keyed on every frame ``lo..hi`` (a BVH import, an in-betweened fill, a
     resampled range), as stacked in-range ``keys_io.MOTION`` arrays ``{attr: [C, F, ...]}`` plus ``ok [C]`` (which

@@ -1,7 +1,12 @@
 """The polls the operators share: an animated armature, an object with latent controls."""
 from __future__ import annotations
 
+from ..io import nla
 from .slider import ADAPTERS
+
+POLL_MESSAGE_MAX = 200  # characters of a poll message that reach the tooltip and Python (Blender cuts the rest)
+NLA_ONLY = ("The armature's motion is in NLA strips, not an active action: Tab on a strip in the NLA editor to "
+            "edit its keys, or make its action the active one")
 
 
 def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
@@ -11,7 +16,7 @@ def poll_animated_armature(cls, context, no_action_hint: str) -> bool:
         cls.poll_message_set("Make an armature the active object")
         return False
     if obj.animation_data is None or obj.animation_data.action is None:
-        cls.poll_message_set(f"The armature has no action: {no_action_hint}")
+        cls.poll_message_set(NLA_ONLY if nla.strips(obj) else f"The armature has no action: {no_action_hint}")
         return False
     return True
 

@@ -17,9 +17,7 @@ import numpy as np
 from .. import bridge, preferences
 from ..core import latent_math
 from ..core.errors import Refusal
-from ..io import latent as latent_io
-from ..io import scene as scene_io
-from . import state
+from . import animation, state
 
 MAX_PRINCIPAL = 16  # principal-direction sliders per segment (a checkpoint stores 8 by default)
 # what the raw properties' tooltips call an object kind's decoded frames
@@ -238,6 +236,7 @@ def install_controls(obj, *, task: str, path: Path, start: int, frames: int, seg
     st = obj.splinetween_latent
     points = np.asarray(points, dtype=np.float64)
     with suspended():
+        animation.drop(obj)  # keys left on these properties by an earlier range would drive this one
         st.active, st.task = True, task
         store(st, "encoded_points", points.ravel())
         if fidelity is not None:
@@ -275,7 +274,7 @@ def clear(obj) -> None:
     with suspended():
         for key in [k for k in obj.keys() if k.startswith(latent_math.RAW_PREFIX)]:
             del obj[key]
-        latent_io.drop_raw_animation(obj, scene_io.channelbag(obj))
+        animation.drop(obj)  # (the raw points' and sliders' keys end with the range)
         st = obj.splinetween_latent
         rna = {p.identifier: p for p in st.bl_rna.properties if p.identifier != "rna_type"}
         for key in [k for k in st.keys() if k not in rna]:  # the bookkeeping arrays

@@ -242,12 +242,32 @@ def write(obj, st, bag, channels, frames: np.ndarray, values: np.ndarray, base: 
 
 
 def replace_refusal(obj) -> str:
-    """Why Inbetween stops on an armature with latent controls, and the option that lets it go on."""
+    """Why Inbetween stops on an armature with latent controls, and the option that lets it go on: what
+    Replace Latent Controls would bake, in the action the controls belong to (another take, maybe)."""
     st = obj.splinetween_latent
     made = "Inbetween (Editable)" if st.task == "INBETWEEN" else "Encode"
+    ad = obj.animation_data
+    now = ad.action if ad is not None else None
+    fix = "or run Inbetween with replace_latent=True (the batch: --replace-latent); nothing was changed"
+    if st.action is not None and st.action != now:
+        here = f"'{now.name}'" if now is not None else "no action"
+        return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} of the action "
+                f"'{st.action.name}' (from {made}), not of {here}, which it plays now; Replace Latent Controls "
+                f"would bake them into '{st.action.name}' (its motion stays as keys there, the sliders go) and then "
+                f"in-between {here}. Bake or Remove them first (they act on '{st.action.name}'), {fix}")
     return (f"{obj.name} has latent controls on frames {st.frame_start}-{st.frame_end} (from {made}); Inbetween "
-            "would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, or run "
-            "Inbetween with replace_latent=True (the batch: --replace-latent); nothing was changed")
+            f"would bake them (keep their motion as keys, drop the sliders). Bake or Remove them first, {fix}")
+
+
+def replace_question(obj) -> str:
+    """The confirmation Inbetween asks before Replace Latent Controls bakes a range (the UI)."""
+    st = obj.splinetween_latent
+    ad = obj.animation_data
+    if st.action is not None and (ad is None or st.action != ad.action):
+        return (f"Frames {st.frame_start}-{st.frame_end} of '{st.action.name}' (another action) have latent "
+                f"controls: Inbetween bakes them into '{st.action.name}' and removes the sliders")
+    return (f"Frames {st.frame_start}-{st.frame_end} have latent controls: Inbetween keeps their motion as keys "
+            "and removes the sliders")
 
 
 def bake(obj) -> str:

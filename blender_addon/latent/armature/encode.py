@@ -20,6 +20,7 @@ from ...io import bone_map as bone_map_io
 from ...io import constraints as constraints_io
 from ...io import keys as keys_io
 from ...io import latent as latent_io
+from ...io import nla
 from ...io import scene as scene_io
 from . import layer, retarget, take
 from .. import core as latent_core
@@ -42,6 +43,8 @@ def encode(obj, settings: bridge.BackendSettings, path, start: int, end: int, fp
     if obj is not None and obj.type == "ARMATURE" and obj.splinetween_latent.active:
         raise Refusal(f"{obj.name} already has latent controls (frames {obj.splinetween_latent.frame_start}-"
                       f"{obj.splinetween_latent.frame_end}); Bake or Remove them first")
+    if obj is not None and nla.only_in_nla(obj):  # (as Inbetween says it: not "no keys")
+        raise Refusal(nla.only_in_nla(obj) + "; nothing was changed")
     shared = take.shared_refusal(obj, "Encode") if obj is not None and obj.type == "ARMATURE" else None
     if shared:
         raise Refusal(shared)
