@@ -153,7 +153,7 @@ def parse_bvh(text: str, path="<string>", name: str | None = None, keep_source: 
             raise BVHError(path, f"non-numeric value {bad.group()!r} in motion line {line}")
         rows = body.strip().count("\n") + 1 if body.strip() else 0
         if rows and rows != frames and data.size == rows * width:  # whole lines, each of the declared channels
-            raise BVHError(path, f"the header says 'Frames: {frames}' but the file has {rows} lines of motion "
+            raise BVHError(path, f"the header says 'Frames: {frames}' ({frames} frames) but the file has {rows} lines of motion "
                                  f"(each of the {width} channels the hierarchy declares); write 'Frames: {rows}' "
                                  "(the number of motion lines), or remove the lines after the last frame")
         raise BVHError(path, f"expected {frames} frames x {width} channels = {frames * width} values, "
