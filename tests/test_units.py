@@ -46,7 +46,6 @@ def test_the_unit_is_read_from_the_offsets(walk):
 def test_the_engine_fills_the_same_motion_in_any_unit(walk):
     engine = Engine(DEFAULT_INBETWEEN)
     keys = list(range(0, 121, 15))
-    short = units.scaled(walk, 1.0)
     short = type(walk)(walk.skeleton, walk.rotations[:121], walk.positions[:121], walk.frame_time, "walk")
     ref, _ = engine.inbetween(short, keys)
     want = world_cm(ref, 1.0)

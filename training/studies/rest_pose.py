@@ -13,6 +13,7 @@ or wins against today's reading of the file's own rest.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,6 @@ def re_rest(clip: Clip, pose: np.ndarray) -> Clip:
     offsets = quat_np.rotate(gp, np.asarray(sk.offsets, dtype=np.float64))
     ends = tuple(None if e is None else tuple(quat_np.rotate(g[j], np.asarray(e, dtype=np.float64)))
                  for j, e in enumerate(sk.end_sites))
-    from dataclasses import replace
     skeleton = replace(sk, offsets=offsets, end_sites=ends)
     rot = quat_np.mul(quat_np.mul(gp[None], clip.rotations), quat_np.inv(g)[None])
     pos = clip.positions.copy()
@@ -91,7 +91,6 @@ def fill(engine: Engine, clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.nd
     found = bvh_rig.conversion(clip, model.names, model.parents, model.offsets, known=keys)
     rt = found.retarget
     m_rot, m_pos = rt.to_model(*bvh_rig.file_channels(clip, rt))
-    from dataclasses import replace
     work = Clip(replace(model, offsets=rt.offsets), m_rot, m_pos, clip.frame_time, clip.name)
     out, _ = engine.inbetween(work, keys)
     rot, pos = bvh_rig.from_model(rt, clip.skeleton, out.rotations, out.positions, clip.rotations, clip.positions)
