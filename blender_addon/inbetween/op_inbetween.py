@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from .. import preferences
+from ..backend_start import StartsBackend
 from ..core.errors import run_reported
 from ..latent.armature import adapter
 from ..latent.common import poll_animated_armature
@@ -26,7 +27,7 @@ def draw_options(layout: bpy.types.UILayout, data) -> None:
     layout.prop(data, "all_bones")
 
 
-class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
+class ANIM_OT_splinetween_inbetween(StartsBackend, bpy.types.Operator):
     """Fill every frame between the selected keys of the active armature with learned motion"""
 
     bl_idname = "anim.splinetween_inbetween"
@@ -69,7 +70,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
             return context.window_manager.invoke_confirm(
                 self, event, title="Bake the latent controls?", confirm_text="Bake and Inbetween", icon="WARNING",
                 message=adapter.replace_question(context.active_object))
-        return self.execute(context)
+        return self.start_backend_then_execute(context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable,
