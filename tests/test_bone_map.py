@@ -110,6 +110,9 @@ def test_json_round_trip_and_bad_files():
     assert back.bones == bm.bones and back.preset == bm.preset
     for text, why in [("{", "not JSON"), ("[]", "not a bone map file"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 9, "bones": {}}), "version 9"),
+                      # (a JSON true is Python's 1: it must not read as version 1)
+                      (json.dumps({"format": bone_map.FORMAT, "version": True, "bones": {}}), "is true, not a whole number"),
+                      (json.dumps({"format": bone_map.FORMAT, "version": 1.0, "bones": {}}), "is 1.0, not a whole number"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Hips": 3}}), "joint name -> bone"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
         with pytest.raises(bone_map.BoneMapError, match=why):

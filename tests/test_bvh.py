@@ -228,3 +228,22 @@ def test_bad_file_raises_bvh_error_naming_file_and_problem(case, tmp_path):
 def test_missing_file_raises_bvh_error(tmp_path):
     with pytest.raises(BVHError, match="cannot read"):
         read_bvh(tmp_path / "nowhere.bvh")
+
+
+def test_a_frames_header_shorter_than_its_motion_lines_names_both_counts(tmp_path):
+    """'Frames: 30' over 61 whole lines of motion: the header is the mistake, and the message says how many
+    lines there are and what to write (not 'truncated file or wrong channel count')."""
+    text = Path(__file__).with_name("fixtures").joinpath("walk_short.bvh")
+    src = next(p for p in (text, *sorted(Path(__file__).parent.glob("fixtures/**/*.bvh"))) if p.is_file())
+    head, motion = src.read_text().split("MOTION", 1)
+    lines = [ln for ln in motion.strip().splitlines()[2:] if ln.strip()]
+    if len(lines) < 61:
+        lines = (lines * (61 // len(lines) + 1))[:61]
+    bad = tmp_path / "header.bvh"
+    bad.write_text(head + "MOTION\nFrames: 30\nFrame Time: 0.0333333\n" + "\n".join(lines[:61]) + "\n")
+    with pytest.raises(BVHError) as err:
+        read_bvh(bad)
+    msg = str(err.value)
+    assert "'Frames: 30'" in msg and "61 lines of motion" in msg and "write 'Frames: 61'" in msg
+    assert "truncated" not in msg
+    assert bad.read_text().count("\n") > 61, "the file is left as it was"
