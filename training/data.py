@@ -35,6 +35,18 @@ DATASET1_VAL_STYLES = ("happy", "tired")
 CMU_DATA = "../shared/data/cmu-mocap-part.tar.xz"
 CMU_VAL_SUBJECTS = ("05", "09")
 _CMU_NAME = re.compile(r"^(\d\d)_(\d\d)$")
+# The other setups of the data README (2026-12-07): HDM05 (ASF/AMC; performer tr is validation), ReActIdle
+# (idle, 24 fps; performers 012-015 are validation) and more CMU subjects in a DAZ-style conversion (train).
+HDM05_DATA = "../shared/data/hdm05-part.tar.xz"
+REACTIDLE_DATA = "../shared/data/reactidle.tar.xz"
+CMU_DAZ_DATA = "../shared/data/cmu-mocap-daz.tar.xz"
+HDM05_VAL_PERFORMERS = ("tr",)
+REACTIDLE_VAL = range(12, 16)
+_HDM05_NAME = re.compile(r"^HDM_([a-z]{2})_")
+_REACTIDLE_NAME = re.compile(r"^(\d{3})_(acted|genuine)$")
+# The studios whose validation sets make the *other studio* column (their mean is the figure designs are
+# chosen on), in the order the reports give them.
+OTHER_STUDIOS = {"CMU": CMU_DATA, "HDM05": HDM05_DATA, "ReActIdle": REACTIDLE_DATA}
 
 
 class DataError(ValueError):
@@ -55,13 +67,22 @@ def clip_kind(name: str) -> str:
 def split_of(name: str) -> str:
     """The data README's splits.  Dataset-1: style happy or tired is validation, the rest train
     (no test split).  CMU (``SS_TT``): subjects 05 and 09 are validation, the rest train (no test
-    split).  Dataset-2 (and any other name): id % 10 == 5 test, == 8 validation, else train."""
+    split).  HDM05 (``HDM_{performer}_…``): performer tr is validation.  ReActIdle (``NNN_acted``,
+    ``NNN_genuine``): performers 012-015 are validation.  Dataset-2 (and any other name): id % 10 == 5
+    test, == 8 validation, else train."""
     f = _name_fields(name)
     if len(f) == 4 and f[0] == "dataset-1":
         return "val" if f[2] in DATASET1_VAL_STYLES else "train"
-    cmu = _CMU_NAME.match(Path(name).name.removesuffix(".bvh"))
+    stem = Path(name).name.removesuffix(".bvh").removesuffix(".amc")
+    cmu = _CMU_NAME.match(stem)
     if cmu:
         return "val" if cmu.group(1) in CMU_VAL_SUBJECTS else "train"
+    hdm = _HDM05_NAME.match(stem)
+    if hdm:
+        return "val" if hdm.group(1) in HDM05_VAL_PERFORMERS else "train"
+    idle = _REACTIDLE_NAME.match(stem)
+    if idle:
+        return "val" if int(idle.group(1)) in REACTIDLE_VAL else "train"
     m = re.search(r"(\d+)(?:\.bvh)?$", Path(name).name)
     if not m:
         raise DataError(f"{name}: no numeric clip id at the end of the name, cannot assign a split")
