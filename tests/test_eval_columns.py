@@ -64,3 +64,19 @@ def test_the_summary_gives_the_shipped_model_per_column(tmp_path):
     want = [report[k]["model"]["l2q"] / report[k]["lerp_slerp"]["l2q"] for k in ("5", "15", "30")]
     assert np.allclose(ratios, want, atol=0.006)
     assert "MPJPE ÷ Bézier" in md
+
+
+def test_a_long_clip_of_still_joints_is_read_as_still():
+    """A 24 fps idle take resampled to 4,242 frames: its leg joints 39 cm from their parents never move,
+    though float32's mean of them is off by 1.5e-3 cm; the feature layout must not model them as moving."""
+    from backend.motion.skeleton import Skeleton
+    from training.data import MotionSet, within_clip_position_std
+    frames = 4242
+    pos = np.zeros((frames, 3, 3), np.float32)
+    pos[:, 1] = [39.0811, 0.0, -1.23785e-05]
+    pos[:, 0, 0] = np.linspace(0, 50, frames)
+    rot = np.tile(np.array([1, 0, 0, 0], np.float32), (frames, 3, 1))
+    skel = Skeleton(("a", "b", "c"), np.array([-1, 0, 1]), np.zeros((3, 3)))
+    ms = MotionSet(skel, rot, pos, np.array([0, frames]), ["idle"], 1 / 30, [])
+    std = within_clip_position_std(ms)
+    assert std[0] > 1 and std[1] < 1e-6 and std[2] == 0
