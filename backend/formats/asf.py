@@ -13,7 +13,7 @@ each triple nearest the values the take was read with (``clip.meta["amc_channels
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +66,7 @@ class Asf:
     root_orientation: tuple[float, float, float] = (0.0, 0.0, 0.0)  # degrees
     mass: float = 1.0
     length_unit: float = 1.0  # ``:units length``
-    radians: bool = False  # ``:units angle rad``: the AMC's angles too, unless it says :DEGREES
+    radians: bool = False  # ``:units angle rad`` (the file's; held here in degrees): the AMC's too, unless :DEGREES
     path: str = "<string>"
 
     @property
@@ -190,7 +190,18 @@ def parse_asf(text: str, path="<string>") -> Asf:
         raise ASFError(path, "no ':hierarchy' (each line 'parent child child ...' between begin and end)")
     asf = Asf(name, bones, children, **_root(root, path), **_units(units, path), path=str(path))
     _check_hierarchy(asf, path)
-    return asf
+    return _in_degrees(asf) if asf.radians else asf
+
+
+def _in_degrees(asf: Asf) -> Asf:
+    """An ``angle rad`` ASF's axes, orientation and rotation limits in degrees (what ``Asf`` holds)."""
+    deg = np.degrees
+
+    def limits(b):
+        return tuple((float(deg(lo)), float(deg(hi))) if d in _ROTATIONS else (lo, hi)
+                     for d, (lo, hi) in zip(b.dof, b.limits))
+    bones = {n: replace(b, axis=tuple(float(v) for v in deg(b.axis)), limits=limits(b)) for n, b in asf.bones.items()}
+    return replace(asf, bones=bones, root_orientation=tuple(float(v) for v in deg(asf.root_orientation)))
 
 
 def _units(units, path) -> dict:
@@ -377,7 +388,7 @@ def _euler_layout(dof) -> tuple[str, list[int]]:
     three angles the dof column (-1: an axis the joint does not rotate about, kept zero).  A missing axis goes
     in the middle, so a 1- or 2-dof joint's angles come back with it zero."""
     rot = [d[1].upper() for d in dof if d in _ROTATIONS]
-    col = {d[1].upper(): k for k, d in enumerate(dof)}
+    col = {d[1].upper(): k for k, d in enumerate(dof) if d in _ROTATIONS}
     missing = [a for a in "XYZ" if a not in rot]
     if len(rot) == 3:
         order = rot[::-1]
