@@ -294,6 +294,40 @@ def read_asf(path) -> Asf:
     return parse_asf(text, path)
 
 
+def skeleton_for(amc, given=None) -> Path:
+    """The ``.asf`` of the take ``amc``: ``given`` (``--asf``), else the one in its folder whose name the take's
+    begins with (CMU: ``01.asf`` for ``01_02.amc``; HDM05: ``HDM_tr.asf`` for ``HDM_tr_kick..._120.amc``; the
+    longest such name), else the only ``.asf`` in its folder.  Raises ``AMCError`` when none or several fit."""
+    amc = Path(amc)
+    if given:
+        given = Path(given).expanduser()
+        if not given.is_file():
+            raise ASFError(given, "no such file (--asf names the skeleton .asf of the takes)")
+        return given
+    folder = amc.parent
+    try:
+        found = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".asf" and p.is_file())
+    except OSError as e:
+        raise AMCError(amc, f"cannot list its folder for the skeleton .asf ({e.strerror}); give --asf FILE") from None
+    stem = amc.stem.lower()
+    named = [p for p in found if stem == p.stem.lower()
+             or (stem.startswith(p.stem.lower()) and stem[len(p.stem)] in "_-. ")]
+    longest = max((len(p.stem) for p in named), default=0)
+    named = [p for p in named if len(p.stem) == longest]
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        raise AMCError(amc, f"which skeleton? {', '.join(p.name for p in named)} all name this take; give --asf FILE")
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise AMCError(amc, f"no skeleton: no .asf in {folder} (an AMC holds only angles; put its .asf beside it, "
+                            "named as the take begins, like 01.asf for 01_02.amc, or give --asf FILE)")
+    shown = ", ".join(p.name for p in found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+    raise AMCError(amc, f"which skeleton? {len(found)} .asf files in {folder} ({shown}) and the take's name begins "
+                        "with none of their names; give --asf FILE")
+
+
 # --- AMC -------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -463,10 +497,12 @@ def amc_values(clip: Clip, asf: Asf) -> dict:
     order, each triple nearest the values it was read with (``meta["amc_channels"]``) or the previous frame."""
     joints = asf.joints()
     if tuple(joints) != tuple(clip.skeleton.names):
-        raise AMCError(asf.path, "the clip is not on this ASF's skeleton: "
-                                 + Skeleton(tuple(joints), clip.skeleton.parents, clip.skeleton.offsets)
-                                 .describe_mismatch(clip.skeleton) if len(joints) == clip.skeleton.num_joints
-                                 else f"the clip has {clip.skeleton.num_joints} joints, the ASF {len(joints)}")
+        extra = [n for n in clip.skeleton.names if n not in joints]
+        missing = [n for n in joints if n not in clip.skeleton.names]
+        raise AMCError(asf.path, "the motion is not on this ASF's skeleton ("
+                       + "; ".join(filter(None, [missing and "missing: " + ", ".join(missing),
+                                                  extra and "not in the ASF: " + ", ".join(extra)]))
+                       + (")" if missing or extra else "its joints in another order)"))
     ref = _reference(clip)
     out = {}
     f = clip.num_frames
