@@ -301,3 +301,22 @@ def test_missing_files_are_named(tmp_path):
         asf.read_asf(tmp_path / "nothing.asf")
     with pytest.raises(asf.AMCError, match="nothing.amc: cannot read"):
         asf.read_asf_amc(ASF, tmp_path / "nothing.amc")
+
+
+def test_a_takes_skeleton_is_the_asf_its_name_begins_with(tmp_path):
+    for n in ("01.asf", "010.asf", "02.asf"):
+        (tmp_path / n).write_text(SMALL_ASF)
+    take = tmp_path / "01_02.amc"
+    assert asf.skeleton_for(take) == tmp_path / "01.asf"  # not 010.asf, nor 02.asf
+    assert asf.skeleton_for(tmp_path / "010_01.amc") == tmp_path / "010.asf"
+    with pytest.raises(asf.AMCError, match=r"03_01.amc: which skeleton\? 3 .asf files .* give --asf FILE"):
+        asf.skeleton_for(tmp_path / "03_01.amc")
+    assert asf.skeleton_for(tmp_path / "03_01.amc", tmp_path / "02.asf") == tmp_path / "02.asf"
+    with pytest.raises(asf.ASFError, match="nothing.asf: no such file"):
+        asf.skeleton_for(take, tmp_path / "nothing.asf")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    with pytest.raises(asf.AMCError, match="kick.amc: no skeleton: no .asf in"):
+        asf.skeleton_for(alone / "kick.amc")
+    (alone / "performer.asf").write_text(SMALL_ASF)
+    assert asf.skeleton_for(alone / "kick.amc") == alone / "performer.asf"  # the one beside it

@@ -129,8 +129,12 @@ def parse_asf(text: str, path="<string>") -> Asf:
             continue
         head = tok[0].lower()
         if head.startswith(":"):
+            if head in (":fully-specified", ":degrees", ":radians"):
+                raise ASFError(path, f"not an ASF file: {tok[0]} is an AMC's (motion) line; give the skeleton's "
+                                     ".asf", i)
             if head not in _KEYWORDS:
-                raise ASFError(path, f"unknown section {tok[0]!r}", i)
+                raise ASFError(path, f"{'not an ASF file: ' if not seen_keyword else ''}unknown section "
+                                     f"{tok[0]!r} (an ASF has ':units', ':root', ':bonedata', ':hierarchy')", i)
             if bone is not None:
                 raise ASFError(path, f"bone {bone.get('name', '?')!r} has no 'end' before {tok[0]}", i)
             section, seen_keyword, last_key = head, True, None
