@@ -69,8 +69,9 @@ def bench_args(argv, doc: str):
 
 def main(argv=None) -> int:
     args = bench_args(argv, __doc__)
-    import numpy as np
     import bpy
+    import numpy as np
+
     from addon_helpers import channelbag, copy_armature, prefs
     from blender_addon import bridge, preferences
     from blender_addon.core import rig_math

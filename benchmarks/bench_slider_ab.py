@@ -33,9 +33,10 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
     import torch
     torch.set_num_threads(1)
     import bpy
-    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from bench_latent import clip_300
+
     import blender_addon
+    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
     assert Path(blender_addon.__file__).resolve().is_relative_to(tree.resolve()), blender_addon.__file__

@@ -39,9 +39,11 @@ def main(argv=None) -> None:
     sys.path.insert(0, str(HERE))
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = "1"
     import importlib
+
     import bench_writes
     bench_writes.use_tree(tree)  # (importing bench_writes put this checkout first)
     import bpy
+
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider

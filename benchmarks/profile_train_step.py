@@ -10,18 +10,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.motion.features import Normalizer, detect_layout, to_features  # noqa: E402
-from backend.models.spline_transformer import ModelConfig  # noqa: E402
-from backend.models.registry import build_model  # noqa: E402
-from training.data import WindowSampler, load_split, within_clip_position_std  # noqa: E402
-from training.inbetween_task import InbetweenBatcher  # noqa: E402
-from training.losses import pose_loss  # noqa: E402
-from training.loop import Batcher  # noqa: E402
+from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig
+from backend.motion.features import Normalizer, detect_layout, to_features
+from training.data import WindowSampler, load_split, within_clip_position_std
+from training.inbetween_task import InbetweenBatcher
+from training.loop import Batcher
+from training.losses import pose_loss
 
 
 def main():

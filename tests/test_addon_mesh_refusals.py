@@ -8,8 +8,19 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT, bpy, disable_addon, prefs
-from mesh_addon_helpers import (MESH_AUTOENCODER, MESH_INBETWEEN, cached_grid, evaluated, evaluated_range, flag, grid,
-                                mesh_data, raw_props, setup_scene, stack)
+from mesh_addon_helpers import (
+    MESH_AUTOENCODER,
+    MESH_INBETWEEN,
+    cached_grid,
+    evaluated,
+    evaluated_range,
+    flag,
+    grid,
+    mesh_data,
+    raw_props,
+    setup_scene,
+    stack,
+)
 
 bpy = bpy()
 pytestmark = pytest.mark.blender

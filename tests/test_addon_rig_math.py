@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
-from backend.maths import quat_np
 from backend.humanoid import axes
-from blender_addon.core import continuity, gaps, quat
-from blender_addon.core import rig_math
+from backend.maths import quat_np
+from blender_addon.core import continuity, gaps, quat, rig_math
 
 RNG = np.random.default_rng(7)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, import_bvh, thin_every, use_test_backend
 
 bpy = bpy()
@@ -58,8 +59,8 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     """The rest pose on its back under standing motion, and a Z-up capture in inches (lying in the scene
     after Import BVH, which reads Y up): Import BVH + Inbetween gives every mapped bone the world rotation
     the batch's .bvh path gives it (both files were refused before; the Z-up one is stood up on both paths)."""
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     from blender_addon import bridge
     from blender_addon.batch import bvh_map
     from blender_addon.core import rig_math

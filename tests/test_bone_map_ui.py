@@ -8,8 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from addon_helpers import bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh, thin_keys, \
-    use_test_backend
+from addon_helpers import (
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    thin_keys,
+    use_test_backend,
+)
 from test_latent_ui import Recorder
 from test_rig_inbetween import MIXAMO
 

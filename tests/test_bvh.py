@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 
-from backend.maths import quat_np
 from backend.formats.bvh import BVHError, format_bvh, parse_bvh, read_bvh, write_bvh  # noqa: E402
+from backend.maths import quat_np  # noqa: E402
 
 FIXTURES = sorted(ROOT.glob("examples/bvh/*.bvh")) + sorted(ROOT.glob("tests/fixtures/*.bvh"))
 PRINTED = 0.5e-6 + 1e-9  # half a unit in the 6th decimal, plus float noise

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from backend.motion.inbetween import contacts as C
-from backend.maths import quat_np as Q
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np as Q
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.inbetween import contacts as C
 from backend.motion.keyframes import every_k
 from tests.conftest import TEST_CLIP
 
@@ -241,13 +241,14 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     same windows and keys."""
     import re
     import shutil
+
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     from backend.motion.keyframes import every_k
     from backend.motion.skeleton import Clip
+    from tests.conftest import TEST_CLIP
     from training import slide_study
     from training.data import Selection
     from training.evaluate import foot_sliding, load_windows
-    from tests.conftest import TEST_CLIP
     shutil.copy(TEST_CLIP, tmp_path)
     assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15",
                              "--by-clip", "--oracle"]) == 0
@@ -333,8 +334,9 @@ def test_the_learned_contact_study_reads_any_size_of_skeleton_and_learns_the_cap
     trained and validated on the same walk it finds the capture's contacts and reports the figure both ways."""
     import re
     import shutil
-    from tests.conftest import TEST_CLIP
+
     from backend.motion.engine import DEFAULT_INBETWEEN
+    from tests.conftest import TEST_CLIP
     from training import learned_contact_study as L
     rng = np.random.default_rng(3)
     g = rng.normal(size=(40, 6, 3))

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
 from backend.formats.bvh import format_bvh, parse_bvh, read_bvh
+from backend.maths import quat_np
 from backend.motion.engine import Engine, EngineError, segment_bounds
 from backend.motion.keyframes import every_k, segments_on_keys
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP

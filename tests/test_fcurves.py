@@ -3,8 +3,8 @@ numpy, against real bpy's."""
 import numpy as np
 import pytest
 
-from backend.motion.inbetween import blender_curves as fcurves
 from backend.formats.bvh import read_bvh
+from backend.motion.inbetween import blender_curves as fcurves
 from tests.conftest import TEST_CLIP
 
 bpy = pytest.importorskip("bpy")

@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np
 from backend.motion.inbetween.guard import blend, fit_alpha, holdout_passes
+from conftest import EXAMPLES, ROOT, TEST_CLIP
 from training.augment import Augmenter, fit_mirror, mix_bodies, reverse_time, time_warp, upper_body
 from training.data import LEAVE_OUT, Selection, clip_kind, load_split, split_of
-
-from conftest import EXAMPLES, ROOT, TEST_CLIP
 
 DATASET1_VAL = ROOT / "tests" / "fixtures" / "dataset-1_guide_tired_001.bvh"
 

@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
-from backend.humanoid import bone_map
-from backend.humanoid import bvh_rig
+from backend.humanoid import bone_map, bvh_rig
+from backend.maths import quat_np
 from backend.motion.skeleton import Clip, Skeleton
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,14 +1,13 @@
 """The shipped in-betweening checkpoint on a test-split clip: better than SLERP, smooth seams."""
 import numpy as np
 import pytest
+import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.keyframes import every_k, interpolate, key_mask
 from tests.conftest import TEST_CLIP
-
-import torch
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,7 @@ import numpy as np
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
 from backend.formats import json_limits
-from blender_addon.core import latent_math
-from blender_addon.core import rig_math
+from blender_addon.core import latent_math, rig_math
 
 SEGS = [(0, 54), (54, 109), (109, 163)]
 

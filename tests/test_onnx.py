@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from backend.runtime import checkpoint as ck
-from backend.motion import features, features_np, keyframes, keyframes_np
-from backend.models import spline_transformer as model
-from backend.runtime import onnx_runner as runtime
 from backend.formats import safetensors_np
 from backend.maths import quat_np
 from backend.maths.splines import uniform_times
+from backend.motion import features, features_np, keyframes, keyframes_np
+from backend.runtime import checkpoint as ck
+from backend.runtime import onnx_runner as runtime
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 MODELS = ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"]
@@ -221,8 +220,8 @@ def test_the_built_in_path_imports_no_torch():
 # -- the paths that call the models: ONNX Runtime's engine as torch's ---------------------------------
 @pytest.fixture(scope="module")
 def engines():
-    from backend.motion.engine import Engine
     from backend.mesh.engine import MeshEngine
+    from backend.motion.engine import Engine
     out = {}
     for name, factory in (("inbetween", Engine), ("motion_autoencoder", Engine), ("cloth_inbetween", MeshEngine),
                           ("cloth_autoencoder", MeshEngine)):

@@ -13,6 +13,7 @@ def _curves(frames_per_curve):
     """A fresh object with one location/rotation curve per entry, keyed (value = frame / 10 + curve) on
     those frames; -> (object, curves)."""
     import bpy
+
     from blender_addon.io import scene as scene_io
     obj = bpy.data.objects.new("overwrite", None)
     bpy.context.scene.collection.objects.link(obj)

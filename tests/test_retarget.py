@@ -8,13 +8,11 @@ import json
 import numpy as np
 import pytest
 
-import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+import addon_helpers  # (sets BLENDER_USER_RESOURCES before any bpy import)
 import retarget_loops
 import rig_builders
-from backend.humanoid import bone_map
+from backend.humanoid import bone_map, rest_pose, retarget
 from backend.maths import quat_np
-from backend.humanoid import rest_pose
-from backend.humanoid import retarget
 from blender_addon.core import rig_math
 
 CK = json.loads((addon_helpers.ROOT / "backend" / "checkpoints" / "inbetween.json").read_text())["skeleton"]

@@ -8,8 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, keys_on,
-                           select_keys, snapshot, use_test_backend)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    disable_addon,
+    fresh_scene_with_addon,
+    keys_on,
+    select_keys,
+    snapshot,
+    use_test_backend,
+)
 
 bpy = bpy()
 from backend.motion.keyframes_np import every_k  # noqa: E402

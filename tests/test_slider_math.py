@@ -9,9 +9,7 @@ import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
 from backend.maths import quat_np
-from blender_addon.core import layer_math
-from blender_addon.core import rig_math
-from blender_addon.core import slider_math
+from blender_addon.core import layer_math, rig_math, slider_math
 
 RNG = np.random.default_rng(19)
 MODES = ("QUATERNION", "AXIS_ANGLE") + rig_math.EULER_MODES

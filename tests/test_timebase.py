@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
-from backend.maths import timebase
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np, timebase
 from tests.conftest import TEST_CLIP
 
 
@@ -207,8 +206,8 @@ def test_encode_and_decode_at_24_fps():
 def test_reconstruct_and_the_cli_at_24_fps(tmp_path):
     """``python -m backend reconstruct`` / ``edit`` of a 24 fps BVH: encoded at 30 fps, written back on the file's
     frames at its Frame Time; at 30 fps nothing changes.  ``inbetween`` takes a 2 s gap (48 frames) at 24 fps."""
-    from backend.formats.bvh import read_bvh, write_bvh
     from backend.cli.main import main
+    from backend.formats.bvh import read_bvh, write_bvh
     from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     c24 = _at_rate(24, 150)
     write_bvh(tmp_path / "w24.bvh", c24)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh, write_bvh
+from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.keyframes import every_k, interpolate, key_mask
 

@@ -67,8 +67,8 @@ def trajectory(points: np.ndarray, samples: int = 64) -> np.ndarray:
 
 def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=DPI) -> Path:
     from backend.formats.bvh import read_bvh
-    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     from backend.motion.edits import amplify
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")
     clip = read_bvh(clip_path)
     controls = engine.encode(clip)
@@ -140,8 +140,8 @@ def layered(clip, neutral, edited):
 
 def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1.5, size=(1400, 900),
                  dpi=DPI) -> Path:
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     from backend.motion.edits import amplify
     from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")

@@ -332,8 +332,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from backend.runtime.checkpoint import CheckpointError
     from backend.motion.engine import EngineError
+    from backend.runtime.checkpoint import CheckpointError
     try:
         report = run(args)
     except (EvalError, DataError, CheckpointError, EngineError) as e:

@@ -15,10 +15,10 @@ import sys
 import numpy as np
 import torch
 
-from backend.motion.inbetween import guard
-from backend.motion.inbetween import fill as inbetween
 from backend.maths import quat_np
 from backend.motion.engine import Engine
+from backend.motion.inbetween import fill as inbetween
+from backend.motion.inbetween import guard
 from backend.motion.keyframes import every_k, interpolate, key_mask
 from backend.motion.skeleton import Clip
 

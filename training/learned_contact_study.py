@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from backend.motion.inbetween import contacts as C
 from backend.maths import quat_np
+from backend.motion.inbetween import contacts as C
 
 from .data import LEAVE_OUT, Selection
 from .evaluate import load_windows
@@ -180,6 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     args = ap.parse_args(argv)
     import torch
+
     from backend.motion.engine import Engine
     torch.set_num_threads(1)
     t0 = time.time()

@@ -185,8 +185,8 @@ def recon_curves(engine, clip, joints: list[str] | None = None, count: int = 4) 
     the reconstruction's angles are the Euler solution nearest them frame by frame (as a BVH export
     with the source as reference writes them), so the curves are comparable.
     """
-    from backend.maths import quat_np
     from backend.formats.bvh import clip_to_channels
+    from backend.maths import quat_np
     skel = clip.skeleton
     rec = engine.reconstruct([clip])[0]
     gt_ch = clip.meta.get("source_channels")

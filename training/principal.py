@@ -24,11 +24,11 @@ import sys
 import numpy as np
 import torch
 
-from backend.runtime import checkpoint
-from backend.maths import quat_np
 from backend.formats.atomic import write_text
+from backend.maths import quat_np
 from backend.motion.engine import Engine
 from backend.motion.skeleton import Clip
+from backend.runtime import checkpoint
 
 from .data import WindowSampler, load_split
 from .principal_names import Effect, name_directions

@@ -21,8 +21,8 @@ import sys
 
 import numpy as np
 
-from backend.motion.inbetween import contacts as C
 from backend.maths import quat_np
+from backend.motion.inbetween import contacts as C
 
 from .data import Selection, protocol_windows
 from .evaluate import load_windows

@@ -18,9 +18,7 @@ import numpy as np
 
 from ..maths import quat_np
 from ..motion.skeleton import Clip, Skeleton
-from . import axes
-from . import bone_map
-from . import hinges, rest_pose, retarget
+from . import axes, bone_map, hinges, rest_pose, retarget
 
 FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
 

@@ -25,9 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import axes
-from . import hinges
-from . import rest_pose
+from . import axes, hinges, rest_pose
 
 qconj = axes.qconj
 

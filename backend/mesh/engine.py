@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import checkpoint as ckpt_io
 from ..motion.controls import group_by_length, segment_bounds
 from ..motion.edits import warp_times
-from ..runtime.engine_base import EngineBase, EngineError
 from ..motion.keyframes_np import compose_inbetween, interpolation_base, segments_on_keys, validate_keys
+from ..runtime import checkpoint as ckpt_io
+from ..runtime.engine_base import EngineBase, EngineError
 from .sequences import MeshBasis, check_sequence, join_frames, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"

@@ -16,15 +16,14 @@ Longer than 300 lines: the model beside its inference shortcuts, which must comp
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..maths import splines
-
-from .config import MODEL_FAMILIES, ModelConfig
-
+from .config import MODEL_FAMILIES, ModelConfig  # noqa: F401  (MODEL_FAMILIES: importable from here too)
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's or MKL's linear, attention as batched products,
 # per-call set-up made once (issue 19: a slider re-decodes on every change).  Training and

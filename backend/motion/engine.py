@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.checkpoint import DEFAULT_DIR
 from ..maths import timebase
-from .controls import Controls, group_by_length, segment_bounds
-from ..runtime.engine_base import EngineBase, EngineError, pick_device
-from .features_np import poses_from_features, sequence_origin, to_features
-from .inbetween.guard import MAX_HIDDEN_GAP
-from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
-from .mirror import Mirror
 from ..maths.splines import ease_weights
-from .skeleton import Clip
+from ..runtime.checkpoint import DEFAULT_DIR
+from ..runtime.engine_base import EngineBase, EngineError
 from . import units
+from .controls import Controls, group_by_length, segment_bounds
+from .features_np import poses_from_features, sequence_origin, to_features
+from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
+from .inbetween.guard import MAX_HIDDEN_GAP
+from .mirror import Mirror
+from .skeleton import Clip
 
 DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
 DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"

@@ -13,8 +13,10 @@ import numpy as np
 import torch
 
 from ..maths import quat_torch
-from .features_np import FeatureLayout, poses_from_features
+
+# the numpy twin's layout and its poses_from_features, importable from here too (they and the
 # decode reply's conversion live there, for the built-in backend)
+from .features_np import FeatureLayout, poses_from_features  # noqa: F401
 
 
 def horizontal_mask(layout: FeatureLayout, like: torch.Tensor) -> torch.Tensor:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import checks, files
 from ..formats import safetensors_np
 from ..formats.atomic import replacing, write_text
-from ..motion.features_np import ArrayNormalizer, FeatureLayout
 from ..models.config import ModelConfig
+from ..motion.features_np import ArrayNormalizer, FeatureLayout
 from ..motion.skeleton import Skeleton
+from . import checks, files
 
 FORMAT = "splinetween-checkpoint"
 FORMAT_VERSION = 1

@@ -6,8 +6,7 @@ import contextlib
 
 import numpy as np
 
-from ..maths import quat_np
-from ..maths import timebase
+from ..maths import quat_np, timebase
 from .engines import check_gaps, check_reply_size, principal_amounts
 
 

@@ -11,9 +11,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map
-from ..humanoid import rest_pose
 from ..core import rig_math
+from ..humanoid import bone_map, rest_pose
 from .errors import JobError
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 POINTS = 4  # cubic Bezier control points per segment
 RAW_PREFIX = "splinetween_s"
 FRAME_EPS = 1e-3

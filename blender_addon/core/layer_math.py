@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math
-from . import key_rows
-from . import rig_math
+from . import key_rows, latent_math, rig_math
 
 # Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
 # is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs

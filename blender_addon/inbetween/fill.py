@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import bridge
-from ..core import constraints
-from ..core import gaps
+from ..core import constraints, gaps
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io

@@ -10,9 +10,8 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map
-from ..humanoid import hinges, rest_pose, retarget
 from ..core.errors import Refusal
+from ..humanoid import bone_map, hinges, rest_pose, retarget
 from . import keys as keys_io
 from . import scene as scene_io
 

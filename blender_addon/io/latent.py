@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import latent_math
-from ..core import rig_math
+from ..core import latent_math, rig_math
 from . import keys as keys_io
 from . import scene as scene_io
 from .compat import new_fcurve
-
 
 
 def rig_for(obj, bones: list[str], cm_per_unit: float) -> rig_math.RigFrames:

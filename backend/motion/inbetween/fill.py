@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import blender_curves as fcurves
-from ...maths import quat_np
-from ...maths import timebase
+from ...maths import quat_np, timebase
+from ...runtime.onnx_runner import sample_times
 from .. import units
-from .contacts import plant_feet
 from ..controls import Controls, group_by_length
 from ..features_np import poses_from_features
-from .guard import MAX_HIDDEN_GAP, agreement_alphas, blend, fit_alpha, frame_alphas, holdout_passes
 from ..keyframes_np import bracket, inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
-from ...runtime.onnx_runner import sample_times
 from ..skeleton import Clip
+from . import blender_curves as fcurves
+from .contacts import plant_feet
+from .guard import MAX_HIDDEN_GAP, agreement_alphas, blend, fit_alpha, frame_alphas, holdout_passes
 
 
 def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:

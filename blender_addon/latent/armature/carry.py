@@ -12,13 +12,13 @@ import uuid
 
 import numpy as np
 
-from ...core import carry_math
-from ...core import latent_math
+from ...core import carry_math, latent_math
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent_core
 from .. import state
+
 
 def gone(st) -> set:
     """``(data_path, index)`` of the curves the user deleted since Encode: never written again."""

@@ -7,14 +7,12 @@ import functools
 
 import numpy as np
 
-from ...core import latent_math
-from ...core import layer_math
-from ...core import slider_math
+from ...core import latent_math, layer_math, slider_math
 from ...core.errors import Refusal
 from ...io import latent as latent_io
-from . import retarget
 from .. import core as latent_core
 from .. import decode, state
+from . import retarget
 
 # kept per range (``state``): the original in the model's convention ("original view"); each segment's frames
 # eased into its seams by the signatures they come from ("joins"); per segment the maps K and neutral

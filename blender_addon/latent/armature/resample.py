@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import latent_math
-from ...core import layer_math
+from ...core import latent_math, layer_math
 from ...core.errors import Refusal
 from ...io import keys as keys_io
 from ...io import latent as latent_io
