@@ -161,7 +161,7 @@ def main(argv=None) -> int:
         worse = sum(r[0] > r[1] for r in rs)
         by = []
         for subject in ("05_", "09_"):
-            mine = [r for p, r in zip(clips, rs) if p.name.startswith(subject)]
+            mine = [r for p, r in zip(clips, rs, strict=True) if p.name.startswith(subject)]
             by.append(f"{np.mean([r[0] for r in mine]) / np.mean([r[1] for r in mine]):.2f} ×" if mine else "—")
         print(f"| {s:.3g} s | {m:.2f} | {b:.2f} | {m / b:.2f} × | {worse} of {len(rs)} | {by[0]} | {by[1]} |")
     return 0

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     turn.write_text("A")
     a, b = (json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs)
     ma, mb = [statistics.median(r) for r in a], [statistics.median(r) for r in b]
-    diff = [y - x for x, y in zip(ma, mb)]
+    diff = [y - x for x, y in zip(ma, mb, strict=True)]
     which = f"segments {'-'.join(map(str, args.segments))}" + (", played backwards" if args.backwards else "")
     print(f"bench_slider_ab: one slider change ({which}), medians of {args.block} changes per round, "
           f"{args.rounds} rounds each, ms")

@@ -70,7 +70,7 @@ def main(argv=None) -> None:
     for mod, name, fn in originals:
         setattr(mod, name, fn)
     assert st.status == "", st.status
-    calls = [(label, fn, seen[label]) for (_, _, fn), (_, _, label) in zip(originals, FUNCTIONS) if label in seen]
+    calls = [(label, fn, seen[label]) for (_, _, fn), (_, _, label) in zip(originals, FUNCTIONS, strict=True) if label in seen]
     times: dict = {label: [] for label, _, _ in calls}
     for _ in range(args.rounds):
         for label, fn, (a, k) in calls:

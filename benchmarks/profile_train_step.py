@@ -58,7 +58,7 @@ def main():
         opt.step()
         t5 = time.perf_counter()
         if step >= 5:
-            for k, a, b in zip(t, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
+            for k, a, b in zip(t, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5), strict=True):
                 t[k].append(b - a)
     total = sum(statistics.median(v) for v in t.values())
     print(f"{args.task}: batch {args.batch} x 61 frames, one thread; median per step {1e3 * total:.0f} ms "

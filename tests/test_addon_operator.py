@@ -186,7 +186,7 @@ def test_every_n_frames_follows_the_every_frame_motion(walk, thinned):
     bez = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["BEZIER"].value
     sparse = snapshot(thinned)
     k = walk["keys"]
-    expect = sorted(set(k) | {a + d for a, b in zip(k, k[1:]) for d in (5, 10) if a + d < b})
+    expect = sorted(set(k) | {a + d for a, b in zip(k, k[1:], strict=False) for d in (5, 10) if a + d < b})
     for path, keys in sparse.items():
         if driven(path[0]):
             assert keys["co"][:, 0].tolist() == expect, path

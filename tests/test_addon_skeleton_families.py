@@ -42,7 +42,7 @@ def test_blender_import_finds_the_joints_the_batch_finds(model, family):
         found = batch_found(path, model)
         rt = found.retarget
         expected = {model.names[j]: rt.bone_of(j) for j in rt.mapped}
-        assert {j: b for j, b in zip(model.names, bones) if b} == expected
+        assert {j: b for j, b in zip(model.names, bones, strict=True) if b} == expected
         assert {j: bm.reasons[j] for j in expected} == {j: found.bone_map.reasons[j] for j in expected}
         assert len(expected) >= 17 and bm.preset == found.bone_map.preset
         # the knees and elbows turned onto the model's axes alike (every frame keyed: the file's frames)

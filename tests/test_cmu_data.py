@@ -93,7 +93,7 @@ def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
     ms = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
     cached = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
     for m in (ms, cached):
-        assert dict(zip(m.names, m.converted.tolist())) == {"07_01": True, "dataset-2_walk_normal_005": False}
+        assert dict(zip(m.names, m.converted.tolist(), strict=True)) == {"07_01": True, "dataset-2_walk_normal_005": False}
     n = 16
     room = (ms.lengths - n + 1).astype(float)
     for weight in (1.0, 4.0):

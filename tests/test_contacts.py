@@ -58,7 +58,7 @@ def test_a_planted_foot_stays_within_a_millimetre(walk):
     assert (full & ~rolling).sum() > 100 and (full & ground & ~rolling).sum() > 10
     assert miss[rolling].max() < 0.5, miss[rolling].max()
     # the keys' own contacts: ankle and toes still and low at both ends of a gap stay on the line between them
-    key_held = [(a, b, c) for a, b in zip(keys, keys[1:]) for c in range(len(joints))
+    key_held = [(a, b, c) for a, b in zip(keys, keys[1:], strict=False) for c in range(len(joints))
                 if b - a > 1 and weight[a + 1:b, c].min() == 1]
     assert len(key_held) > 10
     for a, b, c in key_held:
@@ -305,12 +305,12 @@ def test_a_gap_the_guard_does_not_trust_holds_its_contact_whole_and_eases_longer
     got = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, True])
     shipped = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg)
     firm = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, C.ContactConfig(outside=True, ease=cfg.untrusted_ease))
-    for mine, theirs in zip(got, shipped):
+    for mine, theirs in zip(got, shipped, strict=True):
         np.testing.assert_array_equal(mine[:31], theirs[:31])
-    for mine, theirs in zip(got, firm):
+    for mine, theirs in zip(got, firm, strict=True):
         np.testing.assert_array_equal(mine[31:], theirs[31:])
     assert got[1][31:60, 0].max() == 1.0 and (got[1][31:60, 0] > 0).sum() > (shipped[1][31:60, 0] > 0).sum()
-    for mine, theirs in zip(C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, False]), shipped):
+    for mine, theirs in zip(C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, False]), shipped, strict=True):
         np.testing.assert_array_equal(mine, theirs)
 
 

@@ -98,7 +98,7 @@ def test_time_reversal_twice_is_the_clip_and_speed_one_changes_nothing(walk):
 
 def test_body_mix_swaps_only_the_upper_body(walk):
     upper = upper_body(walk.skeleton.parents)
-    names = [n for n, u in zip(walk.skeleton.names, upper) if u]
+    names = [n for n, u in zip(walk.skeleton.names, upper, strict=True) if u]
     assert "Spine" in names and "Hand_L" in names and "Head" in names
     assert "Hips" not in names and "Foot_R" not in names
     rot = torch.from_numpy(np.stack([walk.rotations[:30], walk.rotations[30:60]])).float()

@@ -74,8 +74,8 @@ def test_cmu_walk_lands_where_the_data_sets_walks_are(dataset):
     got = mean_direction(body_directions(out))
     err = degrees(got, ref)
     names = model.names[2:]
-    assert np.median(err) < 12.0, dict(zip(names, err.round(1)))
-    assert err.max() < 35.0, dict(zip(names, err.round(1)))
+    assert np.median(err) < 12.0, dict(zip(names, err.round(1), strict=True))
+    assert err.max() < 35.0, dict(zip(names, err.round(1), strict=True))
     # standing height (head over the lower foot) as the data set's, in centimetres
     def height(c):
         _, x = quat_np.fk(c.rotations, c.positions, c.skeleton.parents)

@@ -229,7 +229,7 @@ def principal_table() -> str:
     """The doc's table of the shipped autoencoder's principal sliders, made from its JSON."""
     meta = json.loads((ROOT / "backend" / "checkpoints" / "motion_autoencoder.json").read_text())["info"]
     descriptions = meta.get("principal_descriptions") or [""] * len(meta["principal_names"])
-    rows = [f"| {i} | *{n}* | {d} |" for i, (n, d) in enumerate(zip(meta["principal_names"], descriptions), 1)]
+    rows = [f"| {i} | *{n}* | {d} |" for i, (n, d) in enumerate(zip(meta["principal_names"], descriptions, strict=True), 1)]
     return "\n".join(["| # | slider | description (at +1) |", "| --- | --- | --- |", *rows]) + "\n"
 
 

@@ -124,7 +124,7 @@ def test_the_numpy_twins_give_the_torch_twins_numbers():
     t = torch.from_numpy
     want = keyframes.inbetween_inputs(t(rot), t(pos), t(mask), c.layout, c.normalizer, "hermite")
     got = keyframes_np.inbetween_inputs(rot, pos, mask, c.layout, norm_np, "hermite")
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         close(g, w.numpy())
     feat = rng.standard_normal((3, 21, 7)).astype(np.float32)
     kf = rng.standard_normal((3, 21, 7)).astype(np.float32)

@@ -18,11 +18,11 @@ def _curves(frames_per_curve):
     obj = bpy.data.objects.new("overwrite", None)
     bpy.context.scene.collection.objects.link(obj)
     paths = [("location", i) for i in range(3)] + [("rotation_euler", i) for i in range(3)]
-    for (path, i), frames in zip(paths, frames_per_curve):
+    for (path, i), frames in zip(paths, frames_per_curve, strict=True):
         obj.keyframe_insert(path, index=i, frame=1)
     bag = scene_io.channelbag(obj)
     fcs = [bag.fcurves.find(path, index=i) for path, i in paths[:len(frames_per_curve)]]
-    for c, (fc, frames) in enumerate(zip(fcs, frames_per_curve)):
+    for c, (fc, frames) in enumerate(zip(fcs, frames_per_curve, strict=True)):
         fc.keyframe_points.clear()
         fc.keyframe_points.add(len(frames))
         co = np.stack([np.asarray(frames, float), np.asarray(frames, float) / 10 + c], 1).astype(np.float32)

@@ -78,7 +78,7 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     fig, axes = new_figure(size, dpi, nrows=2, ncols=2)
     cmap = pyplot().get_cmap("viridis")
     frames = np.arange(clip.num_frames)
-    for ax, joint in zip(axes[0], joints):
+    for ax, joint in zip(axes[0], joints, strict=False):
         j = names.index(joint)
         ax.plot(frames, joint_angle(clip.rotations, j), color="k", lw=2.2, ls="--", label="file")
         for k, a in enumerate(AMPLIFY):

@@ -80,7 +80,7 @@ def windows_read(engine, rot, pos, spacing, hidden: bool):
             states = decoder_states(engine, clips, keys) if hidden else None
         finally:
             engine.contacts = True
-        for n, (i, fill) in enumerate(zip(idx, fills)):
+        for n, (i, fill) in enumerate(zip(idx, fills, strict=True)):
             g = quat_np.fk(quat_np.normalize(fill.rotations), fill.positions, skel.parents)[1]
             up = C.up_vector(g[keys], legs, skel.parents)
             length = max(C.leg_length(pos[i][keys[0]], leg) for leg in legs)

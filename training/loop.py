@@ -147,7 +147,7 @@ class _FixedKeys:
 
     def __init__(self, batcher, windows, masks):
         self.batcher, self.normalizer = batcher, batcher.normalizer
-        self.masks = {int(w[0]): m for w, m in zip(windows, masks)}
+        self.masks = {int(w[0]): m for w, m in zip(windows, masks, strict=True)}
 
     def __call__(self, idx, gen=None):
         return self.batcher(idx, gen, masks=np.stack([self.masks[int(w[0])] for w in idx]))
@@ -290,7 +290,7 @@ def train(cfg: TrainConfig) -> Path:
                 dist.all_reduce(logged)
                 logged /= world
             if rank == 0:
-                history.append({"step": step, **dict(zip(["loss", *parts], logged.tolist())),
+                history.append({"step": step, **dict(zip(["loss", *parts], logged.tolist(), strict=True)),
                                 "windows_per_s": rate})
         is_last = step == cfg.steps
         if (step % cfg.val_every == 0 or is_last) and rank == 0:

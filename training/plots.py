@@ -226,7 +226,7 @@ def plot_recon(ckpt, clip_path, out, joints=None, count=4, size=SIZES["recon"], 
     n = len(d["joints"])
     fig, axes = new_figure(size, dpi, nrows=n, sharex=True, squeeze=False)
     colors = {"X": "tab:red", "Y": "tab:green", "Z": "tab:blue"}
-    for ax, jd in zip(axes[:, 0], d["joints"]):
+    for ax, jd in zip(axes[:, 0], d["joints"], strict=True):
         for i, a in enumerate(jd["axes"]):
             ax.plot(d["frames"], jd["gt"][:, i], color=colors[a], lw=1.8, label=f"{a} truth")
             ax.plot(d["frames"], jd["rec"][:, i], color=colors[a], lw=1.4, ls="--", label=f"{a} recon")

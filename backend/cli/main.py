@@ -133,7 +133,7 @@ def cmd_reconstruct(args) -> int:
     _out_dir(args.out_dir)
     done = 0
     if jobs:
-        for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs])):
+        for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs]), strict=True):
             done += cli_outputs.write(targets[p], out, p, errors, "")
     return _report(done, "reconstructed", errors, t0)
 
@@ -176,7 +176,7 @@ def cmd_inbetween(args) -> int:
     done = 0
     if jobs:  # all good inputs in one batched call
         results = engine.inbetween([c for _, c, _ in jobs], [k for _, _, k in jobs])
-        for (p, _, keys), (out, _) in zip(jobs, results):
+        for (p, _, keys), (out, _) in zip(jobs, results, strict=True):
             done += cli_outputs.write(targets[p], out, p, errors, f", {len(keys)} keys")
     return _report(done, "in-betweened", errors, t0)
 

@@ -117,7 +117,7 @@ def motion_turn(names, joint_bones, axis: np.ndarray, posed: dict) -> np.ndarray
 
 
 def _ends(names, joint_bones) -> dict:
-    return {n: b for n, b in zip(names, joint_bones) if b}
+    return {n: b for n, b in zip(names, joint_bones, strict=True) if b}
 
 
 def _up(names, joint_bones, x) -> np.ndarray:

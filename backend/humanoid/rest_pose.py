@@ -77,7 +77,7 @@ def swing(a, b) -> np.ndarray:
 
 def kabsch(src, dst) -> np.ndarray:
     """The rotation that best takes the unit directions ``src [n, 3]`` to ``dst [n, 3]`` (n >= 2)."""
-    h = sum(np.outer(_unit(s), _unit(d)) for s, d in zip(src, dst))
+    h = sum(np.outer(_unit(s), _unit(d)) for s, d in zip(src, dst, strict=True))
     u, _, vt = np.linalg.svd(h)
     sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
     m = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T

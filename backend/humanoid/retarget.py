@@ -465,7 +465,7 @@ def leg_scale(names, heads, joint_bone, model_offsets) -> float:
     model, user = 0.0, 0.0
     for leg in _LEG:
         if all(n in idx and joint_bone[idx[n]] >= 0 for n in leg):
-            for a, b in zip(leg, leg[1:]):
+            for a, b in zip(leg, leg[1:], strict=False):
                 model += float(np.linalg.norm(model_offsets[idx[b]]))
                 user += float(np.linalg.norm(heads[joint_bone[idx[b]]] - heads[joint_bone[idx[a]]]))
     if model <= 0 or user <= 0:

@@ -188,7 +188,7 @@ class Block(nn.Module):
         h = linear(self.qkv, self.norm1(x))
         parts = h.split([g * n for g, n, _ in groups])
         a = torch.cat([attention(part.view(g, n, -1), bias, self.heads, 0.0).view(g * n, -1)
-                       for part, (g, n, bias) in zip(parts, groups)])
+                       for part, (g, n, bias) in zip(parts, groups, strict=True)])
         x = x + linear(self.out, a)
         return x + self.ffn(self.norm2(x))
 
@@ -357,7 +357,7 @@ class SplineTransformer(nn.Module):
         change's segments are 31 and 30 frames long in turn).  Elsewhere: one batched :meth:`decode` per
         group."""
         alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
-        for i, (t, p) in enumerate(zip(times, positions)):
+        for i, (t, p) in enumerate(zip(times, positions, strict=True)):
             alike.setdefault((id(t), id(p)), []).append(i)
         groups = list(alike.values())
         if len(groups) == 1:  # (one length: the batched decode itself, its rows already in order)
@@ -377,7 +377,7 @@ class SplineTransformer(nn.Module):
         if order == sorted(order):  # (each group's segments side by side: already in the request's order)
             return out
         got = [None] * len(times)
-        for i, r in zip(order, out.split([len(times[i]) for i in order])):
+        for i, r in zip(order, out.split([len(times[i]) for i in order]), strict=True):
             got[i] = r
         return torch.cat(got)
 

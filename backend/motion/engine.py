@@ -166,7 +166,7 @@ class Engine(EngineBase):
         """Encode and decode, each clip at the model's rate (``backend.maths.timebase``) and back on its own frames."""
         work = [timebase.to_model_rate(c, self.frame_time) for c in clips]
         return [timebase.to_clip_rate(self.decode(c, like=w), clip)
-                for c, w, clip in zip(self.encode(work), work, clips)]
+                for c, w, clip in zip(self.encode(work), work, clips, strict=True)]
 
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""

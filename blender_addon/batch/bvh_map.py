@@ -45,7 +45,7 @@ def _preset(clip, info) -> str:
 def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The file's motion with every frame strictly between keys replaced by SLERP / linear interpolation."""
     rot, pos = rot.copy(), pos.copy()
-    for a, b in zip(keys, keys[1:]):
+    for a, b in zip(keys, keys[1:], strict=False):
         if b - a < 2:
             continue
         t = (np.arange(a + 1, b) - a) / (b - a)

@@ -26,7 +26,7 @@ POOR = "the model knows this motion poorly: edits may look unnatural"
 # -- which frames a layer touches -------------------------------------------------------------------
 def edited_segments(sigs, neutral_sigs) -> list[int]:
     """Segments whose inputs (raw points, sliders) differ from the encoded ones."""
-    return [s for s, (a, b) in enumerate(zip(sigs, neutral_sigs)) if a != b]
+    return [s for s, (a, b) in enumerate(zip(sigs, neutral_sigs, strict=True)) if a != b]
 
 
 def mesh_ramp(m: int) -> int:
@@ -64,7 +64,7 @@ def runs(frames: np.ndarray) -> list[tuple[int, int]]:
     cut = np.flatnonzero(np.diff(frames) > 1)
     starts = np.concatenate([[0], cut + 1])
     ends = np.concatenate([cut, [len(frames) - 1]])
-    return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, ends)]
+    return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, ends, strict=True)]
 
 
 def segments_at(bounds, frames: np.ndarray) -> dict[int, np.ndarray]:

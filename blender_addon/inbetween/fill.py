@@ -146,6 +146,6 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
 def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bool:
     """Whether the fill writes the model's motion on every frame between the first and last key
     of every matched bone: only then can its control points drive the range afterwards."""
-    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
+    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:], strict=False) if b - a > 1]
     return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
         all(plan.gaps.get(b, []) == whole for b in bones)

@@ -169,7 +169,7 @@ def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
     segs.foreach_get("amplify", amp)
     segs.foreach_get("timing", tim)
     segs.foreach_get("principal", pr.ravel())
-    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist())))
+    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist()), strict=True))
 
 
 def plan(st, raw: np.ndarray, frames: int | None = None):

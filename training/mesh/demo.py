@@ -44,7 +44,7 @@ def plot(path: Path, truth, linear, model, keys):
     if grid:
         f = int(np.argmax(e_lin))  # the frame where linear interpolation is worst
         vmax = float(vertex_errors(linear[f], truth[f]).max() * 100)
-        for a, (name, pred) in zip(axes[1:], (("linear", linear), ("Splinetween", model))):
+        for a, (name, pred) in zip(axes[1:], (("linear", linear), ("Splinetween", model)), strict=True):
             im = a.imshow((vertex_errors(pred[f], truth[f]) * 100).reshape(side, side), vmin=0, vmax=vmax,
                           cmap="magma")
             a.set_title(f"{name}, frame {f}: vertex error (cm)", fontsize=9)

@@ -102,7 +102,7 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
         mirrored.append((Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name), keys))
     fills = fill(engine, list(items) + mirrored, with_base)
     backs = [None] * len(items)
-    for i, other in zip(chosen, fills[len(items):]):
+    for i, other in zip(chosen, fills[len(items):], strict=True):
         mr, mp = m.apply(other[0], other[1])
         backs[i] = (np.where((mr * fills[i][0]).sum(-1, keepdims=True) < 0, -mr, mr), mp)
     return fills[:len(items)], backs
@@ -151,7 +151,7 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     hidden = [f for _, h in jobs for f in h]
     if not hidden:
         return np.ones(len(keys) - 1)
-    model = [(mr[h], mp[h]) for (_, h), (mr, mp, *_) in zip(jobs, fills)]
+    model = [(mr[h], mp[h]) for (_, h), (mr, mp, *_) in zip(jobs, fills, strict=True)]
     if held is None:
         held = fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)
 
@@ -208,7 +208,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     ck = engine.ckpt
     mft = getattr(engine, "frame_time", timebase.MODEL_FRAME_TIME)
     checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
-    for clip, keys in zip(clips, keys_list):
+    for clip, keys in zip(clips, keys_list, strict=True):
         try:
             keys = checked_keys(keys, clip.num_frames, clip.frame_time, ck.window - 1, mft)
         except ValueError as e:
@@ -225,7 +225,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
     fills, backs = fill_pairs(engine, items, with_base=False, which=mirror)
     out = []
-    for (clip, keys, work, wkeys, cm, unit), span in zip(checked, spans):
+    for (clip, keys, work, wkeys, cm, unit), span in zip(checked, spans, strict=True):
         mine, back = fills[span], backs[span.start]
         own = mine[0]
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)

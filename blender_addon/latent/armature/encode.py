@@ -143,7 +143,7 @@ def install(obj, *, task: str, path: Path, start: int, frames: int, bones, rotat
             latent_core.store(st, "base", latent_math.pack_curves(base))
         latent_core.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
         bounds = latent_math.output_bounds([(a, b) for a, b in segments], frames, frames)
-        for seg, sig in zip(st.segments, latent_core.neutral_signatures(st, bounds)):
+        for seg, sig in zip(st.segments, latent_core.neutral_signatures(st, bounds), strict=True):
             seg.signature = sig  # the keys show the original: every segment at neutral
         take.remember(obj)
         st.shown_id = "installed"  # (what the layer writes is recorded from here on: ``carry``)

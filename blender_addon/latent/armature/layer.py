@@ -86,7 +86,7 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     keys = {s: _seam_key(st, s, sides, keysig) for s, (sides, _) in plan.items()}
     joins = state.of(st).table("joins", JOINS_MAX)
     todo = [(s, plan[s][0]) for s, key in keys.items() if key not in joins]
-    for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else ()):
+    for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else (), strict=True):
         joins[keys[s]] = values
     rots, poss = [], []
     for s, (sides, mine) in plan.items():
