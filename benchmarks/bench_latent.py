@@ -140,7 +140,7 @@ def measure(args) -> dict:
     src = sources["walk"]
     results["Floor: bare foreach_set of every key of every F-curve (132 curves x 300 keys)"] = {
         "total": 1e3 * floor(src, args.repeats)}
-    for warm in range(2):  # model load, first-call allocations
+    for _warm in range(2):  # model load, first-call allocations
         bpy.data.objects.remove(encoded(src, 300))
     samples = []
     for _ in range(args.repeats):

@@ -74,7 +74,7 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     g, _ = quat_np.fk(rot, pos, clip.skeleton.parents)
     c = rig_math.q_to_matrix(rig_math.BVH_TO_BLENDER)
     worst = 0.0
-    for joint, bone in rec["bone_map"].items():
+    for _joint, bone in rec["bone_map"].items():
         j = clip.skeleton.index(bone)
         rest = np.array(obj.data.bones[bone].matrix_local.to_3x3())
         for f in range(1, n + 1):

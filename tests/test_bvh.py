@@ -160,7 +160,7 @@ def test_write_bvh_is_atomic(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]
     assert np.abs(motion(target.read_text())[2] - motion(FIXTURES[0].read_text())[2]).max() <= PRINTED
     before = target.read_bytes()
-    with pytest.raises(Exception):  # a reference of the wrong shape fails while formatting
+    with pytest.raises(IndexError):  # a reference of the wrong shape fails while formatting
         write_bvh(target, clip, reference=np.zeros((3, 7)))
     assert target.read_bytes() == before  # the old file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]  # and no temporary file is left

@@ -18,7 +18,7 @@ def _curves(frames_per_curve):
     obj = bpy.data.objects.new("overwrite", None)
     bpy.context.scene.collection.objects.link(obj)
     paths = [("location", i) for i in range(3)] + [("rotation_euler", i) for i in range(3)]
-    for (path, i), frames in zip(paths, frames_per_curve, strict=True):
+    for path, i in paths[:len(frames_per_curve)]:
         obj.keyframe_insert(path, index=i, frame=1)
     bag = scene_io.channelbag(obj)
     fcs = [bag.fcurves.find(path, index=i) for path, i in paths[:len(frames_per_curve)]]

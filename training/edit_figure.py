@@ -85,7 +85,7 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
             dec = engine.decode(controls, points=amplify(controls.points, a))
             ax.plot(frames, joint_angle(dec.rotations, j), color=cmap(k / (len(AMPLIFY) - 1)), lw=1.4,
                     label=f"amplify {a:g}")
-        for a, b in controls.segments[1:]:
+        for a, _ in controls.segments[1:]:
             ax.axvline(a, color="0.7", lw=0.8, ls=":")
         ax.set(xlabel="frame (dotted: segment seams)", ylabel="rotation from rest (deg)",
                title=f"{joint}: every segment amplified")

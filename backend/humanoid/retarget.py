@@ -367,8 +367,8 @@ class _Plan:
         the chain, in that bone's rest-relative frame."""
         k, disp = None, None
         for s, b in enumerate(steps):
-            off = self.full(f"{name} off {s}", f, lambda: self.off[:, :, b])
-            step = off + _qrot_c(self.full(f"{name} frame {s}", f, lambda: self.loc_frame[:, :, b]), loc[:, :, b])
+            off = self.full(f"{name} off {s}", f, lambda b=b: self.off[:, :, b])
+            step = off + _qrot_c(self.full(f"{name} frame {s}", f, lambda b=b: self.loc_frame[:, :, b]), loc[:, :, b])
             disp = step if k is None else disp + _qrot_c(k, step)
             k = c[:, :, b] if k is None else _qmul_c(k, c[:, :, b])
         return k, disp

@@ -143,7 +143,7 @@ class MeshEngine(EngineBase):
         key_coeffs = project(key_frames, self.basis)
         pos_of = {k: i for i, k in enumerate(keys)}
         points = [None] * len(segs)
-        for m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+        for _m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
             cp = self.model.encode_keys(self.norm(keyed), mask)
             for k, (i, _, _, _) in enumerate(group):

@@ -107,7 +107,7 @@ class Engine(EngineBase):
             jobs += [(ci, si, a, b) for si, (a, b) in enumerate(s)]
         points = {}
         origins = {}
-        for n, group in group_by_length(jobs).items():
+        for _n, group in group_by_length(jobs).items():
             rot = np.stack([clips[ci].rotations[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
             pos = np.stack([clips[ci].positions[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
             origin = sequence_origin(pos, self.layout)

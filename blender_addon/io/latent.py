@@ -67,7 +67,7 @@ def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int
     """Channels grouped for bulk conversion: (location?, rotation mode, joints, columns ``[B, size]``)."""
     index = {b: j for j, b in enumerate(bones)}
     groups: dict = {}
-    for c, (bone, prop, i, mode) in enumerate(channels):
+    for c, (bone, prop, _i, mode) in enumerate(channels):
         groups.setdefault((prop == "location", "" if prop == "location" else mode), {}).setdefault(bone, []).append(c)
     return [(loc, mode, [index[b] for b in by_bone], np.array(list(by_bone.values())))
             for (loc, mode), by_bone in groups.items()]

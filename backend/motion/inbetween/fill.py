@@ -70,10 +70,10 @@ def fill(engine, items, with_base: bool = True):
         template = np.stack([prepared[i][5] for i, _, _, _ in group])[:, None]
         poses = [[a.astype(np.float32) for a in poses_from_features(f, layout, origin[:, None], template, joints)]
                  for f in ((feat, engine.norm.inverse(base_n)) if with_base else (feat,))]
-        for g, (i, si, a, b) in enumerate(group):
+        for g, (i, si, _, _) in enumerate(group):
             results[i, si] = ([(r[g], p[g]) for r, p in poses], origin[g], ctrl[g])
     out = []
-    for i, (clip, keys, _, _, segs, _) in enumerate(prepared):
+    for i, (clip, _, _, _, segs, _) in enumerate(prepared):
         # frames outside the keys are no segment's: they start as the clip's own (finite, never garbage)
         arrays = [clip.rotations.copy(), clip.positions.copy()]
         if with_base:

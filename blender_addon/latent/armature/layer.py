@@ -89,7 +89,7 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else (), strict=True):
         joins[keys[s]] = values
     rots, poss = [], []
-    for s, (sides, mine) in plan.items():
+    for s, (_sides, mine) in plan.items():
         rot, pos = joins[keys[s]]
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])
