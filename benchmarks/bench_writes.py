@@ -242,7 +242,6 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (before issue 19)
               ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
-              ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
               ("blender_addon.latent.armature.encode", "install_inbetween", "latent controls installed (editable)"),
               ("blender_addon.latent.encode", "install_inbetween", "latent controls installed (editable)")]
     timers.wrap_present(stages)

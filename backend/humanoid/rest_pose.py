@@ -54,10 +54,6 @@ T_POSE = {"Spine": UP, "Chest": UP, "Neck": UP, "Shoulder_L": LEFT, "UpperArm_L"
 FLAT = ("Foot_L", "Foot_R")
 
 
-class RestPoseError(ValueError):
-    """The rig's rest pose is too far from a standing human for the conversion to be trusted."""
-
-
 # -- small rotation helpers ----------------------------------------------------------------------
 def _unit(v):
     v = np.asarray(v, dtype=np.float64)

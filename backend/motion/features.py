@@ -49,22 +49,6 @@ def split_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tens
     return p, r6
 
 
-def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tensor,
-                  template_pos: torch.Tensor, num_joints: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features -> local rotations [..., F, J, 4] and positions [..., F, J, 3].
-
-    Joints that are not modelled keep identity rotation / the template (rest) position.
-    """
-    p, r6 = split_features(feat, layout, origin)
-    shape = feat.shape[:-1]
-    rot = torch.zeros(shape + (num_joints, 4), dtype=feat.dtype, device=feat.device)
-    rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = quat_torch.from_6d(r6)
-    pos = template_pos.to(feat).expand(shape + (num_joints, 3)).clone()
-    pos[..., layout.position_joints, :] = p
-    return rot, pos
-
-
 @dataclass
 class Normalizer:
     """Per-channel standardisation, optionally followed by a rotation onto principal axes.

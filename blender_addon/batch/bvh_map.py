@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import bridge
 from ..core import rig_math
-from ..humanoid import bone_map, rest_pose
+from ..humanoid import bone_map
 from .errors import JobError
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")
@@ -26,7 +26,7 @@ def conversion(clip, info, given: dict | None, known=None):
     try:
         return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints, given,
                                known=known)
-    except (bone_map.BoneMapError, rest_pose.RestPoseError) as e:
+    except bone_map.BoneMapError as e:
         how = "the given bone map" if given else f"detected as {_preset(clip, info)}"
         raise JobError(f"the skeleton does not fit the model's ({info.path.name}; {how}): {e}") from None
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import bridge
 from ..core.errors import Refusal
-from ..humanoid import bone_map, hinges, rest_pose, retarget
+from ..humanoid import bone_map, hinges, retarget
 from . import keys as keys_io
 from . import scene as scene_io
 
@@ -206,10 +206,7 @@ def conversion(obj, info, joint_bones) -> retarget.Retarget:
     ends = [b for j, b in zip(info.names, joint_bones, strict=True) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
     if got is None:
         rig = rig_bones(rest, [b for b in joint_bones if b])
-        try:
-            rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
-        except rest_pose.RestPoseError as e:
-            raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         rt = _hinged(obj, bag, rt, info.names)
         if len(_built) > 32:
             _built.clear()

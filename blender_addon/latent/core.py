@@ -213,11 +213,6 @@ def neutral_signatures(st, bounds) -> list[str]:
     return list(table[key])
 
 
-def neutral_edits(st) -> list[tuple[float, float, list]]:
-    """(amplify, timing, principal) of every segment at neutral."""
-    return [(1.0, 0.0, [0.0] * len(names(st)))] * len(st.segments)
-
-
 def fidelity(st) -> np.ndarray | None:
     """Per segment ``[deg, cm]`` (a mesh: ``[error, percent]``) of the model's neutral decode against the
     encoded motion, or None (an in-betweened range: its original is the model's own fill)."""
