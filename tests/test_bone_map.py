@@ -28,7 +28,7 @@ def detected(bones):
 
 def test_the_data_sets_own_names_map_to_themselves():
     names = {k: v for k, v in zip(["root", "hips", "spine1", "spine3", "neck", "head"],
-                                   ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head"])}
+                                   ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head"], strict=True)}
     names.update(rig_builders.sided({"shoulder_L": "Shoulder_{s}", "upperarm_L": "UpperArm_{s}",
                                      "lowerarm_L": "LowerArm_{s}", "hand_L": "Hand_{s}", "upleg_L": "UpperLeg_{s}",
                                      "leg_L": "LowerLeg_{s}", "foot_L": "Foot_{s}", "toe_L": "Toes_{s}"}, "L", "R"))

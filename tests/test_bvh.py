@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 
-from backend.maths import quat_np
 from backend.formats.bvh import BVHError, format_bvh, parse_bvh, read_bvh, write_bvh  # noqa: E402
+from backend.maths import quat_np  # noqa: E402
 
 FIXTURES = sorted(ROOT.glob("examples/bvh/*.bvh")) + sorted(ROOT.glob("tests/fixtures/*.bvh"))
 PRINTED = 0.5e-6 + 1e-9  # half a unit in the 6th decimal, plus float noise
@@ -160,7 +160,7 @@ def test_write_bvh_is_atomic(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]
     assert np.abs(motion(target.read_text())[2] - motion(FIXTURES[0].read_text())[2]).max() <= PRINTED
     before = target.read_bytes()
-    with pytest.raises(Exception):  # a reference of the wrong shape fails while formatting
+    with pytest.raises(IndexError):  # a reference of the wrong shape fails while formatting
         write_bvh(target, clip, reference=np.zeros((3, 7)))
     assert target.read_bytes() == before  # the old file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]  # and no temporary file is left

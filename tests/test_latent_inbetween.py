@@ -6,8 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, driven, keys_on, select_keys,
-                           snapshot, thin_every)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    driven,
+    keys_on,
+    select_keys,
+    snapshot,
+    thin_every,
+)
 from latent_helpers import changed_frames, curves, edit_by_hand, key_value, segment_frames, setup_scene
 
 bpy = bpy()

@@ -21,9 +21,9 @@ import numpy as np
 
 from backend.formats.atomic import replacing
 from backend.formats.bvh import BVHError, parse_bvh
+from backend.maths.timebase import MODEL_FRAME_TIME, same_rate
 from backend.motion.calibration import leading_calibration_frames
 from backend.motion.skeleton import Skeleton
-from backend.maths.timebase import MODEL_FRAME_TIME, same_rate
 
 SPLITS = ("train", "val", "test")
 # Both archives of the data README, read together by default (paths from the repository root).
@@ -254,8 +254,8 @@ def _converted(clip_skel, rot, pos, name, ft, skel, frame_time):
     """A clip of another skeleton or rate on ``skel`` at ``frame_time`` (``backend.humanoid.bvh_rig.to_model``,
     the conversion the add-on and the batch use; ``backend.maths.timebase``): float32 (rot, pos, frame time)."""
     from backend.humanoid.bvh_rig import to_model
-    from backend.motion.skeleton import Clip
     from backend.maths.timebase import to_model_rate
+    from backend.motion.skeleton import Clip
     clip = Clip(clip_skel, rot.astype(np.float64), pos.astype(np.float64), ft, name)
     if not skel.same_hierarchy(clip_skel):
         clip = to_model(clip, skel)

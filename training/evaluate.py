@@ -74,7 +74,7 @@ def reconstruct_windows(engine, rot, pos, batch=256):
     out_r, out_p = np.empty_like(rot), np.empty_like(pos)
     for a in range(0, len(rot), batch):
         clips = [Clip(engine.skeleton, rot[i], pos[i], name=f"window {i}") for i in range(a, min(a + batch, len(rot)))]
-        for i, (clip, ctrl) in enumerate(zip(clips, engine.encode(clips)), start=a):
+        for i, (clip, ctrl) in enumerate(zip(clips, engine.encode(clips), strict=True), start=a):
             dec = engine.decode(ctrl, like=clip)
             out_r[i], out_p[i] = dec.rotations, dec.positions
     return out_r, out_p
@@ -401,8 +401,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from backend.runtime.checkpoint import CheckpointError
     from backend.motion.engine import EngineError
+    from backend.runtime.checkpoint import CheckpointError
     try:
         report = run(args)
     except (EvalError, DataError, CheckpointError, EngineError) as e:

@@ -10,7 +10,6 @@ from ..latent.armature import adapter
 from ..latent.common import poll_animated_armature
 from . import fill
 
-
 KEY_MODES = [
     ("EVERY_FRAME", "Every Frame", "A LINEAR key on every frame inside the gaps"),
     ("EVERY_N", "Every N Frames", "BEZIER keys every N frames, handles along the model's motion"),

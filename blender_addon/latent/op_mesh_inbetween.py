@@ -11,7 +11,6 @@ from .mesh import adapter as mesh_latent
 from .op_encode import draw_range
 from .op_mesh_encode import MeshRange, poll_mesh
 
-
 MESH_KEY_MODES = [
     ("EVERY", "Every N Frames", "Keep every N-th frame of the range (and its last frame) as a key frame"),
     ("LIST", "Listed Frames", "Keep the listed scene frames as key frames (the range is from the first to the last)"),
