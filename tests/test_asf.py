@@ -104,7 +104,7 @@ def axis_matrix(axis: str, angle: float) -> np.ndarray:
 def rotations(axes, angles) -> np.ndarray:
     """The rotations applied in the order given (the first first): later ones multiply on the left."""
     m = np.eye(4)
-    for a, v in zip(axes, angles):
+    for a, v in zip(axes, angles, strict=False):
         m = axis_matrix(a, v) @ m
     return m
 
@@ -122,7 +122,7 @@ def reference_world(a: asf.Asf, motion: asf.Motion, f: int) -> dict:
     rad = np.radians(1.0)  # Asf holds its axes in degrees, whatever the file's unit
 
     def dof_matrix(name, dofs):
-        vals = dict(zip(dofs, motion.values[name][f])) if dofs else {}
+        vals = dict(zip(dofs, motion.values[name][f], strict=False)) if dofs else {}
         r = [d for d in dofs if d.startswith("r")]
         t = [vals.get(k, 0.0) for k in ("tx", "ty", "tz")]
         return t, rotations([d[1] for d in r], [np.radians(vals[d] * unit) for d in r])

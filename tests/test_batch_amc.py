@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from batch_helpers import load_report, run_batch
 from backend.formats import asf
 from backend.maths import quat_np, timebase
 from backend.motion.skeleton import Clip
+from batch_helpers import load_report, run_batch
 
 pytestmark = pytest.mark.blender
 HDM = Path(__file__).resolve().parent / "fixtures" / "hdm05"

@@ -37,8 +37,7 @@ import torch
 from backend.maths import quat_np
 
 from . import metrics
-from .data import (DEFAULT_DATA, LEAVE_OUT, OTHER_STUDIOS, SPLITS, DataError, Selection, load_split,
-                   protocol_windows)
+from .data import DEFAULT_DATA, LEAVE_OUT, OTHER_STUDIOS, SPLITS, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
 SPACINGS = (5, 15, 30)

@@ -203,7 +203,7 @@ def _in_degrees(asf: Asf) -> Asf:
 
     def limits(b):
         return tuple((float(deg(lo)), float(deg(hi))) if d in _ROTATIONS else (lo, hi)
-                     for d, (lo, hi) in zip(b.dof, b.limits))
+                     for d, (lo, hi) in zip(b.dof, b.limits, strict=False))
     bones = {n: replace(b, axis=tuple(float(v) for v in deg(b.axis)), limits=limits(b)) for n, b in asf.bones.items()}
     return replace(asf, bones=bones, root_orientation=tuple(float(v) for v in deg(asf.root_orientation)))
 
@@ -417,7 +417,7 @@ def read_amc(path, asf: Asf) -> Motion:
 
 def _axis_rotation(angles_deg, order: str) -> np.ndarray:
     """``C`` for ``axis a b c ORDER``: the rotations applied in ``ORDER`` (the first letter first)."""
-    a = dict(zip("XYZ", np.radians(np.asarray(angles_deg, dtype=np.float64))))
+    a = dict(zip("XYZ", np.radians(np.asarray(angles_deg, dtype=np.float64)), strict=False))
     return quat_np.from_euler(np.array([a[order[2]], a[order[1]], a[order[0]]]), order[::-1])
 
 
@@ -447,7 +447,7 @@ def to_clip(asf: Asf, motion: Motion, frame_time: float = 1.0 / AMC_FPS, name: s
     offsets = np.zeros((len(joints), 3))
     offsets[0] = asf.root_position
     bone_vec = {n: np.asarray(b.direction) * b.length for n, b in asf.bones.items()}
-    for j, n in enumerate(joints[1:], 1):
+    for j, _n in enumerate(joints[1:], 1):
         p = joints[parents[j]]
         if p != "root":
             offsets[j] = bone_vec[p]
