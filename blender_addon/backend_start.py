@@ -59,9 +59,11 @@ class StartsBackend:
         return self.start_backend_then_execute(context)
 
     def start_backend_then_execute(self, context: bpy.types.Context) -> set[str]:
+        if getattr(context, "window", None) is None:  # no window (a script, the batch): execute waits itself
+            return self.execute(context)
         settings = preferences.settings(context)
         try:
-            needed = context.window is not None and bridge.needs_start(settings, self.backend_checkpoint(context))
+            needed = bridge.needs_start(settings, self.backend_checkpoint(context))
         except (Refusal, ValueError, OSError):
             needed = False  # execute reports what is wrong with the settings or the checkpoint
         if not needed:

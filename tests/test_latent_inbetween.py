@@ -164,7 +164,8 @@ def test_inbetween_over_latent_controls_asks_first_in_the_ui(walk, thinned):
     asked, ran = [], []
     wm = SimpleNamespace(invoke_confirm=lambda op, event, **kw: asked.append(kw) or {"RUNNING_MODAL"})
     me = SimpleNamespace(replace_latent=False, execute=lambda context: ran.append(True) or {"FINISHED"})
-    context = SimpleNamespace(active_object=thinned, window_manager=wm)
+    me.start_backend_then_execute = lambda context: Op.start_backend_then_execute(me, context)
+    context = SimpleNamespace(active_object=thinned, window_manager=wm, window=None)  # (no window: no modal start)
     assert Op.invoke(me, context, None) == {"FINISHED"} and ran and not asked
     assert OP() == {"FINISHED"} and thinned.splinetween_latent.active
     ran.clear()
