@@ -69,7 +69,7 @@ class StartsBackend:
         if not needed:
             return self.execute(context)
         self._backend_start = _Start(settings)
-        self._allowance = min(settings.startup, bridge.MAX_STARTUP_SECONDS)
+        self._allowance = bridge.startup_allowance(settings)
         wm = context.window_manager
         self._backend_timer = wm.event_timer_add(bridge.WAIT_SLICE, window=context.window)
         wm.modal_handler_add(self)

@@ -329,6 +329,12 @@ MIN_PYTHON = (3, 11)
 _VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
 
 
+def startup_allowance(settings: BackendSettings) -> float:
+    """The seconds a start may take: the preference, held within what a wait can be (one slice to
+    ``MAX_STARTUP_SECONDS``); the process waits this long and the status bar shows it."""
+    return min(max(settings.startup, WAIT_SLICE), MAX_STARTUP_SECONDS)
+
+
 class StartCancelled(BridgeError):
     """The user stopped the backend process's start (Esc while it started)."""
 
@@ -364,8 +370,7 @@ class BackendProcess:
         self.replies: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True, name="splinetween-backend-reader")
         self.reader.start()
-        self.hello, _ = self.call({"op": "hello"}, {}, min(max(startup, WAIT_SLICE), MAX_STARTUP_SECONDS),
-                                  starting=True, waiting=waiting)
+        self.hello, _ = self.call({"op": "hello"}, {}, startup, starting=True, waiting=waiting)
         if self.hello.get("protocol") != self.svc.PROTOCOL:
             self.stop()
             raise BridgeError(f"the backend at {interpreter} speaks protocol {self.hello.get('protocol')}, "
@@ -553,12 +558,17 @@ def _process(settings: BackendSettings, waiting=None) -> BackendProcess:
     global _proc
     interpreter = settings.interpreter or default_interpreter()
     with _lock:
-        if _proc is not None and (not _proc.alive() or _proc.interpreter != interpreter):
+        if _proc is not None and not _warm(interpreter):
             _proc.stop()
             _proc = None
         if _proc is None:
-            _proc = BackendProcess(interpreter, settings.startup, waiting)
+            _proc = BackendProcess(interpreter, startup_allowance(settings), waiting)
         return _proc
+
+
+def _warm(interpreter: str) -> bool:
+    """Whether the running backend process can answer for ``interpreter`` as it is."""
+    return _proc is not None and _proc.alive() and _proc.interpreter == interpreter
 
 
 def needs_start(settings: BackendSettings, checkpoint=None) -> bool:
@@ -566,8 +576,7 @@ def needs_start(settings: BackendSettings, checkpoint=None) -> bool:
     starts it with a clock in the status bar and Esc to cancel: ``backend_start.py``)."""
     if resolve_mode(settings, checkpoint) != "SUBPROCESS":
         return False
-    interpreter = settings.interpreter or default_interpreter()
-    return _proc is None or not _proc.alive() or _proc.interpreter != interpreter
+    return not _warm(settings.interpreter or default_interpreter())
 
 
 def start(settings: BackendSettings, waiting=None) -> BackendProcess:
