@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from backend.formats.asf import ASFError
 from backend.formats.atomic import replacing
 from backend.formats.bvh import BVHError, parse_bvh
 from backend.maths.timebase import MODEL_FRAME_TIME, same_rate
@@ -154,21 +155,55 @@ class Selection:
 
 
 def _iter_sources(data: Path):
-    """(name, text-reader) for each BVH in a folder or inside a .tar/.tar.xz archive."""
+    """(name, where, load) for each take in a folder, a .bvh or a .tar/.tar.xz archive: BVH files, and AMC takes
+    with the ``.asf`` of the same tree that their name begins with (``backend.formats.asf.skeletons_named``);
+    ``load()`` gives the take's ``Clip``."""
     if data.is_dir():
-        files = sorted(data.rglob("*.bvh"))
-        for f in files:
-            yield f.name, f, (lambda f=f: f.read_text(encoding="utf-8", errors="replace"))
+        asfs = {f.stem: f for f in sorted(data.rglob("*.asf"))}
+        for f in sorted([*data.rglob("*.bvh"), *data.rglob("*.amc")]):
+            if f.suffix == ".bvh":
+                yield f.name, f, (lambda f=f: _bvh(f.read_text(encoding="utf-8", errors="replace"), f))
+            else:
+                yield f.name, f, (lambda f=f: _amc(f.read_text(encoding="utf-8", errors="replace"), f,
+                                                   {k: (lambda a=a: a.read_text(encoding="utf-8", errors="replace"))
+                                                    for k, a in asfs.items()}))
     elif data.suffix in (".xz", ".gz", ".tar", ".bz2") or data.name.endswith(".tar.xz"):
+        asfs: dict = {}
+        takes = []  # AMC takes wait for the end: an archive streams once, its .asf files may come after them
         with tarfile.open(data) as tar:
             for m in tar:
-                if m.isfile() and m.name.endswith(".bvh"):
-                    text = tar.extractfile(m).read().decode("utf-8", errors="replace")
-                    yield Path(m.name).name, f"{data}:{m.name}", (lambda t=text: t)
+                if not m.isfile() or not m.name.endswith((".bvh", ".amc", ".asf")):
+                    continue
+                text = tar.extractfile(m).read().decode("utf-8", errors="replace")
+                where = f"{data}:{m.name}"
+                if m.name.endswith(".asf"):
+                    asfs[Path(m.name).stem] = lambda t=text: t
+                elif m.name.endswith(".bvh"):
+                    yield Path(m.name).name, where, (lambda t=text, w=where: _bvh(t, w))
+                else:
+                    takes.append((Path(m.name).name, where, text))
+        for name, where, text in takes:
+            yield name, where, (lambda t=text, w=where: _amc(t, w, asfs))
     elif data.suffix == ".bvh":
-        yield data.name, data, (lambda: data.read_text(encoding="utf-8", errors="replace"))
+        yield data.name, data, (lambda: _bvh(data.read_text(encoding="utf-8", errors="replace"), data))
     else:
-        raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH files")
+        raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH or ASF/AMC files")
+
+
+def _bvh(text: str, where):
+    return parse_bvh(text, where, name=Path(str(where)).stem, keep_source=False)
+
+
+def _amc(text: str, where, asfs: dict):
+    """The AMC take ``text`` on the skeleton among ``asfs`` (``{stem: text reader}``) its name begins with."""
+    from backend.formats.asf import AMC_FPS, parse_amc, parse_asf, skeletons_named, to_clip
+    stem = Path(str(where)).stem
+    named = skeletons_named(stem, list(asfs))
+    if len(named) != 1:
+        raise DataError(f"{where}: {'no' if not named else 'more than one'} .asf in the data names this take "
+                        "(its name must begin with its skeleton's, like HDM_tr.asf for HDM_tr_kick_120.amc)")
+    asf = parse_asf(asfs[named[0]](), f"{named[0]}.asf")
+    return to_clip(asf, parse_amc(text, asf, where), 1.0 / AMC_FPS, stem)
 
 
 def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | None = None,
@@ -198,8 +233,8 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         try:
             if not sel.wants(name):
                 continue
-            clip = parse_bvh(read(), where, name=Path(name).stem, keep_source=False)
-        except (BVHError, DataError) as e:
+            clip = read()
+        except (BVHError, ASFError, DataError) as e:
             skipped.append(f"{e}")
             continue
         lead = leading_calibration_frames(clip.rotations, clip.frame_time)  # CMU's T-pose frame
@@ -207,7 +242,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         clips.append((where, clip.skeleton, rot.astype(np.float32), pos.astype(np.float32), clip.name, clip.frame_time))
         del clip
     if not seen_any:
-        raise DataError(f"{data}: no BVH files found")
+        raise DataError(f"{data}: no BVH or AMC files found")
     data = ",".join(map(str, paths))
     skel = skeleton
     if skel is None and clips:

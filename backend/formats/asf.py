@@ -298,6 +298,15 @@ def read_asf(path) -> Asf:
     return parse_asf(text, path)
 
 
+def skeletons_named(take: str, skeletons) -> list[str]:
+    """The names among ``skeletons`` (``.asf`` stems) that the take's name ``take`` begins with, as a whole
+    word (``01`` for ``01_02``, ``HDM_tr`` for ``HDM_tr_kick_120``; case ignored); only the longest such names."""
+    t = take.lower()
+    named = [s for s in skeletons if t == s.lower() or (t.startswith(s.lower()) and t[len(s)] in "_-. ")]
+    longest = max(map(len, named), default=0)
+    return [s for s in named if len(s) == longest]
+
+
 def skeleton_for(amc, given=None) -> Path:
     """The ``.asf`` of the take ``amc``: ``given`` (``--asf``), else the one in its folder whose name the take's
     begins with (CMU: ``01.asf`` for ``01_02.amc``; HDM05: ``HDM_tr.asf`` for ``HDM_tr_kick..._120.amc``; the
@@ -313,15 +322,12 @@ def skeleton_for(amc, given=None) -> Path:
         found = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".asf" and p.is_file())
     except OSError as e:
         raise AMCError(amc, f"cannot list its folder for the skeleton .asf ({e.strerror}); give --asf FILE") from None
-    stem = amc.stem.lower()
-    named = [p for p in found if stem == p.stem.lower()
-             or (stem.startswith(p.stem.lower()) and stem[len(p.stem)] in "_-. ")]
-    longest = max((len(p.stem) for p in named), default=0)
-    named = [p for p in named if len(p.stem) == longest]
+    named = skeletons_named(amc.stem, [p.stem for p in found])
     if len(named) == 1:
-        return named[0]
+        return next(p for p in found if p.stem == named[0])
     if len(named) > 1:
-        raise AMCError(amc, f"which skeleton? {', '.join(p.name for p in named)} all name this take; give --asf FILE")
+        raise AMCError(amc, f"which skeleton? {', '.join(n + '.asf' for n in named)} all name this take; "
+                            "give --asf FILE")
     if len(found) == 1:
         return found[0]
     if not found:
