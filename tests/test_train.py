@@ -341,3 +341,25 @@ def test_norm_floor_bounds_every_spread_and_a_fine_tune_raises_only_the_low_ones
     np.testing.assert_array_equal(std, np.maximum(low, np.float32(0.2)))
     r = run(train_cmd(data, tmp_path / "bad", "--steps=3", "--norm_floor=0"))
     assert r.returncode != 0 and "norm_floor" in r.stderr
+
+
+def test_other_studios_only_train_on_the_named_checkpoints_skeleton(tmp_path):
+    """``--skeleton=CKPT``: a model trained from scratch on other studios' capture alone (here the HDM05 fixture's
+    ASF/AMC take, whose skeleton the majority rule would pick) is a model of the product's joints."""
+    folder = tmp_path / "data"
+    (folder / "asf").mkdir(parents=True)
+    fix = ROOT / "tests/fixtures/hdm05"
+    shutil.copy(fix / "HDM_tr.asf", folder / "asf")
+    for name in ("HDM_bd", "HDM_tr"):  # bd trains, tr validates: the same performer's skeleton under two names
+        shutil.copy(fix / "HDM_tr.asf", folder / "asf" / f"{name}.asf")
+        shutil.copy(fix / "HDM_tr_kickLFront1Reps_027_120.amc", folder / f"{name}_kick_001_120.amc")
+    ship = ROOT / "backend/checkpoints/inbetween.json"
+    out = tmp_path / "out"
+    r = run(train_cmd(folder, out, "--steps=2", "--val_every=2", "--ckpt_every=2", "--window=4", "--min_window=4",
+                      f"--skeleton={ship}"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    got, want = (json.loads(p.read_text())["skeleton"] for p in (out / "final.json", ship))
+    assert got["names"] == want["names"] and got["parents"] == want["parents"]
+    r = run(train_cmd(folder, tmp_path / "out2", "--steps=2", "--window=4", "--min_window=4"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((tmp_path / "out2/final.json").read_text())["skeleton"]["names"][:2] == ["root", "lhipjoint"]

@@ -18,6 +18,9 @@ class TrainConfig:
     out: str = "runs/motion"  # run folder: config copy, log, checkpoints
     cache: str = ""  # folder for the parsed-data cache ("" = no cache)
     init: str = ""  # start from this checkpoint's weights and statistics (continue / fine-tune)
+    # every clip converted to this checkpoint's skeleton (the product's model skeleton) instead of the one most
+    # train clips share: a model trained from scratch on other studios' capture keeps the shipped models' joints
+    skeleton: str = ""
     task: str = "autoencoder"  # autoencoder | inbetween (keyframe-conditioned)
     base: str = "hermite"  # inbetween: interpolation under the residual (hermite | slerp)
     family: str = "spline"  # the autoencoder's model family: spline | alibi | alibi_cat

@@ -183,7 +183,8 @@ def train(cfg: TrainConfig) -> Path:
     torch.manual_seed(cfg.seed)
     cache = cfg.cache or None
     left_out = cfg.left_out()
-    train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0, exclude=left_out)
+    ref = ckpt_io.load(cfg.skeleton).skeleton if cfg.skeleton else None
+    train_ms = load_split(cfg.data, "train", cache, verbose=rank == 0, skeleton=ref, exclude=left_out)
     val_ms = load_split(cfg.data, "val", cache, verbose=rank == 0, skeleton=train_ms.skeleton, exclude=left_out)
     for split, ms in (("train", train_ms), ("val", val_ms)):
         if ms.lengths.max() < cfg.window:
