@@ -33,20 +33,59 @@ def flat_metrics(report: dict) -> dict:
     return out
 
 
-# Training data from another studio (issue 28), named when the run's --data read it.
-OTHER_STUDIO = (" and CMU's cmu-mocap-part (98 clips, another studio and skeleton, read through "
-                "backend.humanoid's conversion; subjects 05 and 09 are validation, the rest train; CMU's terms)")
+# The archives a run's --data may name (matched by their folder or archive name): what each is and its terms.
+# ``commercial``: its terms let a studio use the output in a commercial production.
+SOURCES = (
+    ("bandai-namco-2", "Bandai-Namco-Research-Motiondataset-2", "CC BY-NC 4.0", False),
+    ("bandai-namco-1", "Bandai-Namco-Research-Motiondataset-1 (the 135-clip part)", "CC BY-NC 4.0", False),
+    ("cmu-mocap-daz", "CMU's takes in a DAZ-style conversion (14 takes, all train)", "CMU's terms: free to use, "
+     "commercial products included, not to be resold as data", True),
+    ("cmu-mocap", "CMU's cmu-mocap-part (98 clips; subjects 05 and 09 are validation)", "CMU's terms: free to use, "
+     "commercial products included, not to be resold as data", True),
+    ("hdm05", "HDM05 (287 ASF/AMC takes of 5 performers; performer tr is validation)", "CC BY-SA 3.0", True),
+    ("reactidle", "ReActIdle (22 idle takes of 16 performers; 012-015 are validation)", "MIT", True),
+)
+
+
+def sources(data: str) -> list[tuple[str, str, str, bool]]:
+    """The known archives among ``data`` (comma-separated paths), in the order of :data:`SOURCES`."""
+    keys = set()
+    for p in (Path(p.strip()) for p in str(data).split(",") if p.strip()):
+        text = "/".join(p.parts).lower()
+        keys.update(next(([k] for k, *_ in SOURCES if k in text), []))  # the first (most specific) key a path holds
+    return [s for s in SOURCES if s[0] in keys]
+
+
+def licence(found) -> list[str]:
+    """The card's Licence section: the strictest terms among the data read."""
+    if not found:
+        return ["The training data is not one of the archives this card knows; its terms are the data's own."]
+    if not all(c for *_, c in found):
+        lines = ["Trained on CC BY-NC 4.0 data: these weights, and motion made with them, are for **non-commercial "
+                 "use only**."]
+    else:
+        lines = ["Trained only on data whose terms allow commercial use: motion made with these weights may be used "
+                 "in a commercial production."]
+        if any(t.startswith("CC BY-SA") for _, _, t, _ in found):
+            lines.append("Part of the data is CC BY-SA 3.0 (HDM05): share the weights, if you share them, under the "
+                         "same terms and name the source.")
+    lines += ["", "| data | terms |", "|---|---|"] + [f"| {what} | {terms} |" for _, what, terms, _ in found]
+    if any(k.startswith("bandai") for k, *_ in found):
+        lines += ["", f"> {ATTRIBUTION}"]
+    return lines
 
 
 def card(doc: dict, report: dict, command: str, name: str) -> str:
     info, model = doc["info"], doc["model"]
     cfg = info.get("config", {})
+    found = sources(cfg.get("data", ""))
     lines = [f"# Model card: {name}", "",
              f"- **Task**: {info.get('task')} ({ModelConfig.from_json(model).family} transformer: d={model['latent']}, c={model['width']}, "
              f"n={ModelConfig.from_json(model).depth_text()}, h={model['heads']}, {model['controls']} control points, "
              f"{info.get('parameters')} parameters)",
-             f"- **Data**: Bandai-Namco-Research-Motiondataset-2 and -1 (the 135-clip part)"
-             f"{OTHER_STUDIO if 'cmu' in str(cfg.get('data', '')).lower() else ''}, {info.get('train_clips')} "
+             f"- **Data**: {'; '.join(what for _, what, _, _ in found) or cfg.get('data')}"
+             f"{' (other skeletons read through backend.humanoid conversion)' if len(found) > 1 else ''}, "
+             f"{info.get('train_clips')} "
              f"train clips ({info.get('train_frames')} frames); split: {info.get('split')}; kinds left out: "
              f"{', '.join(info.get('left_out_kinds') or []) or 'none'}; validation on the val splits; test numbers "
              f"on dataset-2's test split (id % 10 == 5), never used for tuning.",
@@ -74,8 +113,7 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
         lines += ["## Unfamiliar motion: the leave-out twin", "",
                   "The same recipe trained with `--leave_out=protocol` (every stage), so the unfamiliar column below "
                   "is motion it never saw; the model above trained on those kinds.", "", twin.strip(), ""]
-    lines += ["## Licence", "", "Trained on CC BY-NC 4.0 data: these weights are for non-commercial use only.",
-              "", f"> {ATTRIBUTION}", ""]
+    lines += ["## Licence", "", *licence(found), ""]
     return "\n".join(lines)
 
 
