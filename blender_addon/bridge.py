@@ -111,8 +111,22 @@ def backend_root() -> Path:
     return Path(backend_package().__file__).resolve().parent.parent
 
 
-def default_checkpoint() -> Path:
-    return Path(backend_package().__file__).resolve().parent / "checkpoints" / "inbetween.json"
+# The shipped in-betweeners a user chooses between (the preferences' Model, the batch's --model): the file, the
+# menu's label and what its data's terms allow.  The first is the default.
+SHIPPED_INBETWEENERS = {
+    "STUDIO": ("inbetween.json", "Studio Mix (non-commercial)",
+               "Trained on Bandai-Namco's motion (CC BY-NC 4.0) and other studios': its output is for "
+               "non-commercial use only. The best on familiar motion"),
+    "OPEN": ("inbetween_open.json", "Open Data (commercial use)",
+             "Trained only on capture whose terms allow commercial use (CMU, ReActIdle under MIT): its output may "
+             "be used in a commercial production"),
+}
+
+
+def default_checkpoint(model: str = "STUDIO") -> Path:
+    """The shipped in-betweener ``model`` (a key of :data:`SHIPPED_INBETWEENERS`)."""
+    name = SHIPPED_INBETWEENERS[model][0]
+    return Path(backend_package().__file__).resolve().parent / "checkpoints" / name
 
 
 def default_autoencoder() -> Path:

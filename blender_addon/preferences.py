@@ -30,9 +30,14 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         name="Python Interpreter", subtype="FILE_PATH",
         description="A Python with torch, numpy and safetensors, for the backend process "
                     "(empty: $SPLINETWEEN_PYTHON, a source checkout's .venv, or Blender's own Python)")
+    model: bpy.props.EnumProperty(
+        name="Model", default="STUDIO",
+        items=[(key, label, tip) for key, (_, label, tip) in bridge.SHIPPED_INBETWEENERS.items()],
+        description="Which shipped in-betweener Inbetween uses (when no Checkpoint is named); the terms of its "
+                    "training data are the terms of its output")
     checkpoint: bpy.props.StringProperty(
         name="Checkpoint", subtype="FILE_PATH",
-        description="An in-betweening checkpoint (.json next to its .safetensors); empty: the shipped one")
+        description="An in-betweening checkpoint (.json next to its .safetensors); empty: the shipped Model")
     autoencoder: bpy.props.StringProperty(
         name="Autoencoder", subtype="FILE_PATH",
         description="A motion autoencoder checkpoint for latent editing (Encode and its sliders); "
@@ -65,6 +70,9 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         row = layout.row()
         row.active = self.backend_mode in ("SUBPROCESS", "AUTO")
         row.prop(self, "interpreter")
+        row = layout.row()
+        row.active = not self.checkpoint
+        row.prop(self, "model")
         layout.prop(self, "checkpoint")
         layout.prop(self, "autoencoder")
         layout.prop(self, "mesh_autoencoder")
@@ -85,9 +93,22 @@ def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings
     prefs = addon.preferences if addon else None
     if prefs is None:
         return bridge.BackendSettings()
-    return bridge.BackendSettings(prefs.backend_mode, bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else "",
+    chosen = bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else (
+        "" if prefs.model == "STUDIO" else str(bridge.default_checkpoint(prefs.model)))
+    return bridge.BackendSettings(prefs.backend_mode, chosen,
                                   prefs.device, bpy.path.abspath(prefs.interpreter) if prefs.interpreter else "",
                                   prefs.timeout, prefs.startup)
+
+
+def model_terms(context: bpy.types.Context | None = None) -> str:
+    """One line for tooltips: which in-betweener fills and what its output may be used for."""
+    context = context or bpy.context
+    addon = context.preferences.addons.get(__package__)
+    prefs = addon.preferences if addon else None
+    if prefs is not None and prefs.checkpoint:
+        return f"Model: {bpy.path.basename(prefs.checkpoint)} (the Checkpoint preference; its own card gives its terms)"
+    _, label, tip = bridge.SHIPPED_INBETWEENERS[prefs.model if prefs is not None else "STUDIO"]
+    return f"Model: {label}. {tip} (Preferences > Add-ons > Splinetween > Model)"
 
 
 def autoencoder_path(context: bpy.types.Context | None = None):

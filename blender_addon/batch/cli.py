@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "matches (fnmatch)")
     keys.add_argument("--keys", type=_frames, metavar="F,F,...", help="these frames (.bvh: 0-based frame indices; "
                       ".blend: scene frame numbers)")
+    b.add_argument("--model", default="studio", choices=[m.lower() for m in bridge.SHIPPED_INBETWEENERS],
+                   help="the shipped in-betweener (without --checkpoint): " + "; ".join(
+                       f"{m.lower()}: {label}" for m, (_, label, _tip) in bridge.SHIPPED_INBETWEENERS.items())
+                   + " (default %(default)s; the terms of its training data are the terms of its output)")
     b.add_argument("--all-bones", action="store_true", help=".blend with --selected/--present: fill every bone of "
                    "the rig, not only the bones with selected keys (always on for --every, --marker, --keys)")
     b.add_argument("--write-every", type=_positive, default=1, metavar="N", help=".blend: a LINEAR key on every "
@@ -223,6 +227,10 @@ def _validate(ap, args) -> None:
             ap.error(f"--asf: {e}")
     if args.command == "inbetween" and not 0.0 <= args.blend <= 1.0:
         ap.error("--blend must be between 0 and 1")
+    if args.command == "inbetween" and args.model != "studio":
+        if args.checkpoint:
+            ap.error(f"--model {args.model} and --checkpoint {args.checkpoint}: give one of them")
+        args.checkpoint = str(bridge.default_checkpoint(args.model.upper()))
     if args.command == "edit" and not -1.0 <= args.timing <= 1.0:
         ap.error("--timing must be between -1 and 1")
     if args.command == "edit" and not math.isfinite(args.amplify):

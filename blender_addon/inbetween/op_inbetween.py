@@ -56,6 +56,11 @@ class ANIM_OT_splinetween_inbetween(StartsBackend, bpy.types.Operator):
     def poll(cls, context: bpy.types.Context) -> bool:
         return poll_animated_armature(cls, context, "key a few poses first")
 
+    @classmethod
+    def description(cls, context: bpy.types.Context, properties) -> str:
+        """The tooltip names the model that will fill and the terms of its output."""
+        return f"{cls.__doc__}.\n{preferences.model_terms(context)}"
+
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
         draw_options(self.layout, self)
