@@ -172,3 +172,21 @@ def test_the_bone_map_finds_the_asf_bones(scene):
     assert sum(b is not None for b in bones) >= 17
     assert {found[j] for j in found if found[j]} >= {"lfemur", "ltibia", "rfemur", "rtibia", "lhumerus", "rhumerus",
                                                      "lradius", "rradius", "head"}
+
+
+def test_inbetween_fills_the_imported_take():
+    """The imported take thinned to keys on frames 1, 10 and 20: Inbetween fills both gaps on the ASF's bones,
+    every frame keyed again, the kept keys as they were."""
+    from addon_helpers import channelbag, thin_keys, use_test_backend
+    fresh_scene_with_addon()
+    use_test_backend()
+    obj = imported(filepath=str(AMC), update_scene_fps=True)
+    curves = [fc for fc in channelbag(obj).fcurves if fc.data_path.startswith('pose.bones["lfemur"]')]
+    at_keys = [[fc.evaluate(f) for f in (1, 10, 20)] for fc in curves]
+    thin_keys(obj, [1, 10, 20])
+    linear = np.array([[fc.evaluate(f) for f in range(1, 21)] for fc in curves])
+    assert bpy.ops.anim.splinetween_inbetween(editable=False) == {"FINISHED"}
+    filled = np.array([[fc.evaluate(f) for f in range(1, 21)] for fc in curves])
+    assert np.allclose(filled[:, [0, 9, 19]], at_keys, atol=1e-6)
+    assert {len(fc.keyframe_points) for fc in curves} == {20}
+    assert np.abs(filled - linear).max() > 1e-4  # the model's motion, not the straight line between the keys
