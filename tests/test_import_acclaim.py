@@ -122,6 +122,10 @@ def test_the_skeleton_option_names_the_asf(scene, tmp_path):
     shutil.copy(AMC, take)
     with pytest.raises(RuntimeError, match=r"kick\.amc: no skeleton: no \.asf in .*name it in the import's Skeleton"):
         bpy.ops.import_anim.splinetween_acclaim(filepath=str(take))
+    before = data_names()
+    with pytest.raises(RuntimeError, match=r"nope\.asf: no such file \(the Skeleton option names the take's \.asf\)"):
+        bpy.ops.import_anim.splinetween_acclaim(filepath=str(take), skeleton=str(tmp_path / "nope.asf"))
+    assert data_names() == before
     obj = imported(filepath=str(take), skeleton=str(ASF))
     assert len(obj.data.bones) == 31 and tuple(obj.animation_data.action.frame_range) == (1.0, 20.0)
 

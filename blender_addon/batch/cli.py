@@ -248,7 +248,7 @@ def _keep_duration_problem(args, items) -> str:
         return ""
     names = ", ".join(takes[:3]) + (f" and {len(takes) - 3} more" if len(takes) > 3 else "")
     return (f"--keep-duration with --supersample {n}: {names} {'is an .amc' if len(takes) == 1 else 'are .amc'} "
-            f"take{'s' if len(takes) > 1 else ''}, and an AMC holds no frame rate (every reader plays it at 120 fps), "
+            f"take{'s' if len(takes) > 1 else ''}, and an AMC holds no frame rate (its readers assume 120 fps), "
             f"so the same duration at {n} times the rate cannot be written; leave out --keep-duration ({n} times "
             "the frames at the take's rate: slow motion), or leave the .amc takes out of this run")
 
