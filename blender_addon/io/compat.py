@@ -54,4 +54,7 @@ def new_action_channelbag(obj, name: str):
     slot = action.slots.new(id_type="OBJECT", name=obj.name)
     ad.action = action
     ad.action_slot = slot
-    return anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)  # 5.0+
+    if ensure is not None:
+        return ensure(action, slot)
+    return action.layers.new("Layer").strips.new(type="KEYFRAME").channelbag(slot, ensure=True)  # 4.5: its steps
