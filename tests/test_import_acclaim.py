@@ -144,7 +144,9 @@ def _refusals(tmp_path):
     mixed.mkdir()
     shutil.copy(AMC, mixed / "HDM_tr_kick.amc")
     shutil.copy(BVH, mixed / "HDM_tr.asf")
+    (tmp_path / "long.asf").write_bytes(ASF.read_bytes().replace(b"lthumb", b"lthumb_" + b"x" * 63))
     return [
+        (tmp_path / "long.asf", r"long\.asf: bone 'lthumb_x+'\.\.\. has a name of 70 bytes, longer than Blender's 63"),
         (junk / "HDM_tr_junk.amc", r"HDM_tr_junk\.amc, line 1: not an AMC file: 'hello' where a frame number"),
         (renamed / "walk.asf", r"walk\.asf, line 1: not an ASF file: it starts with 'HIERARCHY'"),
         (renamed / "walk.amc", r"walk\.asf, line 1: not an ASF file"),  # its skeleton: the .asf beside it

@@ -22,6 +22,7 @@ from . import keys as keys_io
 from .compat import new_action_channelbag
 
 AMC_FPS = 120.0  # backend.formats.asf.AMC_FPS: CMU's and HDM05's rate (an AMC does not say its own)
+NAME_BYTES = 63  # Blender's longest bone name
 ROTATE_MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 
 
@@ -76,6 +77,7 @@ def read_take(path, skeleton: str = "", fps: float = AMC_FPS) -> Take:
             asf = fmt.read_asf(path)
             empty = fmt.Motion(np.zeros(0, dtype=np.int64), {n: np.zeros((0, len(asf.dof_of(n))))
                                                             for n in asf.joints() if asf.dof_of(n)})
+            _check_names(asf, path)
             return Take(asf, fmt.to_clip(asf, empty, 1.0 / fps, path.stem), asf.name or path.stem, path, None)
         asf_path = Path(fmt.skeleton_for(path, bpy.path.abspath(skeleton) if skeleton else None))
         asf = fmt.read_asf(asf_path)
@@ -84,7 +86,17 @@ def read_take(path, skeleton: str = "", fps: float = AMC_FPS) -> Take:
         raise Refusal(f"{_for_the_addon(str(e))}; nothing was imported") from None
     if clip.num_frames == 0:
         raise Refusal(f"{path}: the take has no frames; nothing was imported")
+    _check_names(asf, asf_path)
     return Take(asf, clip, path.stem, asf_path, path)
+
+
+def _check_names(asf, path) -> None:
+    """Blender cuts a bone's name at 63 bytes: a longer ASF name would not be found again."""
+    long = [n for n in asf.joints() if len(n.encode("utf-8")) > NAME_BYTES]
+    if long:
+        raise Refusal(f"{path}: bone {long[0][:40]!r}... has a name of {len(long[0].encode('utf-8'))} bytes, longer "
+                      f"than Blender's {NAME_BYTES}; shorten it in the .asf and its takes' .amc files; nothing was "
+                      "imported")
 
 
 def _bones(take: Take, opts: ImportOptions):
@@ -112,15 +124,28 @@ def _bones(take: Take, opts: ImportOptions):
 
 def build(context, take: Take, opts: ImportOptions):
     """The armature (and, for a take, its action) in the active collection, selected and active."""
-    names, parents = take.clip.skeleton.names, take.clip.skeleton.parents
     heads, tails, rolls, scale = _bones(take, opts)
-    moves = {n for n in names if any(d.startswith("t") for d in take.asf.dof_of(n))}
-    turns = {n for n in names if any(d.startswith("r") for d in take.asf.dof_of(n))}
     active = context.view_layer.objects.active
+    selected = [o for o in context.view_layer.objects if o.select_get()]
     if active is not None and active.mode != "OBJECT":
         bpy.ops.object.mode_set(mode="OBJECT")
     arm = bpy.data.armatures.new(take.name)
     obj = bpy.data.objects.new(take.name, arm)
+    try:
+        _make(context, obj, take, opts, heads, tails, rolls, scale)
+    except BaseException:  # (a failure no check foresaw: no half-made armature or action is left behind)
+        _remove(obj)
+        for o in selected:
+            o.select_set(True)
+        context.view_layer.objects.active = active
+        raise
+    return obj
+
+
+def _make(context, obj, take: Take, opts: ImportOptions, heads, tails, rolls, scale) -> None:
+    names, parents, arm = take.clip.skeleton.names, take.clip.skeleton.parents, obj.data
+    moves = {n for n in names if any(d.startswith("t") for d in take.asf.dof_of(n))}
+    turns = {n for n in names if any(d.startswith("r") for d in take.asf.dof_of(n))}
     context.collection.objects.link(obj)
     for o in context.view_layer.objects:
         o.select_set(False)
@@ -140,10 +165,21 @@ def build(context, take: Take, opts: ImportOptions):
     bpy.ops.object.mode_set(mode="OBJECT")
     for pb in obj.pose.bones:
         pb.rotation_mode = opts.rotate_mode
-    frames = take.clip.num_frames
-    if frames:
+    if take.clip.num_frames:
         _animate(context, obj, take, opts, scale, moves, turns)
-    return obj
+
+
+def _remove(obj) -> None:
+    """The object, its armature and its action, gone again."""
+    if obj.mode != "OBJECT":
+        bpy.ops.object.mode_set(mode="OBJECT")
+    ad = obj.animation_data
+    action = ad.action if ad is not None else None
+    arm = obj.data
+    bpy.data.objects.remove(obj)
+    bpy.data.armatures.remove(arm)
+    if action is not None:
+        bpy.data.actions.remove(action)
 
 
 def _animate(context, obj, take: Take, opts: ImportOptions, scale: float, moves: set, turns: set) -> None:
