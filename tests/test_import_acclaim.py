@@ -95,6 +95,21 @@ def test_an_asf_alone_is_the_armature_at_rest(scene):
         for q in chain[:-1]:
             at = at + np.array(asf.bones[q].direction) * asf.bones[q].length
         assert np.allclose(np.array(obj.data.bones[n].head_local), turn @ at, atol=1e-4)
+    # the rest orientation from the ASF's axis: the bone's Z is the ASF axis most across the bone (Z before X
+    # before Y), made square to it: HDM05's femur lies along its axis frame's -Y, so its Z is the ASF's Z
+    from blender_addon.core import rig_math
+    for n in ("lfemur", "rhumerus", "lclavicle", "head", "ltibia"):
+        b = asf.bones[n]
+        c = turn @ rig_math.q_to_matrix(rig_math.euler_to_quat(np.radians(b.axis), b.axis_order))
+        rest = np.array(obj.data.bones[n].matrix_local)[:3, :3]
+        y = rest[:, 1]
+        assert np.allclose(y, turn @ b.direction, atol=1e-5)
+        w = c[:, [2, 0, 1]][:, np.argmin(np.round(np.abs(y @ c[:, [2, 0, 1]]), 6))]
+        w = w - (w @ y) * y
+        assert rest[:, 2] @ (w / np.linalg.norm(w)) > 1 - 1e-5, n
+    femur = np.array(obj.data.bones["lfemur"].matrix_local)[:3, :3]
+    c = rig_math.q_to_matrix(rig_math.euler_to_quat(np.radians(asf.bones["lfemur"].axis), "XYZ"))
+    assert np.allclose(femur[:, 2], turn @ c[:, 2], atol=1e-5) and np.allclose(femur[:, 1], -turn @ c[:, 1], atol=1e-5)
 
 
 def test_frame_rate_options(scene):

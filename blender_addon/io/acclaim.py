@@ -63,7 +63,9 @@ def read_take(path, skeleton: str = "", fps: float = AMC_FPS) -> Take:
     """Read ``path`` (an ``.amc`` take, its ``.asf`` the ``skeleton`` given or the one found beside it; or an
     ``.asf`` alone): every check, nothing written.  Raises ``Refusal`` naming the file, the line and the fix."""
     fmt = _formats()
-    path = Path(path)
+    if not str(path):
+        raise Refusal("no file picked: pick a skeleton .asf or a take's .amc")
+    path = Path(bpy.path.abspath(str(path)))
     suffix = path.suffix.lower()
     if suffix not in (".asf", ".amc"):
         raise Refusal(f"{path.name} is not an Acclaim file: pick a skeleton .asf or a take's .amc "
@@ -114,8 +116,8 @@ def _bones(take: Take, opts: ImportOptions):
                        else (asf.bones[n].axis, asf.bones[n].axis_order))
         # ``axis a b c XYZ``: the X turn first, as Blender's Euler XYZ; its columns are the ASF's local axes
         c = quat.to_matrix(rig_math.euler_to_quat(np.radians(np.asarray(axis, dtype=np.float64)), order))
-        # the bone's Z towards the ASF axis most across the bone, Z before X before Y (CMU's bones lie along
-        # their -Y, so their Z stays the ASF's Z)
+        # the bone's Z towards the ASF axis most across the bone, Z before X before Y (HDM05's femur lies
+        # along its -Y, so its Z stays the ASF's Z); the roll only names the axes, the pose is exact anyway
         cand = c[:, [2, 0, 1]].T
         across = np.round(np.abs(cand @ (v / np.linalg.norm(v))), 6)
         rolls.append(a @ cand[int(np.argmin(across))])
