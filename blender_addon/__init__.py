@@ -27,12 +27,21 @@ def _classes():
         op_reset,
         props,
     )
-    from .ui import bone_map_panel, latent_panel, mesh_panel, op_bone_map, op_check_backend, panel, settings
+    from .ui import (
+        bone_map_panel,
+        latent_panel,
+        mesh_panel,
+        op_bone_map,
+        op_check_backend,
+        op_import_acclaim,
+        panel,
+        settings,
+    )
     return (preferences.classes + bone_map.classes + settings.classes + props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes
             + op_reset.classes + op_redecode.classes + op_resample.classes + op_mesh_encode.classes
             + op_mesh_inbetween.classes + panel.classes + bone_map_panel.classes + op_bone_map.classes + latent_panel.classes
-            + mesh_panel.classes)
+            + mesh_panel.classes + op_import_acclaim.classes)
 
 
 def register() -> None:
@@ -40,7 +49,7 @@ def register() -> None:
 
     from .latent import props
     from .train import op_train
-    from .ui import keymaps, panel, settings
+    from .ui import keymaps, op_import_acclaim, panel, settings
     global _unregister_classes
     register_classes, _unregister_classes = bpy.utils.register_classes_factory(_classes() + op_train.classes)
     register_classes()
@@ -49,6 +58,7 @@ def register() -> None:
     settings.register_props()
     props.register_props()
     panel.register_menus()
+    op_import_acclaim.register_menu()
     keymaps.register_keymaps()
 
 
@@ -56,9 +66,10 @@ def unregister() -> None:
     from . import bridge
     from .latent import props
     from .train import op_train
-    from .ui import keymaps, panel, settings
+    from .ui import keymaps, op_import_acclaim, panel, settings
     op_train.shutdown()  # a running mesh training stops with the add-on
     keymaps.unregister_keymaps()
+    op_import_acclaim.unregister_menu()
     panel.unregister_menus()
     props.unregister_props()
     settings.unregister_props()

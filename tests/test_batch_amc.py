@@ -113,3 +113,25 @@ def test_encode_and_edit_of_a_take(tmp_path):
     dots = np.abs((out.rotations[:, thumb] * src.rotations[:, thumb]).sum(-1))
     assert np.degrees(2 * np.arccos(np.clip(dots, -1, 1))).max() < 1e-3
     assert not np.allclose(out.rotations, src.rotations, atol=1e-3)  # amplified
+
+
+def test_keep_duration_is_refused_for_takes_before_anything_is_written(folders, tmp_path):
+    """An AMC holds no frame rate: --supersample N --keep-duration would write N times the frames that every
+    reader plays at 120 fps.  The run stops before any file is written, naming the take and the fix; without
+    --keep-duration (or with --supersample 1) the same command is accepted."""
+    bvh = Path(__file__).resolve().parent / "fixtures" / "dataset-2_walk_normal_005.bvh"
+    out = tmp_path / "out"
+    r = run_batch("edit", folders / "takes" / AMC.name, bvh, "--supersample", 2, "--keep-duration",
+                  "--out-dir", out, "--jobs", 1, "--device", "cpu")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"--keep-duration with --supersample 2: {AMC.name} is an .amc take" in r.stderr
+    assert "an AMC holds no frame rate" in r.stderr and "leave out --keep-duration" in r.stderr
+    assert not out.exists() or not any(out.rglob("*"))  # no file of the run, not even its report
+    from blender_addon.batch import cli, inputs
+    args = cli.build_parser().parse_args(["edit", str(AMC), "--supersample", "2", "--out-dir", "o"])
+    items = inputs.plan(args.inputs, tmp_path / "o", False)
+    assert cli._keep_duration_problem(args, items) == ""
+    args = cli.build_parser().parse_args(["edit", str(AMC), "--keep-duration", "--out-dir", "o"])
+    assert cli._keep_duration_problem(args, items) == ""
+    args = cli.build_parser().parse_args(["edit", str(bvh), "--supersample", "2", "--keep-duration", "--out-dir", "o"])
+    assert cli._keep_duration_problem(args, inputs.plan(args.inputs, tmp_path / "o", False)) == ""

@@ -247,6 +247,20 @@ def _validate(ap, args) -> None:
             ap.error(f"--report {args.report}: {problem or 'is a folder; give a file name, like report.json'}")
 
 
+def _keep_duration_problem(args, items) -> str:
+    """Why ``edit --supersample N --keep-duration`` cannot write these inputs, or "": an ``.amc`` holds no frame
+    rate, so its N times the frames would be read at the rate every reader assumes (120 fps), N times slower."""
+    n = getattr(args, "supersample", 1)
+    takes = [it.source.name for it in items if it.file_type == "amc" and not it.problem]
+    if args.command != "edit" or not getattr(args, "keep_duration", False) or n <= 1 or not takes:
+        return ""
+    names = ", ".join(takes[:3]) + (f" and {len(takes) - 3} more" if len(takes) > 3 else "")
+    return (f"--keep-duration with --supersample {n}: {names} {'is an .amc' if len(takes) == 1 else 'are .amc'} "
+            f"take{'s' if len(takes) > 1 else ''}, and an AMC holds no frame rate (its readers assume 120 fps), "
+            f"so the same duration at {n} times the rate cannot be written; leave out --keep-duration ({n} times "
+            "the frames at the take's rate: slow motion), or leave the .amc takes out of this run")
+
+
 def _output_name(command: str):
     if command == "encode":  # a .bvh's latent spline goes beside it; a .blend keeps it on its armatures
         return lambda rel: rel.with_name(rel.name + ".controls.json") if rel.suffix.lower() in (".bvh", ".amc") else rel
@@ -265,6 +279,9 @@ def main(argv=None) -> int:
                             file_types=("blend",) if args.command.startswith("mesh-") else None)
     except inputs.UsageError as e:
         ap.error(str(e))
+    problem = _keep_duration_problem(args, items)
+    if problem:
+        ap.error(problem)  # (before any file is written)
     options = _options(args)
     digest = safe_io.options_digest(args.command, options)
     settings = {"command": args.command, "mode": BACKENDS[args.backend], "checkpoint": options["checkpoint"],

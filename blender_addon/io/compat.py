@@ -43,3 +43,18 @@ def slot_channelbag(action, slot_identifier: str):
     if slot is None:
         return None
     return anim_utils.action_get_channelbag_for_slot(action, slot)
+
+
+def new_action_channelbag(obj, name: str):
+    """A new action named ``name`` assigned to ``obj`` (animation data made when missing), with a slot for it,
+    and that slot's channelbag (the same steps in 4.5 and 5.x)."""
+    import bpy
+    ad = obj.animation_data or obj.animation_data_create()
+    action = bpy.data.actions.new(name)
+    slot = action.slots.new(id_type="OBJECT", name=obj.name)
+    ad.action = action
+    ad.action_slot = slot
+    ensure = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)  # 5.0+
+    if ensure is not None:
+        return ensure(action, slot)
+    return action.layers.new("Layer").strips.new(type="KEYFRAME").channelbag(slot, ensure=True)  # 4.5: its steps

@@ -430,3 +430,19 @@ def insert_selected(fc, frames) -> None:
     for a in ("handle_left", "handle_right"):
         new[a][idx] = old[a]
         kp.foreach_set(a, new[a].ravel())
+
+
+def key_sampled(bag, channels: list, frames: np.ndarray, values: np.ndarray) -> list:
+    """New curves in ``bag``, one per ``(data_path, index, group)`` of ``channels``, each keyed on every one of
+    ``frames`` with its column of ``values [F, C]``, LINEAR as a file importer keys a take (Import BVH): one
+    ``foreach_set`` per curve and attribute.  -> the curves."""
+    frames = np.asarray(frames, dtype=np.float32)
+    linear = np.full(len(frames), enum_value("interpolation", "LINEAR"), dtype=np.int32)
+    found = Curves(bag)
+    out = []
+    for c, (path, index, group) in enumerate(channels):
+        fc = found.ensure(path, index, group)
+        co = np.stack([frames, np.asarray(values[:, c], dtype=np.float32)], -1)
+        write(fc, {"co": co, "interpolation": linear})
+        out.append(fc)
+    return out
