@@ -1,11 +1,13 @@
 """Inbetween refuses what it cannot do, says why, and leaves the scene exactly as it was."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import pytest
 
+import slow_service
 from addon_helpers import (
     assert_same_keys,
     bpy,
@@ -99,7 +101,16 @@ def test_rig_that_does_not_match_lists_the_missing_bones(arm):
                  r"\(map them in the Bone Map panel")
 
 
-def test_backend_process_killed_mid_call(arm, monkeypatch, tmp_path):
+@pytest.fixture
+def interpreter_pref():
+    """The Python interpreter preference put back as it was after the test."""
+    was = prefs().interpreter
+    yield
+    prefs().interpreter = was
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell wrapper (tests/slow_service.py)")
+def test_backend_process_killed_mid_call(arm, monkeypatch, tmp_path, interpreter_pref):
     """The backend dies while it works: a clear error, nothing written, and the next call
     starts a fresh process and succeeds."""
     import tempfile
@@ -107,7 +118,9 @@ def test_backend_process_killed_mid_call(arm, monkeypatch, tmp_path):
     bridge.shutdown()
     select_keys(arm, KEYS)
     prefs().backend_mode = "SUBPROCESS"
-    monkeypatch.setenv("SPLINETWEEN_SERVICE_DELAY", "5")
+    # the add-on's own interpreter, as the backend whose requests take 5 s (tests/slow_service.py)
+    slow, delay = slow_service.interpreter(tmp_path, 5, bridge.default_interpreter())
+    prefs().interpreter = slow
     killed, done = [], threading.Event()
 
     def kill_when_busy():
@@ -127,7 +140,7 @@ def test_backend_process_killed_mid_call(arm, monkeypatch, tmp_path):
         done.set()
         t.join()
     assert killed
-    monkeypatch.delenv("SPLINETWEEN_SERVICE_DELAY")
+    delay.write_text("0")  # the same interpreter, fast now
     bridge.shutdown()
     assert OP() == {"FINISHED"}  # a new process, warm for the next call
     assert bridge.backend_process().proc.pid != killed[0]

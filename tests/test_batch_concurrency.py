@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import slow_batch
 from addon_helpers import ROOT
 from batch_helpers import EXAMPLES, by_name, copy_inputs, run_batch, sha256, shared_blends, temp_leftovers
 
@@ -21,9 +22,10 @@ LOCK = ".splinetween-lock"
 
 
 def start(*args, delay: float = 0.0) -> subprocess.Popen:
-    env = dict(os.environ, OMP_NUM_THREADS="1", SPLINETWEEN_BATCH_TEST_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, "-m", "blender_addon.batch", *map(str, args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """A batch run; with ``delay`` each of its files takes at least that long (tests/slow_batch.py)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = slow_batch.command(delay, *args) if delay else [sys.executable, "-m", "blender_addon.batch", *map(str, args)]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_lock(proc: subprocess.Popen, folder: Path, timeout: float = 120.0) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import slow_batch
 from addon_helpers import ROOT
 from batch_helpers import by_name, copy_inputs, load_report, run_batch, shared_blends, temp_leftovers
 
@@ -24,9 +24,10 @@ def blends():
 
 
 def start(*args, delay: float) -> subprocess.Popen:
-    env = dict(os.environ, OMP_NUM_THREADS="1", SPLINETWEEN_BATCH_TEST_DELAY=str(delay))
-    return subprocess.Popen([sys.executable, "-m", "blender_addon.batch", *map(str, args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """A batch run whose files each take at least ``delay`` seconds (tests/slow_batch.py)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.Popen(slow_batch.command(delay, *args), cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(proc: subprocess.Popen, cond, timeout: float = 120.0):

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import slow_service
 from addon_helpers import ROOT, TEST_CLIP
 from backend import service
 from blender_addon import bridge
@@ -97,15 +98,17 @@ def test_in_process_and_backend_process_give_the_same_result(key_poses, backend_
     np.testing.assert_array_equal(sub[0][KEYS], key_poses[1])  # keys come back exactly
 
 
-def test_timeout_stops_the_process_and_the_next_call_restarts_it(key_poses, backend_settings, monkeypatch):
-    monkeypatch.setenv("SPLINETWEEN_SERVICE_DELAY", "30")
-    fast = bridge.BackendSettings(mode="SUBPROCESS", interpreter=sys.executable, timeout=1.0)
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell wrapper (tests/slow_service.py)")
+def test_timeout_stops_the_process_and_the_next_call_restarts_it(key_poses, backend_settings, tmp_path):
+    slow, delay = slow_service.interpreter(tmp_path, 30)  # a backend whose requests take 30 s
+    fast = bridge.BackendSettings(mode="SUBPROCESS", interpreter=slow, timeout=1.0)
     with pytest.raises(bridge.BridgeError, match="did not answer within 1 s; it was stopped"):
         bridge.inbetween(fast, *key_poses[:1], KEYS, *key_poses[1:])
     first = bridge.backend_process()
     assert first is not None and not first.alive()
-    monkeypatch.delenv("SPLINETWEEN_SERVICE_DELAY")
-    rot, _ = bridge.inbetween(backend_settings, *key_poses[:1], KEYS, *key_poses[1:])
+    delay.write_text("0")  # the same interpreter, fast now
+    rot, _ = bridge.inbetween(dataclasses.replace(backend_settings, interpreter=slow), *key_poses[:1], KEYS,
+                              *key_poses[1:])
     assert rot.shape == (KEYS[-1] + 1, 22, 4)
     assert bridge.backend_process() is not first and bridge.backend_process().alive()
 

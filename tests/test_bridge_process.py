@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import slow_service
 from addon_helpers import TEST_CLIP
 from blender_addon import bridge
 
@@ -53,27 +54,28 @@ def gone(pid: int) -> bool:
     return False
 
 
-def test_the_handshake_has_its_own_allowance(key_poses, monkeypatch):
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell wrapper (tests/slow_service.py)")
+def test_the_handshake_has_its_own_allowance(tmp_path, key_poses):
     """A request timeout shorter than the backend's start: the start is not cut short (the hello has
     its own allowance), the slow request is, and the next call starts a fresh process that answers."""
-    monkeypatch.setenv("SPLINETWEEN_SERVICE_DELAY", "30")
+    slow, delay = slow_service.interpreter(tmp_path, 30)
     with pytest.raises(bridge.BridgeError, match="did not answer within 0.01 s; it was stopped"):
-        call(sys.executable, key_poses, timeout=0.01)
+        call(slow, key_poses, timeout=0.01)
     first = bridge.backend_process()
     assert first is not None and first.hello.get("protocol") == bridge._service().PROTOCOL  # it had started
     assert not first.alive()
-    monkeypatch.delenv("SPLINETWEEN_SERVICE_DELAY")
-    rot, _ = call(sys.executable, key_poses)
+    delay.write_text("0")  # the same interpreter, fast now
+    rot, _ = call(slow, key_poses)
     assert rot.shape == (KEYS[-1] + 1, 22, 4)
     assert bridge.backend_process() is not first and bridge.backend_process().alive()
 
 
 @pytest.mark.skipif(os.name == "nt", reason="a POSIX shell wrapper")
-def test_a_wrapper_scripts_child_is_stopped_with_it(tmp_path, key_poses, monkeypatch):
+def test_a_wrapper_scripts_child_is_stopped_with_it(tmp_path, key_poses):
     """The interpreter is a shell script that runs Python as its child (not exec): on a timeout the
     whole group stops, and the call returns although the child would have slept for ten minutes."""
-    monkeypatch.setenv("SPLINETWEEN_SERVICE_DELAY", "600")
-    wrapper = script(tmp_path, "python-wrapper", f'"{sys.executable}" "$@"\necho "wrapper ends"')
+    delay = slow_service.delay_file(tmp_path, 600)  # (its child: a backend whose requests sleep)
+    wrapper = script(tmp_path, "python-wrapper", f'{slow_service.command(delay)}\necho "wrapper ends"')
     done, errors = threading.Event(), []
 
     def run():

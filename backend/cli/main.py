@@ -185,8 +185,8 @@ def _parse_pcs(items: list[str], available: int) -> list[float]:
     amounts = [0.0] * available
     for item in items:
         try:
-            i, v = item.split("=")
-            i, v = int(i), float(v)
+            index, value = item.split("=")
+            i, v = int(index), float(value)
         except ValueError:
             raise ValueError(f"--pc {item!r}: expected I=S, for example --pc 1=2.0") from None
         if not math.isfinite(v):
@@ -243,10 +243,13 @@ def cmd_info(args) -> int:
     from ..motion.engine import DEFAULT_CHECKPOINT
     from ..runtime.checkpoint import load
     ck = load(args.checkpoint or DEFAULT_CHECKPOINT)
-    info = ck.info
+    skeleton, layout, info = ck.skeleton, ck.layout, ck.info
+    if skeleton is None or layout is None:
+        raise ValueError(f"{ck.path}: a mesh-sequence checkpoint; info describes motion checkpoints (skeleton, "
+                         "features): read its JSON for the rest")
     if args.json:
         print(json.dumps({"path": str(ck.path), "model": ck.config.to_json(), "window": ck.window,
-                          "joints": list(ck.skeleton.names), "features": ck.layout.to_json(), "info": info},
+                          "joints": list(skeleton.names), "features": layout.to_json(), "info": info},
                          indent=1))
         return 0
     c = ck.config
@@ -254,9 +257,9 @@ def cmd_info(args) -> int:
     print(f"model       {c.family} transformer: d={c.latent} c={c.width} n={c.depth_text()} h={c.heads} "
           f"controls={c.controls if c.family == 'spline' else 1} ({info.get('parameters', '?')} parameters)")
     print(f"task        {info.get('task', 'autoencoder')}, window {ck.window} frames")
-    print(f"skeleton    {ck.skeleton.num_joints} joints: {', '.join(ck.skeleton.names)}")
-    print(f"features    {len(ck.layout.position_joints)} position joints, {len(ck.layout.rotation_joints)} "
-          f"rotation joints (6D), {ck.layout.dim} values per frame")
+    print(f"skeleton    {skeleton.num_joints} joints: {', '.join(skeleton.names)}")
+    print(f"features    {len(layout.position_joints)} position joints, {len(layout.rotation_joints)} "
+          f"rotation joints (6D), {layout.dim} values per frame")
     print(f"data        {info.get('data', '?')} [{info.get('split', '?')}]")
     print(f"training    {info.get('steps', '?')} steps, {info.get('wall_time_s', '?')} s wall")
     for k, v in sorted(info.get("metrics", {}).items()):

@@ -121,8 +121,10 @@ def _dofs(tok, path, line, what, allowed) -> tuple[str, ...]:
 def parse_asf(text: str, path="<string>") -> Asf:
     """Parse ASF text (``:units``, ``:root``, ``:bonedata``, ``:hierarchy``; ``:skin`` and comments skipped)."""
     lines = text.removeprefix("\ufeff").splitlines()
-    section, units, root, bones, children = None, {}, {}, {}, {}
-    name, bone, seen_keyword, in_hierarchy, last_key = "", None, False, False, None
+    section, units, root, bones = None, {}, {}, {}
+    children: dict[str, list[str]] = {}
+    bone: dict | None = None  # the bone being read: key -> (tokens, line); "line", "limits"
+    name, seen_keyword, in_hierarchy, last_key = "", False, False, None
     for i, raw in enumerate(lines, 1):
         tok = raw.split("#", 1)[0].split()
         if not tok:
@@ -205,7 +207,8 @@ def _in_degrees(asf: Asf) -> Asf:
         return tuple((float(deg(lo)), float(deg(hi))) if d in _ROTATIONS else (lo, hi)
                      for d, (lo, hi) in zip(b.dof, b.limits, strict=False))
     bones = {n: replace(b, axis=tuple(float(v) for v in deg(b.axis)), limits=limits(b)) for n, b in asf.bones.items()}
-    return replace(asf, bones=bones, root_orientation=tuple(float(v) for v in deg(asf.root_orientation)))
+    o = deg(asf.root_orientation)
+    return replace(asf, bones=bones, root_orientation=(float(o[0]), float(o[1]), float(o[2])))
 
 
 def _units(units, path) -> dict:
@@ -226,7 +229,7 @@ def _units(units, path) -> dict:
 
 
 def _root(root, path) -> dict:
-    out = {}
+    out: dict = {}
     if "order" in root:
         tok, line = root["order"]
         order = _dofs(tok, path, line, "the root's order", _TRANSLATIONS + _ROTATIONS)
@@ -254,7 +257,7 @@ def _bone(b, path) -> Bone:
         tok, at = b["axis"]
         axis = _floats(tok[:3], path, at, f"bone {name!r}'s axis", 3)
         order = _order(tok[3] if len(tok) > 3 else "XYZ", path, at, f"bone {name!r}'s axis")
-    dof = ()
+    dof: tuple[str, ...] = ()
     if "dof" in b:
         dof = _dofs(b["dof"][0], path, b["dof"][1], f"bone {name!r}'s dof", _ROTATIONS + _TRANSLATIONS)
     limits = []
@@ -353,7 +356,8 @@ def parse_amc(text: str, asf: Asf, path="<string>") -> Motion:
     """Parse AMC text for the skeleton ``asf`` (``:FULLY-SPECIFIED``: every joint with dofs in every frame)."""
     lines = text.removeprefix("\ufeff").splitlines()
     widths = {n: len(asf.dof_of(n)) for n in asf.joints() if asf.dof_of(n)}
-    degrees, frames, rows, order, current, started = not asf.radians, [], {n: [] for n in widths}, [], None, False
+    rows: dict[str, list] = {n: [] for n in widths}  # joint -> its values, frame by frame
+    degrees, frames, order, current, started = not asf.radians, [], [], None, False
     for i, raw in enumerate(lines, 1):
         s = raw.split("#", 1)[0].strip()
         if not s:
@@ -510,8 +514,8 @@ def amc_values(clip: Clip, asf: Asf) -> dict:
         extra = [n for n in clip.skeleton.names if n not in joints]
         missing = [n for n in joints if n not in clip.skeleton.names]
         raise AMCError(asf.path, "the motion is not on this ASF's skeleton ("
-                       + "; ".join(filter(None, [missing and "missing: " + ", ".join(missing),
-                                                  extra and "not in the ASF: " + ", ".join(extra)]))
+                       + "; ".join(filter(None, ["missing: " + ", ".join(missing) if missing else None,
+                                                  "not in the ASF: " + ", ".join(extra) if extra else None]))
                        + (")" if missing or extra else "its joints in another order)"))
     ref = _reference(clip)
     out = {}

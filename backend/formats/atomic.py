@@ -10,15 +10,17 @@ import errno
 import json
 import os
 import socket
+import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-try:  # POSIX: flock; Windows: msvcrt.locking.  Either lock goes with the process: a killed run leaves none
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+# POSIX: flock; Windows: msvcrt.locking.  Either lock goes with the process: a killed run leaves none
+# (``sys.platform`` tests, which the type checker reads: it checks the branch of the platform it runs on)
+if sys.platform == "win32":  # pragma: no cover - Windows
     import msvcrt
+else:
+    import fcntl
 
 LOCK_TAG = ".splinetween-lock"
 _WIN_LOCK_BYTE = 1 << 30  # Windows locks are mandatory: lock a byte past the owner's text, which stays readable
@@ -152,7 +154,7 @@ class Claim:
     def release(self) -> None:
         if self.fd < 0:
             return
-        if fcntl is not None:  # removed while still locked: a run that opened it meanwhile sees a stale name
+        if sys.platform != "win32":  # removed while still locked: a run that opened it meanwhile sees a stale name
             with contextlib.suppress(OSError):
                 self.path.unlink()
             os.close(self.fd)
@@ -170,19 +172,19 @@ class Claim:
 
 
 def _try_lock(fd: int) -> bool:
-    if fcntl is not None:
+    if sys.platform == "win32":  # pragma: no cover - Windows
+        os.lseek(fd, _WIN_LOCK_BYTE, os.SEEK_SET)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
             return False
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
         return True
-    os.lseek(fd, _WIN_LOCK_BYTE, os.SEEK_SET)  # pragma: no cover - Windows
     try:
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-    except OSError:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
         return False
-    finally:
-        os.lseek(fd, 0, os.SEEK_SET)
     return True
 
 

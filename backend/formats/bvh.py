@@ -254,6 +254,8 @@ def clip_to_channels(clip: Clip, reference: np.ndarray | None = None) -> np.ndar
         for c in ch:
             if c.endswith("position"):
                 cols.append(clip.positions[:, k, "XYZ".index(c[0])])
+            elif euler is None:  # (never: a channel that is not a position is a rotation, in rot_cols)
+                raise BVHError(clip.name, f"{skel.names[k]}: channel {c!r} is neither a position nor a rotation")
             else:
                 cols.append(euler[:, r])
                 r += 1

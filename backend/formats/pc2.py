@@ -59,7 +59,7 @@ def _write_atomic(path: Path, *payload) -> Path:
         with replacing(path) as tmp:
             with open(tmp, "wb") as f:
                 for piece in payload:
-                    f.write(memoryview(piece).cast("B") if isinstance(piece, np.ndarray) else piece)
+                    f.write(piece.data.cast("B") if isinstance(piece, np.ndarray) else piece)
             size = sum(piece.nbytes if isinstance(piece, np.ndarray) else len(piece) for piece in payload)
             if os.path.getsize(tmp) != size:  # a full disk that did not say so: never publish half a cache
                 raise OSError(f"only {os.path.getsize(tmp):,} of {size:,} bytes reached the disk")

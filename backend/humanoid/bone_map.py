@@ -115,6 +115,8 @@ def part_and_side(joint: str) -> tuple[str, str | None]:
     if joint == "joint_Root":
         return "Root", None
     m = _PART.match(joint)
+    if m is None:  # (a name with a line break: the pattern matches any other)
+        raise BoneMapError(f"{joint!r} is not a joint name (it holds a line break)")
     return m.group(1), m.group(2)
 
 
@@ -155,7 +157,7 @@ def _fits(bone: str, above: str | None, parents: dict) -> bool:
 
 
 def _preset_map(preset: dict, joint_names, joint_parents, parents: dict) -> dict[str, str | None]:
-    lookup = {}
+    lookup: dict[str, str] = {}
     for b in parents:  # exact names first, then the same name without a namespace
         lookup.setdefault(strip_namespace(b), b)
     for b in parents:
@@ -261,7 +263,8 @@ def detect(joint_names, joint_parents, bones: dict, posed: dict | None = None) -
     ``bones``: ``{name: (parent name or None, head xyz, tail xyz)}`` in armature space; ``posed``: ``{name:
     heads [F, 3]}`` on frames of the motion, where the structure reads left and right when names do not."""
     parents = {b: v[0] for b, v in bones.items()}
-    best_name, best = "Custom", {j: None for j in joint_names}
+    best_name = "Custom"
+    best: dict[str, str | None] = {j: None for j in joint_names}
     best_n = 0
     found = {}
     for name, preset in PRESETS.items():
@@ -319,7 +322,7 @@ def problems(joint_names, joint_parents, bone_parents: dict, bones: dict) -> tup
 PANEL_HINT = "map them in the Bone Map panel of the Splinetween tab, or import a bone map preset"
 
 
-def check(joint_names, joint_parents, bone_parents: dict, bones: dict, hint: str = PANEL_HINT) -> list[str]:
+def check(joint_names, joint_parents, bone_parents: dict, bones: dict, hint: str = PANEL_HINT) -> list[str | None]:
     """The bone for each joint (None where unmapped), or a BoneMapError naming what is missing and how to map it."""
     missing, absent, misplaced = problems(joint_names, joint_parents, bone_parents, bones)
     parts = []

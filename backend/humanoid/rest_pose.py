@@ -216,10 +216,6 @@ def choose(names, parents, offsets, heads, mapped, position_joints=()) -> tuple[
     standing = standing_reference(names, parents, offsets)
     if standing is not None:
         refs["a standing T-pose"] = standing
-    best = None
-    for name, ref in refs.items():
-        d, neutral, dev = difference(ref, parents, offsets, heads, mapped, position_joints,
-                                     {j for j, n in enumerate(names) if n in FLAT})
-        if best is None or dev.max() < best[3].max():
-            best = (name, d, neutral, dev)
-    return best
+    tried = [(name, *difference(ref, parents, offsets, heads, mapped, position_joints,
+                                {j for j, n in enumerate(names) if n in FLAT})) for name, ref in refs.items()]
+    return min(tried, key=lambda t: t[3].max())  # (the first of the least deviations)

@@ -434,9 +434,12 @@ def build(names, parents, model_offsets, joint_bones: list, rig: dict, position_
     direct = identity and all(b >= 0 for b in joint_bone) and all(len(ch) == 1 for ch in chains) and \
         all((bone_parent[joint_bone[j]] == (joint_bone[parents[j]] if parents[j] >= 0 else bone_parent[joint_bone[j]]))
             for j in range(j_count))
-    rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]], 0.0) \
-        if direct else None
-    scale = axes.cm_per_unit(rig_off, model_offsets) if direct else leg_scale(names, heads, joint_bone, model_offsets)
+    if direct:
+        rig_off = heads[joint_bone] - np.where((bone_parent[joint_bone] >= 0)[:, None], heads[bone_parent[joint_bone]],
+                                               0.0)
+        scale = axes.cm_per_unit(rig_off, model_offsets)
+    else:
+        scale = leg_scale(names, heads, joint_bone, model_offsets)
     if identity:
         neutral = np.tile(_ID, (j_count, 1))
     rt = Retarget(joint_bone, above, between, chains, needed, bone_parent, rest, heads, loc_frame, scale,

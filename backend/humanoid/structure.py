@@ -134,7 +134,7 @@ def _leg(tree: _Tree, chain: list, pelvis, words_of) -> dict:
     moving = [i for i in range(len(chain)) if tree.length[chain[i]] > 1e-9 * max(s[-1], 1e-12)]
     foot = _named(chain, "Foot", words_of)
     if foot is None:  # where the leg turns most (the shin goes down, the foot forward), past its middle
-        turn = {}
+        turn: dict[int, float] = {}
         for i in moving:
             nxt = [j for j in moving if j > i]
             prev = [j for j in moving if j < i]
@@ -143,7 +143,7 @@ def _leg(tree: _Tree, chain: list, pelvis, words_of) -> dict:
             a = tree.head[chain[i]] - tree.head[chain[prev[-1]]]
             b = tree.head[chain[nxt[0]]] - tree.head[chain[i]]
             turn[i] = float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
-        foot = min(turn, key=turn.get) if turn else len(chain) - 1
+        foot = min(turn, key=lambda i: turn[i]) if turn else len(chain) - 1
     hip, knee = _named(chain, "UpperLeg", words_of), _named(chain, "LowerLeg", words_of)
     if hip is None or knee is None or not hip < knee < foot:
         hip, knee = _two_segments(s, [i for i in moving if i < foot], foot)
@@ -259,8 +259,9 @@ def find(joint_names, bones: dict, posed: dict | None = None) -> tuple[dict, dic
     by_name = [_chain_side(tree, k, side_of) for k in legs], [_chain_side(tree, k, side_of) for k in arms]
     leg_sides = by_name[0] if sorted(map(str, by_name[0])) == ["L", "R"] else None
     arm_sides = by_name[1] if sorted(map(str, by_name[1])) == ["L", "R"] else None
-    geo = leg_sides is None or arm_sides is None
-    if geo:
+    geo = False
+    if leg_sides is None or arm_sides is None:
+        geo = True
         at = posed if posed else {b: h[None] for b, h in tree.head.items()}
         by_geometry = _side_by_geometry(at, pelvis, chest, leg_maps, arm_maps)
         leg_sides, arm_sides = leg_sides or by_geometry[0], arm_sides or by_geometry[1]

@@ -30,9 +30,11 @@ SAME_RATE = 1e-4  # relative: a BVH's "0.0333333" is the model's 30 fps, not a r
 
 def model_frame_time(info: dict | None) -> float:
     """A checkpoint's frame time (its ``info["frame_time"]`` when training wrote one, else 30 fps)."""
-    ft = (info or {}).get("frame_time")
+    raw = (info or {}).get("frame_time")
+    if raw is None:
+        return MODEL_FRAME_TIME
     try:
-        ft = float(ft)
+        ft = float(raw)
     except (TypeError, ValueError, OverflowError):
         return MODEL_FRAME_TIME
     return ft if math.isfinite(ft) and ft > 0 else MODEL_FRAME_TIME
@@ -78,7 +80,7 @@ def model_keys(keys, frame_time: float, model_ft: float = MODEL_FRAME_TIME, max_
     if same_rate(frame_time, model_ft):
         return [k - keys[0] for k in keys]
     r = frame_time / model_ft
-    out = []
+    out: list[int] = []
     for k in keys:
         m = int(round((k - keys[0]) * r))
         if out:

@@ -80,13 +80,13 @@ class MeshEngine(EngineBase):
         frames = check_sequence(frames, self.num_vertices, name or "mesh sequence", self.min_frames)
         coeffs = np.asarray(project(frames, self.basis), dtype=np.float32)
         segs = segment_bounds(len(frames), self.window)
-        points = [None] * len(segs)
+        points: dict[int, np.ndarray] = {}  # segment -> its control points
         for _, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             x = np.stack([coeffs[a:b + 1] for _, _, a, b in group])
             cp = self.model.encode(self.norm(x))
             for k, (i, _, _, _) in enumerate(group):
                 points[i] = cp[k]
-        return MeshControls(np.stack(points), segs, name)
+        return MeshControls(np.stack([points[i] for i in range(len(segs))]), segs, name)
 
     def decode(self, controls: MeshControls, scale: float = 1.0, timing: float = 0.0,
                points: np.ndarray | None = None, amplify: float = 1.0, segment: int | None = None) -> np.ndarray:
@@ -111,7 +111,7 @@ class MeshEngine(EngineBase):
         ``[S, K, d]`` of segments of ``lengths`` source frames, ``m_i = (n_i - 1) * scale + 1`` frames.
         Segments of one source length and one output length are batched; the ALiBi distances are in
         the segment's own source frames (two lengths may shrink to one output length)."""
-        parts = [None] * len(lengths)
+        parts: dict[int, np.ndarray] = {}  # segment -> its frames
         alike: dict = {}  # (source frames, output frames) -> segment indices
         for i, n in enumerate(lengths):
             alike.setdefault((n, int(round((n - 1) * scale)) + 1), []).append(i)
@@ -120,7 +120,7 @@ class MeshEngine(EngineBase):
             flat = self._vertices(feat.reshape(len(idx), m, -1))
             for k, i in enumerate(idx):
                 parts[i] = flat[k].reshape(m, -1, 3)
-        return parts
+        return [parts[i] for i in range(len(lengths))]
 
     def reconstruct(self, frames: np.ndarray) -> np.ndarray:
         return self.decode(self.encode(frames))
@@ -142,13 +142,13 @@ class MeshEngine(EngineBase):
         key_frames = arr[keys].copy()
         key_coeffs = project(key_frames, self.basis)
         pos_of = {k: i for i, k in enumerate(keys)}
-        points = [None] * len(segs)
+        points: dict[int, np.ndarray] = {}  # segment -> its control points
         for _m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
             cp = self.model.encode_keys(self.norm(keyed), mask)
             for k, (i, _, _, _) in enumerate(group):
                 points[i] = cp[k]
-        controls = MeshControls(np.stack(points), segs, name, list(keys), key_frames)
+        controls = MeshControls(np.stack([points[i] for i in range(len(segs))]), segs, name, list(keys), key_frames)
         decoded = self._decode_keyed(controls, controls.points, 1, 0.0)
         out = arr.astype(np.float32)  # frames before the first key and after the last: as they went in
         out[keys[0]:keys[-1] + 1] = decoded[keys[0]:]
@@ -175,22 +175,26 @@ class MeshEngine(EngineBase):
         the keys beyond it; the transformer adds its residual segment by segment.
         """
         self.require("inbetween")
+        key_frames = controls.key_frames
+        if controls.keys is None or key_frames is None:
+            raise EngineError(f"{controls.name or 'mesh sequence'}: these controls are not in-between controls "
+                              "(no keys)")
         keys = list(controls.keys)
         last = controls.num_frames - 1
-        key_coeffs = project(controls.key_frames, self.basis)
+        key_coeffs = project(key_frames, self.basis)
         pos_of = {k: i for i, k in enumerate(keys)}
         interp = interpolation_base(self.ckpt.config.base)
         mask_all, keyed_all = self._keyed_inputs([(0, last)], keys, key_coeffs, pos_of, s)
         base_all = self.norm(interp(keyed_all, mask_all))[0]
         key_v = np.zeros((1, last * s + 1, self._mean.shape[0]), dtype=np.float32)
-        key_v[0, [k * s for k in keys]] = controls.key_frames.reshape(len(keys), -1)
+        key_v[0, [k * s for k in keys]] = key_frames.reshape(len(keys), -1)
         base_v = interp(key_v, mask_all)[0]  # the same spline through the key vertices
         corr_all = None
         if self.ckpt.config.linear_path:
             corr_all = amplify * self.model.regression(self.norm(keyed_all), base_all[None], mask_all,
                                                        np.arange(last * s + 1, dtype=np.float32) / s)[0]
         out = np.empty((last * s + 1, self.num_vertices, 3), np.float32)
-        out[:keys[0] * s] = controls.key_frames[0]  # before the first key no segment decodes: its pose held
+        out[:keys[0] * s] = key_frames[0]  # before the first key no segment decodes: its pose held
         chosen = range(len(controls.segments)) if segment is None else [segment]
         for m, group in group_by_length([(i, i, a * s, b * s) for i, (a, b) in enumerate(controls.segments)
                                     if i in chosen]).items():
@@ -208,7 +212,7 @@ class MeshEngine(EngineBase):
                                      base_v=np.stack([base_v[r] for r in rows]))
             for g, r in enumerate(rows):
                 out[r] = flat[g].reshape(m, -1, 3)
-        out[[k * s for k in keys]] = controls.key_frames  # keys bit for bit as given
+        out[[k * s for k in keys]] = key_frames  # keys bit for bit as given
         if segment is not None:
             a, b = controls.segments[segment]
             return out[a * s:b * s + 1]

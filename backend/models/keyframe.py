@@ -101,8 +101,8 @@ class KeyframeSplineTransformer(nn.Module):
         self.mlp_dec = mlp(c, c, cfg.output_dim)
         # The residual starts at zero: an untrained model returns its interpolation base, and
         # training can only move it where that helps (a random residual would have to be unlearnt).
-        nn.init.zeros_(self.mlp_dec[-1].weight)
-        nn.init.zeros_(self.mlp_dec[-1].bias)
+        nn.init.zeros_(self.mlp_dec.last.weight)
+        nn.init.zeros_(self.mlp_dec.last.bias)
         self.key_regression = KeyRegression(cfg.input_dim) if cfg.linear_path else None
         if self.key_regression is not None:
             self.key_regression.requires_grad_(False)  # fitted in closed form, not by gradient steps

@@ -5,15 +5,13 @@ baselines; ``keyframe_model``: the in-betweener) never import each other's facto
 """
 from __future__ import annotations
 
-from torch import nn
-
 from .keyframe import KeyframeSplineTransformer
 from .spline_transformer import ModelConfig, SplineTransformer
 
-MODELS = {"spline": SplineTransformer, "alibi": SplineTransformer, "alibi_cat": SplineTransformer,
+MODELS: dict[str, type[SplineTransformer] | type[KeyframeSplineTransformer]] = {"spline": SplineTransformer, "alibi": SplineTransformer, "alibi_cat": SplineTransformer,
           "keyframe": KeyframeSplineTransformer}
 
 
-def build_model(cfg: ModelConfig) -> nn.Module:
+def build_model(cfg: ModelConfig) -> SplineTransformer | KeyframeSplineTransformer:
     """The module for a config: the autoencoder family or the keyframe in-betweener."""
     return MODELS[cfg.family](cfg)

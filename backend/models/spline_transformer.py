@@ -72,7 +72,7 @@ def linear(layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tenso
     if not _fast(x):
         y = layer(x)
         return F.gelu(y) if gelu else y
-    if _USE_ONEDNN:
+    if _USE_ONEDNN and _ONEDNN_LINEAR is not None:  # (not None: _USE_ONEDNN says so)
         return _ONEDNN_LINEAR(x, _packed(layer.weight), layer.bias, "gelu" if gelu else "none", [], "none" if gelu else "")
     c = x.shape[-1]
     rows = x.reshape(-1, c)
@@ -118,6 +118,14 @@ class MLP(nn.Sequential):
             first, last = self._modules["0"], self._modules["2"]
             return linear(last, linear(first, x, gelu=True))
         return super().forward(x)
+
+    @property
+    def last(self) -> nn.Linear:
+        """The output layer (``nn.Sequential``'s indexing answers an ``nn.Module``)."""
+        layer = self._modules["2"]
+        if not isinstance(layer, nn.Linear):
+            raise TypeError(f"an MLP ends in a Linear layer, not {type(layer).__name__}")
+        return layer
 
 
 def attention(qkv: torch.Tensor, bias: torch.Tensor, heads: int, dropout: float) -> torch.Tensor:
@@ -194,6 +202,8 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
+    slopes: torch.Tensor  # (a buffer: registered below)
+
     def __init__(self, width, heads, layers, ffn_factor, dropout):
         super().__init__()
         self.blocks = nn.ModuleList(Block(width, heads, ffn_factor, dropout) for _ in range(layers))
@@ -288,7 +298,7 @@ class SplineTransformer(nn.Module):
         self.dec = Transformer(c, cfg.heads, cfg.decoder_depth, cfg.ffn_factor, cfg.dropout)
         self.mlp_dec = mlp(c, c, cfg.output_dim)
         if cfg.linear_path:
-            for layer in (self.to_latent, self.mlp_dec[-1]):
+            for layer in (self.to_latent, self.mlp_dec.last):
                 nn.init.zeros_(layer.weight)
                 nn.init.zeros_(layer.bias)
 
@@ -333,6 +343,8 @@ class SplineTransformer(nn.Module):
         drive the ALiBi distances, so super-sampling at 4N keeps the attention pattern.
         """
         if times is None:
+            if num_frames is None:
+                raise ValueError("decode needs num_frames or times")
             times = torch.as_tensor(splines.uniform_times(num_frames), dtype=controls.dtype)
         if positions is None:
             span = (num_frames or times.shape[-1]) - 1
@@ -376,10 +388,10 @@ class SplineTransformer(nn.Module):
         order = [i for idx in groups for i in idx]  # (the rows' order: group by group)
         if order == sorted(order):  # (each group's segments side by side: already in the request's order)
             return out
-        got = [None] * len(times)
+        got: dict[int, torch.Tensor] = {}
         for i, r in zip(order, out.split([len(times[i]) for i in order]), strict=True):
             got[i] = r
-        return torch.cat(got)
+        return torch.cat([got[i] for i in range(len(times))])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x), x.shape[1])

@@ -5,6 +5,8 @@ frames; decoded values at a shared frame are averaged, so seams stay continuous.
 """
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from ..maths import timebase
@@ -13,11 +15,11 @@ from ..runtime.checkpoint import DEFAULT_DIR
 from ..runtime.engine_base import EngineBase, EngineError
 from . import units
 from .controls import Controls, group_by_length, segment_bounds
-from .features_np import poses_from_features, sequence_origin, to_features
+from .features_np import FeatureLayout, poses_from_features, sequence_origin, to_features
 from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
 from .inbetween.guard import MAX_HIDDEN_GAP
 from .mirror import Mirror
-from .skeleton import Clip
+from .skeleton import Clip, Skeleton
 
 DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
 DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"
@@ -29,7 +31,11 @@ class Engine(EngineBase):
 
     def __init__(self, checkpoint=None, device: str = "auto", runtime: str = "torch"):
         super().__init__(checkpoint, DEFAULT_CHECKPOINT, device, runtime)
-        self.layout, self.skeleton = self.ckpt.layout, self.ckpt.skeleton
+        layout, skeleton = self.ckpt.layout, self.ckpt.skeleton
+        if layout is None or skeleton is None:  # (a mesh checkpoint, refused by the base)
+            raise EngineError(self.WRONG_KIND.format(name=self.path.name))
+        self.layout: FeatureLayout = layout
+        self.skeleton: Skeleton = skeleton
         self.frame_time = timebase.model_frame_time(self.ckpt.info)  # clips at other rates are resampled to it
         # In-betweening: blend the model with the curves by how well it predicts hidden keys
         # (backend.motion.inbetween.guard); the weights of recent key sets are kept for slider re-decodes.
@@ -76,6 +82,8 @@ class Engine(EngineBase):
     def guard_for(self, controls: "Controls", skeleton):
         """The guard's alpha for in-betweened ``controls``: what the fill used, recomputed
         from the stored key poses when this engine has not seen them (e.g. after a reload)."""
+        if controls.keys is None:
+            raise EngineError(f"{controls.name}: the guard is for in-betweened controls; these have no keys")
         key = self.guard_key(controls.keys, controls.key_rotations, controls.key_positions)
         if key not in self.guard_cache:
             self.guard_cache[key] = guard_weight(self, keys_clip(controls, skeleton), list(controls.keys))
@@ -94,22 +102,27 @@ class Engine(EngineBase):
             return inbetween(self, [clips], [key_frames])[0]
         return inbetween(self, list(clips), list(key_frames))
 
+    @overload
+    def encode(self, clips: Clip) -> Controls: ...
+    @overload
+    def encode(self, clips: list[Clip]) -> list[Controls]: ...
+
     def encode(self, clips: Clip | list[Clip]) -> Controls | list[Controls]:
         self.require("autoencoder")
         single = isinstance(clips, Clip)
-        clips = [clips] if single else list(clips)
-        for c in clips:
+        given = [clips] if isinstance(clips, Clip) else list(clips)
+        for c in given:
             self.check_clip(c)
-        clips = [units.in_centimetres(c, self.skeleton.offsets)[0] for c in clips]  # controls: the model's cm
+        clips_cm = [units.in_centimetres(c, self.skeleton.offsets)[0] for c in given]  # controls: the model's cm
         jobs = []  # (clip index, segment index, start, end)
-        segs = [segment_bounds(c.num_frames, self.ckpt.window) for c in clips]
+        segs = [segment_bounds(c.num_frames, self.ckpt.window) for c in clips_cm]
         for ci, s in enumerate(segs):
             jobs += [(ci, si, a, b) for si, (a, b) in enumerate(s)]
         points = {}
         origins = {}
         for _n, group in group_by_length(jobs).items():
-            rot = np.stack([clips[ci].rotations[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
-            pos = np.stack([clips[ci].positions[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
+            rot = np.stack([clips_cm[ci].rotations[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
+            pos = np.stack([clips_cm[ci].positions[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
             origin = sequence_origin(pos, self.layout)
             cp = self.model.encode(self.norm(to_features(rot, pos, self.layout, origin)))
             for k, (ci, si, _, _) in enumerate(group):
@@ -117,7 +130,7 @@ class Engine(EngineBase):
                 origins[ci, si] = origin[k]
         out = [Controls(np.stack([points[ci, si] for si in range(len(s))]),
                         np.stack([origins[ci, si] for si in range(len(s))]), s,
-                        clips[ci].positions[0].copy(), clips[ci].frame_time, clips[ci].name)
+                        clips_cm[ci].positions[0].copy(), clips_cm[ci].frame_time, clips_cm[ci].name)
                for ci, s in enumerate(segs)]
         return out[0] if single else out
 
@@ -181,7 +194,7 @@ class Engine(EngineBase):
     def describe(self) -> dict:
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
-                "joints": list(self.skeleton.names), "features": c.layout.to_json(), "info": c.info,
+                "joints": list(self.skeleton.names), "features": self.layout.to_json(), "info": c.info,
                 "device": str(self.device)}
 
 

@@ -147,12 +147,12 @@ def fit(names, parents, offsets: np.ndarray, rot_sample: np.ndarray) -> Mirror |
             miss = 0.0
             for c in children[j]:  # A_j o_c = M o_s(c)
                 target = m @ offsets[partner[c]]
-                miss += np.linalg.norm(a @ offsets[c] - target) / max(np.linalg.norm(target), 1e-6)
+                miss += float(np.linalg.norm(a @ offsets[c] - target)) / max(float(np.linalg.norm(target)), 1e-6)
             if miss > 1e-2 * max(1, len(children[j])):
                 continue
             # mirrored local rotations of j (from its partner's) should look like j's own
             mirrored = a_parent.T @ m @ mats[:, s] @ m @ a
-            score = np.linalg.norm(mirrored.mean(0) - mats[:, j].mean(0))
+            score = float(np.linalg.norm(mirrored.mean(0) - mats[:, j].mean(0)))
             if score < best_score:
                 best, best_score = a, score
         if best is None:

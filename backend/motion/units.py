@@ -12,6 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from .skeleton import Clip, Skeleton
+
 INCH = 2.54  # centimetres
 # A length ratio this close to an inch (relative) is read as a file in inches, not as a smaller body in
 # centimetres: a child in centimetres is at most ~1.7 x shorter than the data set's adults.
@@ -34,22 +36,23 @@ def cm_per_unit(offsets: np.ndarray, model_offsets: np.ndarray) -> float:
     return float(10.0 ** np.round(np.log10(ratio)))
 
 
-def scaled_skeleton(skeleton, factor: float):
+def scaled_skeleton(skeleton: Skeleton, factor: float) -> Skeleton:
     """``skeleton`` with its offsets and end sites times ``factor`` (itself when 1)."""
     if factor == 1.0:
         return skeleton
-    ends = tuple(None if e is None else tuple(float(v) * factor for v in e) for e in skeleton.end_sites)
+    ends = tuple(None if e is None else (float(e[0]) * factor, float(e[1]) * factor, float(e[2]) * factor)
+                 for e in skeleton.end_sites)
     return replace(skeleton, offsets=np.asarray(skeleton.offsets, dtype=np.float64) * factor, end_sites=ends)
 
 
-def scaled(clip, factor: float):
+def scaled(clip: Clip, factor: float) -> Clip:
     """``clip`` with every length (offsets, end sites, positions) times ``factor``; the clip itself when 1."""
     if factor == 1.0:
         return clip
     return replace(clip, skeleton=scaled_skeleton(clip.skeleton, factor), positions=clip.positions * factor)
 
 
-def in_centimetres(clip, model_offsets) -> tuple[object, float]:
+def in_centimetres(clip: Clip, model_offsets: np.ndarray) -> tuple[Clip, float]:
     """(``clip`` in the model's centimetres, centimetres per unit of the file)."""
     s = cm_per_unit(clip.skeleton.offsets, model_offsets)
     return scaled(clip, s), s

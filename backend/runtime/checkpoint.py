@@ -78,8 +78,10 @@ class Checkpoint:
         n = self.normalizer
         if isinstance(n, ArrayNormalizer):
             return n
-        return ArrayNormalizer(*(None if x is None else np.array(x.detach().cpu(), dtype=np.float32)
-                                 for x in (n.mean, n.std, n.rotation)))
+
+        def as_array(x) -> np.ndarray:
+            return np.array(x.detach().cpu(), dtype=np.float32)
+        return ArrayNormalizer(as_array(n.mean), as_array(n.std), None if n.rotation is None else as_array(n.rotation))
 
     def build_model(self):
         """The torch module with the weights (torch is imported here, not by reading a checkpoint)."""
@@ -106,13 +108,16 @@ def paths_for(path) -> tuple[Path, Path]:
 def save(path, ckpt: Checkpoint, model=None) -> Path:
     from safetensors.torch import save_file
     jpath, wpath = paths_for(path)
+    norm = ckpt.normalizer
+    if isinstance(norm, ArrayNormalizer):
+        raise CheckpointError(jpath, "a checkpoint read with arrays=True (numpy) cannot be saved; load it with torch")
     jpath.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in (model.state_dict() if model else ckpt.state).items()}
     tensors = {f"model.{k}": v for k, v in state.items()}
-    tensors["stats.mean"] = ckpt.normalizer.mean.cpu().contiguous()
-    tensors["stats.std"] = ckpt.normalizer.std.cpu().contiguous()
-    if ckpt.normalizer.rotation is not None:
-        tensors["stats.rotation"] = ckpt.normalizer.rotation.cpu().contiguous()
+    tensors["stats.mean"] = norm.mean.cpu().contiguous()
+    tensors["stats.std"] = norm.std.cpu().contiguous()
+    if norm.rotation is not None:
+        tensors["stats.rotation"] = norm.rotation.cpu().contiguous()
     extra = {k: v.detach().cpu().contiguous() for k, v in ckpt.extra.items()}
     shared = ckpt.asset.get("basis") if ckpt.is_mesh else None
     if shared:  # an asset's models share one basis file next to them (it is most of a mesh model's size)
@@ -131,6 +136,8 @@ def save(path, ckpt: Checkpoint, model=None) -> Path:
     }
     if ckpt.is_mesh:
         doc["asset"] = ckpt.asset
+    elif ckpt.skeleton is None or ckpt.layout is None:  # (before the first write: nothing is written yet)
+        raise CheckpointError(jpath, "a motion checkpoint needs its skeleton and feature layout to be saved")
     else:
         doc["skeleton"], doc["features"] = ckpt.skeleton.to_json(), ckpt.layout.to_json()
     with replacing(wpath) as tmp_w:  # weights first: the JSON that names them appears last
@@ -230,9 +237,11 @@ def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
         config = ModelConfig.from_json(doc["model"])
         asset = dict(doc.get("asset") or {})
         mesh = asset.get("kind") == "mesh"
-        skeleton = None if mesh else Skeleton.from_json(doc["skeleton"])
-        layout = None if mesh else FeatureLayout.from_json(doc["features"])
+        skeleton: Skeleton | None = None
+        layout: FeatureLayout | None = None
         if not mesh:
+            skeleton = Skeleton.from_json(doc["skeleton"])
+            layout = FeatureLayout.from_json(doc["features"])
             checks.check_skeleton(jpath, skeleton, layout, CheckpointError)
             checks.check_mirror(jpath, (doc.get("info") or {}).get("mirror"), skeleton.num_joints, CheckpointError)
     except CheckpointError:
@@ -240,15 +249,17 @@ def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:  # (OverflowError:
         # an integer beyond 64 bits where an index belongs)
         raise CheckpointError(jpath, f"the config is incomplete or invalid ({type(e).__name__}: {e})") from None
+    make: type[ArrayNormalizer] | type[Normalizer]
     if arrays:
         make = ArrayNormalizer
     else:
-        from ..motion.features import Normalizer as make
+        from ..motion import features
+        make = features.Normalizer
     try:
         normalizer = make(tensors.pop("stats.mean"), tensors.pop("stats.std"), tensors.pop("stats.rotation", None))
     except KeyError:
         raise CheckpointError(wpath, "normalisation statistics (stats.mean / stats.std) are missing") from None
-    dim = config.input_dim if mesh else layout.dim
+    dim = config.input_dim if layout is None else layout.dim  # (None: a mesh asset)
     if normalizer.rotation is not None and tuple(normalizer.rotation.shape) != (dim, dim):
         raise CheckpointError(wpath, f"stats.rotation has shape {tuple(normalizer.rotation.shape)}; the features "
                               f"need ({dim}, {dim})")
@@ -262,8 +273,8 @@ def load(path, map_location="cpu", arrays: bool = False) -> Checkpoint:
     extra = {k[6:]: v for k, v in tensors.items() if k.startswith("extra.")}
     if mesh and asset.get("basis"):
         bpath = found.basis  # a name next to the checkpoint, never a path elsewhere
-        if not bpath.exists():
-            raise CheckpointError(bpath, "the asset's shared vertex basis is missing (it ships next to the "
+        if bpath is None or not bpath.exists():  # (None: never, ``checks.check_doc`` refuses a basis not a name)
+            raise CheckpointError(bpath or jpath, "the asset's shared vertex basis is missing (it ships next to the "
                                          "checkpoint; copy it along)")
         _check_safetensors(bpath)
         extra.update(_read_tensors(bpath, "vertex basis", arrays, map_location))

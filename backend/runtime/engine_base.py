@@ -9,9 +9,16 @@ so both run one inference path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import checkpoint as ckpt_io
 from .onnx_runner import RUNTIMES
+
+if TYPE_CHECKING:  # (annotations only: the ONNX path imports no torch)
+    import torch
+
+    from .onnx_runner import OnnxModel
+    from .torch_runner import TorchModel
 
 
 class EngineError(ValueError):
@@ -42,6 +49,8 @@ class EngineBase:
             raise EngineError(f"unknown runtime {runtime!r} (one of {', '.join(RUNTIMES)})")
         self.path = Path(checkpoint) if checkpoint else default
         self.runtime = runtime
+        self.model: OnnxModel | TorchModel
+        self.device: str | torch.device
         self.ckpt = ckpt_io.load(self.path, arrays=runtime == "onnx")
         if self.ckpt.is_mesh != self.MESH:
             raise EngineError(self.WRONG_KIND.format(name=self.path.name))
@@ -57,9 +66,9 @@ class EngineBase:
                 raise EngineError(str(e)) from None
         else:
             from .torch_runner import TorchModel
-            self.device = pick_device(device)
-            module = self.ckpt.build_model().to(self.device).eval().requires_grad_(False)
-            self.model = TorchModel(module, self.ckpt.normalizer, self.device)
+            self.device = chosen = pick_device(device)
+            module = self.ckpt.build_model().to(chosen).eval().requires_grad_(False)
+            self.model = TorchModel(module, self.ckpt.normalizer, chosen)
         self.norm = self.ckpt.array_normalizer()
         self.window = self.ckpt.window
         self.min_frames = int(self.ckpt.info.get("config", {}).get("min_window", 2))

@@ -135,7 +135,7 @@ def _safetensors_index(path: Path) -> dict[bytes, tuple[int, int]]:
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n])
-    out = {}
+    out: dict[bytes, tuple[int, int]] = {}
     for name, spec in header.items():
         if name == "__metadata__" or spec.get("dtype") != "F32":
             continue

@@ -20,10 +20,12 @@ def kind_of(doc) -> tuple[str, str] | None:
         return None
     asset = "mesh" if (doc.get("asset") or {}).get("kind") == "mesh" else \
         "motion" if isinstance(doc.get("skeleton"), dict) else None
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = doc.get("info")
+    if not isinstance(info, dict):
+        info = {}
     family = doc["model"].get("family", doc["model"].get("kind"))  # ("kind" in checkpoints made before the rename)
     task = info.get("task") or ("inbetween" if family == "keyframe" else None)
-    if asset is None or (asset, task) not in KINDS:
+    if asset is None or task is None or (asset, task) not in KINDS:
         return None
     return asset, task
 

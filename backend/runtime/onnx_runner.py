@@ -188,14 +188,14 @@ class OnnxModel:
         gets the numbers it gets alone."""
         if not len(plans):
             return np.zeros((0, self.cfg.output_dim), dtype=np.float32)
-        got = [None] * len(plans)
+        got: dict[int, np.ndarray] = {}
         for idx in alike_groups(plans):
             n, m, timing = plans[idx[0]]
             times, pos = sample_times(int(m), int(n), float(timing))
             out = self.decode(np.asarray(points)[idx], times, pos)
             for k, i in enumerate(idx):
                 got[i] = out[k]
-        return np.concatenate(got)
+        return np.concatenate([got[i] for i in range(len(plans))])
 
     def decode(self, controls: np.ndarray, times, positions) -> np.ndarray:
         """Control points [B, K, d] sampled at ``times`` [N] in [0, 1], ALiBi at ``positions`` [N] -> features

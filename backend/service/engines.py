@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (annotations only: each kind's engine is imported when first asked for)
+    from ..mesh.engine import MeshEngine
+    from ..motion.engine import Engine
 
 _engines: dict = {}
 DEFAULT_THREADS = 1
@@ -52,14 +57,17 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
     """The engine for a checkpoint (None or "" -> the shipped one for ``task``; ``mesh``: a mesh
     engine; ``runtime``: "torch" or "onnx", ``backend.runtime.onnx_runner``), loaded once per (kind, file, device,
     runtime) and again when the file is replaced."""
+    factory: type[MeshEngine] | type[Engine]
     if mesh:
         from ..mesh.engine import DEFAULT_MESH as autoencoder
         from ..mesh.engine import DEFAULT_MESH_INBETWEEN as inbetween
-        from ..mesh.engine import MeshEngine as factory
+        from ..mesh.engine import MeshEngine
+        factory = MeshEngine
     else:
         from ..motion.engine import DEFAULT_CHECKPOINT as autoencoder
         from ..motion.engine import DEFAULT_INBETWEEN as inbetween
-        from ..motion.engine import Engine as factory
+        from ..motion.engine import Engine
+        factory = Engine
     path = os.path.abspath(checkpoint) if checkpoint else str(inbetween if task == "inbetween" else autoencoder)
     try:
         stamp = os.stat(path).st_mtime_ns

@@ -34,9 +34,6 @@ def load(header: dict, arrays: dict) -> tuple[dict, dict]:
 
 
 def inbetween(header: dict, arrays: dict) -> tuple[dict, dict]:
-    delay = float(os.environ.get("SPLINETWEEN_SERVICE_DELAY", "0") or 0)  # tests: a slow backend
-    if delay:
-        time.sleep(delay)
     engine = get_engine(header.get("checkpoint"), _device(header), runtime=_runtime(header))
     t0 = time.perf_counter()
     with motion.contacts_as(engine, header):

@@ -48,7 +48,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
             raise ValueError(f"mesh_decode: {len(keys)} keys but {len(key_frames)} key frames")
     pca = engine.principal()
     # an in-betweened range's segments as the engine cut them: each is decoded seeing all the keys
-    whole = segments_on_keys([int(k) for k in keys], engine.window) if keys is not None else None
+    whole = segments_on_keys([int(k) for k in keys], engine.window) if keys is not None else []
     parts = []
     for i, (a, b) in enumerate(segs):
         a, b = int(a), int(b)

@@ -103,7 +103,7 @@ def encode_clip(engine, offsets, rotations, positions, frame_time=1.0 / 30.0, de
         reply["model_segments"] = model_segs
     out = {"points": c.points, "origins": c.origins, "template": c.template}
     if decode:
-        neutral = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
+        neutral: dict = {"segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
                    "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None,
                    "model_segments": reply.get("model_segments")}
         out["rotations"], out["positions"] = decode_parts(engine, neutral, out)
@@ -182,8 +182,9 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
             # (backend.maths.timebase: piecewise linear between the keys, exact at them)
             am, bm = (int(a), int(b)) if model_segs is None else (int(model_segs[i][0]), int(model_segs[i][1]))
             mkeys = keys if model_segs is None else header["model_keys"]
+            sub_keys = [int(mkeys[k]) - am for k in inside]
             sub = Controls(pts[None], origins[i:i + 1], [(0, bm - am)], template, 1.0 / 30.0,
-                           keys=[int(mkeys[k]) - am for k in inside],
+                           keys=sub_keys,
                            key_rotations=np.asarray(arrays["key_rotations"], np.float64)[inside],
                            key_positions=np.asarray(arrays["key_positions"], np.float64)[inside])
             guarded, engine.guard = engine.guard, bool(header.get("guard", True)) and engine.guard
@@ -193,7 +194,7 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
                 engine.guard = guarded
             r, p = out.rotations, out.positions
             if model_segs is not None:
-                times = timebase.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub.keys],
+                times = timebase.model_times([(int(keys[k]) - int(a)) * s for k in inside], [x * s for x in sub_keys],
                                       np.arange(m))
                 r, p = timebase.sample(quat_np.fix_hemisphere(r), p, times)
         if len(r) != m:

@@ -119,9 +119,6 @@ def main() -> int:
             def progress(frames: int, _id=job["id"]) -> None:
                 channel.send("progress", id=_id, frames=int(frames))
 
-            delay = float(os.environ.get("SPLINETWEEN_BATCH_TEST_DELAY", "0") or 0)  # tests: a slow file
-            if delay:
-                time.sleep(delay)
             try:
                 result = jobs.run(job, state, progress)
             except BaseException as e:  # never leave the coordinator waiting without an answer

@@ -112,7 +112,7 @@ def carried(now: dict, base: dict | None, lo: int, hi: int, keyed: np.ndarray, v
     on_layer = inside & (len(keyed) > 0) & (np.abs(nx - np.round(nx)) < eps)
     if len(keyed):
         on_layer &= keyed[at] == np.round(nx)
-    expect = np.float32(vals)[at] if len(keyed) else np.zeros(len(nx), np.float32)
+    expect = np.asarray(vals, dtype=np.float32)[at] if len(keyed) else np.zeros(len(nx), np.float32)
     edited = on_layer & (now["co"][:, 1] != expect)
     user = inside & ~on_layer  # the user's keys as they are: kept, changed, inserted or moved
     if base is not None and len(base["co"]):

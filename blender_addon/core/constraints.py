@@ -80,7 +80,8 @@ class Driven:
 
 
 def _chain(owner: str, count: int, parents: dict) -> list[str]:
-    out, bone = [], owner
+    out: list[str] = []
+    bone: str | None = owner
     while bone and (count <= 0 or len(out) < count):
         out.append(bone)
         bone = parents.get(bone)

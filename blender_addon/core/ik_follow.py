@@ -24,13 +24,17 @@ def chain_pose(rest: np.ndarray, basis: np.ndarray, location: np.ndarray) -> np.
     R(B_j)``."""
     rest, basis, location = (np.asarray(a, dtype=np.float64) for a in (rest, basis, location))
     f, n = basis.shape[:2]
-    pose = None
-    for j in range(n):
-        own = np.tile(np.eye(4), (f, 1, 1))
-        own[:, :3, :3] = q_to_matrix(basis[:, j])
-        own[:, :3, 3] = location[:, j]
-        own = rest[j] @ own
-        pose = own if pose is None else pose @ (np.linalg.inv(rest[j - 1]) @ own)
+    if n == 0:
+        raise ValueError("a chain has at least one bone (basis [F, n, 4] with n = 0)")
+
+    def own(j: int) -> np.ndarray:
+        m = np.tile(np.eye(4), (f, 1, 1))
+        m[:, :3, :3] = q_to_matrix(basis[:, j])
+        m[:, :3, 3] = location[:, j]
+        return rest[j] @ m
+    pose = own(0)
+    for j in range(1, n):
+        pose = pose @ (np.linalg.inv(rest[j - 1]) @ own(j))
     return pose
 
 

@@ -275,7 +275,8 @@ def pack_curves(curves: list[tuple[str, int, dict | None]]) -> dict:
 
 def unpack_curves(packed: dict, dtypes: dict) -> dict[tuple[str, int], dict | None]:
     """The inverse of :func:`pack_curves`; ``dtypes`` maps each attribute to (dtype, width)."""
-    out, offset = {}, 0
+    out: dict[tuple[str, int], dict | None] = {}
+    offset = 0
     paths, index, count = list(packed["paths"]), np.asarray(packed["index"]), np.asarray(packed["count"])
     arrays = {a: np.asarray(packed["v_" + a]) for a in packed["attrs"]}
     for p, i, n in zip(paths, index, count, strict=True):

@@ -42,7 +42,7 @@ def reach(bounds, segments, seams: bool, ramp=armature_ramp, protected=()) -> np
     """Frames whose joined decode may change when ``segments`` change: the segments themselves and,
     with ``seams``, the frames over which each neighbour eases into the seam it shares with them;
     never ``protected`` frames (an in-betweened range's keys)."""
-    frames = set()
+    frames: set[int] = set()
     count = len(bounds)
     for s in segments:
         a, b = bounds[s]
@@ -195,9 +195,11 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
             keep &= (x < a - eps) | (x > b + eps)
         if keep.any():
             parts.append(base if keep.all() else {k: v[keep] for k, v in base.items()})
-        sub = inside & ~keep & (np.abs(x - np.round(x)) >= eps) if offsets is not None else None
-        if sub is not None and sub.any():  # the original's sub-frame keys under the layer: moved with it
-            parts.append(moved_keys({k: v[sub] for k, v in base.items()}, np.asarray(frames, np.float64), offsets))
+        if offsets is not None:  # the original's sub-frame keys under the layer: moved with it
+            sub = inside & ~keep & (np.abs(x - np.round(x)) >= eps)
+            if sub.any():
+                parts.append(moved_keys({k: v[sub] for k, v in base.items()}, np.asarray(frames, np.float64),
+                                        offsets))
     if len(frames):
         rows = key_rows.new_rows(np.asarray(frames, np.float64), values, enums)
         if attrs is not None:
@@ -208,8 +210,8 @@ def layered_curve(current: dict | None, base: dict | None, lo: int, hi: int, fra
             at = np.minimum(np.searchsorted(bx, frames - eps), len(bx) - 1)
             hit = np.abs(bx[at] - frames) < eps
             if hit.any():
-                for a in INHERITED:
-                    rows[a][hit] = base[a][at[hit]]
+                for attr in INHERITED:
+                    rows[attr][hit] = base[attr][at[hit]]
         parts.append(rows)
     if not parts:
         return None

@@ -16,7 +16,7 @@ def every_k(start: int, end: int, k: int) -> list[int]:
 
 def parse_frames(text: str) -> list[int]:
     """'1, 5, 12-20/4, 30' -> [1, 5, 12, 16, 20, 30] (sorted, unique); ValueError naming a bad item."""
-    frames = set()
+    frames: set[int] = set()
     for item in [t for t in re.split(r"[,\s;]+", text.strip()) if t]:
         m = re.fullmatch(r"(-?\d+)(?:-(-?\d+)(?:/(\d+))?)?", item)
         if not m:

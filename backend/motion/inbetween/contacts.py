@@ -304,7 +304,7 @@ def chain_fk(lrot, lpos, parents, joints):
 def _fk_levels(parents: tuple, joints: tuple):
     """``chain_fk``'s joints by depth, once per skeleton and joint set: the roots; per depth below them, its
     joints, their parents and their slice of all of them; all of them and their parents (index arrays)."""
-    depth = {}
+    depth: dict[int, int] = {}
     for j in joints:
         chain = []
         while j >= 0 and j not in depth:
@@ -314,7 +314,7 @@ def _fk_levels(parents: tuple, joints: tuple):
         for c in reversed(chain):
             d += 1
             depth[c] = d
-    by_depth = {}
+    by_depth: dict[int, list[int]] = {}
     for j, d in depth.items():
         by_depth.setdefault(d, []).append(j)
     roots, levels, start = np.array(sorted(by_depth.get(0, [])), dtype=np.intp), [], 0

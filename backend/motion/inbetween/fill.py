@@ -93,7 +93,10 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
     not symmetric, i.e. has no ``mirror``), the mirrored fill of the mirrored keys, mirrored back
     (rotations, positions; None for the others).  One batch: the mirrored items run with the others."""
     m = engine.mirror if getattr(engine, "symmetric", False) else None
-    chosen = [i for i in range(len(items)) if m is not None and (which is None or which[i])]
+    backs: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(items)
+    if m is None:  # no mirrored fills
+        return fill(engine, list(items), with_base), backs
+    chosen = [i for i in range(len(items)) if which is None or which[i]]
     mirrored = []
     for i in chosen:
         clip, keys = items[i]
@@ -101,7 +104,6 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
         rot[keys], pos[keys] = m.apply(clip.rotations[keys], clip.positions[keys])
         mirrored.append((Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name), keys))
     fills = fill(engine, list(items) + mirrored, with_base)
-    backs = [None] * len(items)
     for i, other in zip(chosen, fills[len(items):], strict=True):
         mr, mp = m.apply(other[0], other[1])
         backs[i] = (np.where((mr * fills[i][0]).sum(-1, keepdims=True) < 0, -mr, mr), mp)
@@ -143,7 +145,8 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
             pair = own[:2], back, mirror_mean(own, back)[:2]
         if curves is None:
             curves = fcurves.fill(clip.skeleton, clip.rotations, clip.positions, keys)
-        return agreement_alphas(*pair, curves, keys, rj, pj)
+        own_poses, back_poses, mean_poses = pair
+        return agreement_alphas(own_poses, back_poses, mean_poses, curves, keys, rj, pj)
     passes = guard_passes(engine, keys)
     if fills is None:
         fills = fill(engine, [(clip, p) for p in passes], with_base=False)
@@ -207,7 +210,8 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     """
     ck = engine.ckpt
     mft = getattr(engine, "frame_time", timebase.MODEL_FRAME_TIME)
-    checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
+    checked, spans, mirror = [], [], []
+    items: list[tuple[Clip, list[int]]] = []  # spans: each clip's items (its fill, then its hidden-key passes)
     for clip, keys in zip(clips, keys_list, strict=True):
         try:
             keys = checked_keys(keys, clip.num_frames, clip.frame_time, ck.window - 1, mft)
