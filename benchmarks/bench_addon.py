@@ -69,8 +69,9 @@ def bench_args(argv, doc: str):
 
 def main(argv=None) -> int:
     args = bench_args(argv, __doc__)
-    import numpy as np
     import bpy
+    import numpy as np
+
     from addon_helpers import channelbag, copy_armature, prefs
     from blender_addon import bridge, preferences
     from blender_addon.core import rig_math
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
     def bake_blender():  # every curve has keys on the same frames: one bulk write of them all
         obj = bpy.context.view_layer.objects.active
         fcs = list(channelbag(obj).fcurves)
-        gaps = list(zip(keys, keys[1:]))
+        gaps = list(zip(keys, keys[1:], strict=False))
         inner = np.concatenate([np.arange(a + 1, c) for a, c in gaps])
         values = np.array([[fc.evaluate(f) for f in inner.tolist()] for fc in fcs])
         keys_io.replace_in_gaps(fcs, [keys_io.read(fc) for fc in fcs], gaps, inner, values)

@@ -62,6 +62,7 @@ EVERY = 15
 def make_shots(folder: Path, files: int, rigs: int) -> int:
     """``files`` .blend files with ``rigs`` blocked armatures each; -> frames to fill per file."""
     import bpy
+
     from addon_helpers import import_bvh, thin_keys
     clips = sorted((ROOT / "examples" / "bvh").glob("*.bvh"))
     bpy.ops.wm.read_factory_settings(use_empty=True)

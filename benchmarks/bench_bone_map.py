@@ -28,6 +28,7 @@ from bench_addon import bench_args, inbetween_scene, median_ms  # noqa: E402
 def mixamo_copy(bpy, src, copy_armature):
     """Mixamo names, an unmapped "Ground" root, a twist bone per arm, arms resting 45 degrees down."""
     from mathutils import Matrix
+
     from test_rig_inbetween import MIXAMO
     arm = copy_armature(src, "mixamo")
     bpy.context.view_layer.objects.active = arm
@@ -60,8 +61,9 @@ def nameless_copy(bpy, src, copy_armature):
 
 def main(argv=None) -> int:
     args = bench_args(argv, __doc__)
-    import numpy as np
     import bpy
+    import numpy as np
+
     from addon_helpers import channelbag, copy_armature, prefs
     from blender_addon import bridge, preferences
     from blender_addon.inbetween import fill

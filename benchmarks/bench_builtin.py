@@ -59,8 +59,9 @@ def measure(rounds: int, block: int) -> dict:
     import torch
     torch.set_num_threads(1)
     import bpy
-    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs, thin_keys
     from bench_latent import clip_300
+
+    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs, thin_keys
     from blender_addon.latent import core as latent
     from blender_addon.latent import kinds
     fresh_scene_with_addon()

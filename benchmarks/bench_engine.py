@@ -18,7 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 from backend.formats.bvh import read_bvh, write_bvh  # noqa: E402
 from backend.motion.engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine  # noqa: E402
 from backend.motion.keyframes import every_k, interpolate, key_mask  # noqa: E402
-from backend.motion.skeleton import Clip  # noqa: E402
 
 CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"
 

@@ -30,10 +30,11 @@ def main(argv=None) -> None:
     tree = (args.tree or HERE.parent).resolve()
     sys.path.insert(0, str(HERE))
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = "1"
-    import numpy as np
     import bench_writes
+    import numpy as np
     bench_writes.use_tree(tree)  # (importing bench_writes put this checkout first: the tree's add-on goes before it)
     import bpy
+
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.io import keys as keys_io
     from blender_addon.io import scene as scene_io

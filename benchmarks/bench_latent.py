@@ -43,8 +43,9 @@ TARGET = {"slider": 16.0, "slider_floor": 1.5, "encode": 100.0}
 def clip_300(root: Path, folder: Path, backwards: bool = False) -> Path:
     """300 frames: the 273-frame walk followed by the start of the walk-turn (same skeleton); or the
     same 300 frames played backwards."""
-    import numpy as np
     from dataclasses import replace
+
+    import numpy as np
 
     from backend.formats.bvh import read_bvh, write_bvh
     a, b = (read_bvh(root / "examples" / "bvh" / n) for n in CLIPS)
@@ -86,6 +87,7 @@ def median_rows(samples: list[dict]) -> dict:
 def floor(obj, repeats: int) -> float:
     """Seconds (median) for a bare rewrite of every key of every F-curve of the armature."""
     import numpy as np
+
     from blender_addon.io import scene as scene_io
     bag = scene_io.channelbag(obj)
     data = []
@@ -106,6 +108,7 @@ def floor(obj, repeats: int) -> float:
 def measure(args) -> dict:
     """Every case of this benchmark with the add-on of ``args.tree``: ``{case: {part: ms}}``."""
     import bpy
+
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
     from blender_addon.io import latent as latent_io
@@ -137,7 +140,7 @@ def measure(args) -> dict:
     src = sources["walk"]
     results["Floor: bare foreach_set of every key of every F-curve (132 curves x 300 keys)"] = {
         "total": 1e3 * floor(src, args.repeats)}
-    for warm in range(2):  # model load, first-call allocations
+    for _warm in range(2):  # model load, first-call allocations
         bpy.data.objects.remove(encoded(src, 300))
     samples = []
     for _ in range(args.repeats):

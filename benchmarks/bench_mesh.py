@@ -86,8 +86,8 @@ def main(argv=None) -> int:
     rows["  of which the model (encode, decode)"] = med(model)
     # Baseline in the same run: the linear part alone (PCA projection and reconstruction with the
     # checkpoint's basis) plus the same PC2 write -- what the transformer adds on top of it.
-    from backend.mesh.sequences import project, reconstruct
     from backend.mesh.engine import MeshEngine
+    from backend.mesh.sequences import project, reconstruct
     basis = MeshEngine(ckpt, "cpu").basis
     lin = []
     for _ in range(args.repeats):

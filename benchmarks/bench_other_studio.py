@@ -40,6 +40,7 @@ def heads(bpy, obj, bones, frames):
 def trim(obj, last: int) -> None:
     """Delete every key after frame ``last``."""
     import numpy as np
+
     from addon_helpers import channelbag
     for fc in channelbag(obj).fcurves:
         kp = fc.keyframe_points
@@ -62,9 +63,10 @@ def measure(bpy, path: Path, seconds: float, frames: int, first: int) -> tuple[f
     """(Inbetween's error, Bézier's error, keys) in cm per 1.75 m for one clip and key spacing, from scene
     frame ``first`` (``first_frame``) to ``frames``."""
     import numpy as np
+
     from addon_helpers import import_bvh, thin_keys
-    from blender_addon import bridge, preferences
     from backend.motion.keyframes_np import every_k
+    from blender_addon import bridge, preferences
     from blender_addon.io import bone_map as bone_map_io
     obj = import_bvh(path)
     try:
@@ -118,6 +120,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numpy as np
+
     from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
     bpy = bpy()
     every = sorted(p for p in Path(args.data).glob("*.bvh") if p.name.startswith(("05_", "09_")))
@@ -158,7 +161,7 @@ def main(argv=None) -> int:
         worse = sum(r[0] > r[1] for r in rs)
         by = []
         for subject in ("05_", "09_"):
-            mine = [r for p, r in zip(clips, rs) if p.name.startswith(subject)]
+            mine = [r for p, r in zip(clips, rs, strict=True) if p.name.startswith(subject)]
             by.append(f"{np.mean([r[0] for r in mine]) / np.mean([r[1] for r in mine]):.2f} ×" if mine else "—")
         print(f"| {s:.3g} s | {m:.2f} | {b:.2f} | {m / b:.2f} × | {worse} of {len(rs)} | {by[0]} | {by[1]} |")
     return 0

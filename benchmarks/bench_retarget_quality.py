@@ -57,6 +57,7 @@ def spread_spine(rt, basis_fn, n):
     """The bones in between on the spine carrying half the chest's turn each (as motion retargeted to the rig by
     another tool spreads it), the mapped chest the rest: ``inner`` channels for ``Retarget.to_rig``."""
     import numpy as np
+
     from blender_addon.core import rig_math
     inner = np.zeros((n, len(rt.bones), 4))
     inner[..., 0] = 1.0
@@ -81,9 +82,10 @@ def measure(bpy, rig, clip_path, every: int, fps: float, spread: bool = False):
     """(model error, Bezier error) in cm for one rig and clip, as tests/test_rig_other_tools.py measures;
     ``spread``: the bones in between on the spine move too (``spread_spine``)."""
     import numpy as np
+
     from addon_helpers import select_keys
-    from blender_addon import bridge, preferences
     from backend.motion.keyframes_np import every_k
+    from blender_addon import bridge, preferences
     from blender_addon.batch.job_bvh import read
     from blender_addon.io import bone_map as bone_map_io
     from test_rig_other_tools import heads, key_motion
@@ -128,6 +130,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numpy as np
+
     from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
     bpy = bpy()
     clips = sorted(glob.glob(str(DATA / "dataset-2_walk_*_005.bvh")))[:args.clips]

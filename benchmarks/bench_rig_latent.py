@@ -29,8 +29,9 @@ from bench_addon import bench_args  # noqa: E402
 def main(argv=None) -> int:
     args = bench_args(argv, __doc__)
     import bpy
-    from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from bench_bone_map import mixamo_copy
+
+    from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     from latent_helpers import AUTOENCODER
 
     fresh_scene_with_addon()

@@ -33,9 +33,10 @@ def child(tree: Path, name: str, turn: Path, rounds: int, block: int, segments, 
     import torch
     torch.set_num_threads(1)
     import bpy
-    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from bench_latent import clip_300
+
     import blender_addon
+    from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
     assert Path(blender_addon.__file__).resolve().is_relative_to(tree.resolve()), blender_addon.__file__
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     turn.write_text("A")
     a, b = (json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs)
     ma, mb = [statistics.median(r) for r in a], [statistics.median(r) for r in b]
-    diff = [y - x for x, y in zip(ma, mb)]
+    diff = [y - x for x, y in zip(ma, mb, strict=True)]
     which = f"segments {'-'.join(map(str, args.segments))}" + (", played backwards" if args.backwards else "")
     print(f"bench_slider_ab: one slider change ({which}), medians of {args.block} changes per round, "
           f"{args.rounds} rounds each, ms")

@@ -39,9 +39,11 @@ def main(argv=None) -> None:
     sys.path.insert(0, str(HERE))
     os.environ["OMP_NUM_THREADS"] = os.environ["SPLINETWEEN_THREADS"] = "1"
     import importlib
+
     import bench_writes
     bench_writes.use_tree(tree)  # (importing bench_writes put this checkout first)
     import bpy
+
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon.latent import core as latent_core
     from blender_addon.latent import slider
@@ -68,7 +70,7 @@ def main(argv=None) -> None:
     for mod, name, fn in originals:
         setattr(mod, name, fn)
     assert st.status == "", st.status
-    calls = [(label, fn, seen[label]) for (_, _, fn), (_, _, label) in zip(originals, FUNCTIONS) if label in seen]
+    calls = [(label, fn, seen[label]) for (_, _, fn), (_, _, label) in zip(originals, FUNCTIONS, strict=True) if label in seen]
     times: dict = {label: [] for label, _, _ in calls}
     for _ in range(args.rounds):
         for label, fn, (a, k) in calls:

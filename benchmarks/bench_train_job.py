@@ -34,8 +34,8 @@ def main(argv=None) -> int:
     from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
     bpy = bpy()
     fresh_scene_with_addon()
-    from blender_addon.train import op_train as op_train_mesh
     from blender_addon.train import data as train_data
+    from blender_addon.train import op_train as op_train_mesh
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=args.size - 1, y_subdivisions=args.size - 1, size=2)
     obj = bpy.context.active_object
     obj.modifiers.new("Wave", "WAVE")

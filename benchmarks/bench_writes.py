@@ -119,6 +119,7 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 def floor_step(obj):
     """-> a function that rewrites every key of every F-curve of ``obj`` once (the floor, one sample)."""
     import numpy as np
+
     from blender_addon.io import scene as scene_io
     data = []
     for fc in scene_io.channelbag(obj).fcurves:
@@ -139,6 +140,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, 
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
     re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
     import bpy
+
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
     from blender_addon import bridge
     from blender_addon.latent import core as latent_core
@@ -197,6 +199,7 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, 
 
 def inbetween_cases(repeats: int, profile: bool):
     import bpy
+
     from addon_helpers import copy_armature, prefs
     from blender_addon import bridge, preferences
     src, _ = inbetween_scene()
@@ -239,7 +242,6 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (before issue 19)
               ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
-              ("blender_addon.io.scene", "replace_in_gaps", "  of which key arrays written (io.scene)"),
               ("blender_addon.latent.armature.encode", "install_inbetween", "latent controls installed (editable)"),
               ("blender_addon.latent.encode", "install_inbetween", "latent controls installed (editable)")]
     timers.wrap_present(stages)
@@ -259,6 +261,7 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
 
 def encode_case(repeats: int):
     import bpy
+
     from addon_helpers import copy_armature, fresh_scene_with_addon, import_bvh, prefs
     fresh_scene_with_addon()
     prefs().backend_mode = "IN_PROCESS"

@@ -10,18 +10,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from backend.motion.features import Normalizer, detect_layout, to_features  # noqa: E402
-from backend.models.spline_transformer import ModelConfig  # noqa: E402
-from backend.models.registry import build_model  # noqa: E402
-from training.data import WindowSampler, load_split, within_clip_position_std  # noqa: E402
-from training.inbetween_task import InbetweenBatcher  # noqa: E402
-from training.losses import pose_loss  # noqa: E402
-from training.loop import Batcher  # noqa: E402
+from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig
+from backend.motion.features import Normalizer, detect_layout, to_features
+from training.data import WindowSampler, load_split, within_clip_position_std
+from training.inbetween_task import InbetweenBatcher
+from training.loop import Batcher
+from training.losses import pose_loss
 
 
 def main():
@@ -59,7 +58,7 @@ def main():
         opt.step()
         t5 = time.perf_counter()
         if step >= 5:
-            for k, a, b in zip(t, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
+            for k, a, b in zip(t, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5), strict=True):
                 t[k].append(b - a)
     total = sum(statistics.median(v) for v in t.values())
     print(f"{args.task}: batch {args.batch} x 61 frames, one thread; median per step {1e3 * total:.0f} ms "

@@ -16,8 +16,17 @@ def _classes():
     from . import preferences
     from .inbetween import op_inbetween
     from .io import bone_map
-    from .latent import op_bake, op_encode, op_redecode, op_remove, op_resample, op_reset, props
-    from .latent import op_mesh_encode, op_mesh_inbetween
+    from .latent import (
+        op_bake,
+        op_encode,
+        op_mesh_encode,
+        op_mesh_inbetween,
+        op_redecode,
+        op_remove,
+        op_resample,
+        op_reset,
+        props,
+    )
     from .ui import bone_map_panel, latent_panel, mesh_panel, op_bone_map, op_check_backend, panel, settings
     return (preferences.classes + bone_map.classes + settings.classes + props.classes + op_inbetween.classes
             + op_check_backend.classes + op_encode.classes + op_bake.classes + op_remove.classes

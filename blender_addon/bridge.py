@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,8 @@ class BackendSettings:
     checkpoint: str = ""  # "" -> the shipped in-betweening checkpoint
     device: str = "auto"
     interpreter: str = ""  # "" -> default_interpreter()
-    timeout: float = 120.0
+    timeout: float = 120.0  # a request's allowance, once the backend process answers
+    startup: float = 60.0  # the backend process's start (Python, numpy, torch's imports, its handshake)
 
 
 @dataclass(frozen=True)
@@ -321,10 +323,20 @@ def check(settings: BackendSettings) -> str:
     return f"{where}, {info.path.name} on {reply['device']}"
 
 
-STARTUP_SECONDS = 300.0  # the handshake's own allowance: a cold start (Python, numpy, the backend's imports)
-# on a slow laptop or a network drive; the user's request timeout only covers the requests after it
+MAX_STARTUP_SECONDS = 600.0  # the longest start-up allowance the preferences offer
+WAIT_SLICE = 0.1  # seconds between a waiting start's progress calls (the status bar's clock, Esc)
 MIN_PYTHON = (3, 11)
 _VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
+
+
+def startup_allowance(settings: BackendSettings) -> float:
+    """The seconds a start may take: the preference, held within what a wait can be (one slice to
+    ``MAX_STARTUP_SECONDS``); the process waits this long and the status bar shows it."""
+    return min(max(settings.startup, WAIT_SLICE), MAX_STARTUP_SECONDS)
+
+
+class StartCancelled(BridgeError):
+    """The user stopped the backend process's start (Esc while it started)."""
 
 
 class BackendProcess:
@@ -334,7 +346,10 @@ class BackendProcess:
     what it started (an interpreter that is a wrapper script and its child); the reader thread owns
     the output pipe and closes it when the stream ends, so no caller ever waits on a child that is gone."""
 
-    def __init__(self, interpreter: str, timeout: float):
+    def __init__(self, interpreter: str, startup: float, waiting=None):
+        """Start ``interpreter`` and wait up to ``startup`` seconds for its handshake; ``waiting(elapsed)``
+        is called every ``WAIT_SLICE`` s meanwhile (a progress display) and may raise
+        :class:`StartCancelled` to stop the start."""
         self.interpreter = interpreter
         self.keep_log = False
         self.svc = _service()
@@ -355,7 +370,7 @@ class BackendProcess:
         self.replies: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True, name="splinetween-backend-reader")
         self.reader.start()
-        self.hello, _ = self.call({"op": "hello"}, {}, max(timeout, STARTUP_SECONDS), starting=True)
+        self.hello, _ = self.call({"op": "hello"}, {}, startup, starting=True, waiting=waiting)
         if self.hello.get("protocol") != self.svc.PROTOCOL:
             self.stop()
             raise BridgeError(f"the backend at {interpreter} speaks protocol {self.hello.get('protocol')}, "
@@ -383,17 +398,24 @@ class BackendProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def call(self, header: dict, arrays: dict, timeout: float, starting: bool = False) -> tuple[dict, dict]:
+    def call(self, header: dict, arrays: dict, timeout: float, starting: bool = False,
+             waiting=None) -> tuple[dict, dict]:
         try:
             self.svc.write_message(self.proc.stdin, header, arrays)
-            item = self.replies.get(timeout=timeout)
+            item = self._next_reply(timeout, waiting)
         except (BrokenPipeError, OSError, ValueError):
             item = self._why_closed()
+        except StartCancelled as e:
+            self.stop()
+            raise StartCancelled(f"{e}; the backend process ({self.interpreter}) was stopped") from None
         except queue.Empty:
             self.stop(keep_log=True)
             if starting:
-                raise BridgeError(f"the backend process ({self.interpreter}) did not start within {timeout:g} s; "
-                                  f"it was stopped (log: {self.log.name})") from None
+                tail = self._tail()
+                raise BridgeError(f"the backend process ({self.interpreter}) did not start within {timeout:g} s "
+                                  "(Preferences > Add-ons > Splinetween > Start-up Allowance)"
+                                  + (f"; it printed: {tail}" if tail else "; it printed nothing")
+                                  + f"; it was stopped (log: {self.log.name})") from None
             raise BridgeError(f"the backend did not answer within {timeout:g} s; it was stopped and will be "
                               "started again on the next call (raise the timeout in the preferences for long "
                               "clips or a slow device)") from None
@@ -410,6 +432,21 @@ class BackendProcess:
         if not reply.get("ok"):
             raise BridgeError(reply.get("error", "the backend failed without a message"))
         return reply, out
+
+    def _next_reply(self, timeout: float, waiting=None):
+        """The reader's next item within ``timeout`` s (``queue.Empty`` past it); with ``waiting``, in slices,
+        calling ``waiting(elapsed)`` between them."""
+        if waiting is None:
+            return self.replies.get(timeout=timeout)
+        start = time.monotonic()
+        while True:
+            left = timeout - (time.monotonic() - start)
+            if left <= 0:
+                raise queue.Empty
+            try:
+                return self.replies.get(timeout=min(WAIT_SLICE, left))
+            except queue.Empty:
+                waiting(time.monotonic() - start)
 
     def _why_closed(self) -> BaseException:
         """The process closed its input before the request was written: the reader has (or soon has) what
@@ -515,17 +552,37 @@ _proc: BackendProcess | None = None
 _lock = threading.Lock()
 
 
-def _process(settings: BackendSettings) -> BackendProcess:
-    """The warm backend process for these settings; (re)started when missing, dead or re-configured."""
+def _process(settings: BackendSettings, waiting=None) -> BackendProcess:
+    """The warm backend process for these settings; (re)started when missing, dead or re-configured
+    (``waiting``: see :class:`BackendProcess`)."""
     global _proc
     interpreter = settings.interpreter or default_interpreter()
     with _lock:
-        if _proc is not None and (not _proc.alive() or _proc.interpreter != interpreter):
+        if _proc is not None and not _warm(interpreter):
             _proc.stop()
             _proc = None
         if _proc is None:
-            _proc = BackendProcess(interpreter, settings.timeout)
+            _proc = BackendProcess(interpreter, startup_allowance(settings), waiting)
         return _proc
+
+
+def _warm(interpreter: str) -> bool:
+    """Whether the running backend process can answer for ``interpreter`` as it is."""
+    return _proc is not None and _proc.alive() and _proc.interpreter == interpreter
+
+
+def needs_start(settings: BackendSettings, checkpoint=None) -> bool:
+    """Whether a request with these settings would first have to start the backend process (the UI then
+    starts it with a clock in the status bar and Esc to cancel: ``backend_start.py``)."""
+    if resolve_mode(settings, checkpoint) != "SUBPROCESS":
+        return False
+    return not _warm(settings.interpreter or default_interpreter())
+
+
+def start(settings: BackendSettings, waiting=None) -> BackendProcess:
+    """Start the backend process now (or return the warm one): ``waiting(elapsed)`` is called while it
+    starts and may raise :class:`StartCancelled`."""
+    return _process(settings, waiting)
 
 
 def backend_process() -> BackendProcess | None:

@@ -51,7 +51,12 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
                     "to the .blend (the .blend must be saved first)")
     device: bpy.props.EnumProperty(name="Device", items=_DEVICES, default="auto")
     timeout: bpy.props.FloatProperty(name="Timeout", default=120.0, min=1.0, max=3600.0, unit="TIME_ABSOLUTE",
-                                     description="Seconds to wait for the backend before stopping it")
+                                     description="Seconds to wait for the backend's answer to a request before "
+                                                 "stopping it")
+    startup: bpy.props.FloatProperty(
+        name="Start-up Allowance", default=60.0, min=1.0, max=bridge.MAX_STARTUP_SECONDS, unit="TIME_ABSOLUTE",
+        description="Seconds the backend process may take to start (Python and PyTorch's imports) before it is "
+                    "stopped; the status bar shows the wait and Esc cancels it")
 
     def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
@@ -67,6 +72,9 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
         layout.prop(self, "mesh_cache_folder")
         layout.prop(self, "device")
         layout.prop(self, "timeout")
+        row = layout.row()
+        row.active = self.backend_mode in ("SUBPROCESS", "AUTO")
+        row.prop(self, "startup")
         layout.operator("anim.splinetween_check_backend", icon="PLUGIN")
 
 
@@ -79,7 +87,7 @@ def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings
         return bridge.BackendSettings()
     return bridge.BackendSettings(prefs.backend_mode, bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else "",
                                   prefs.device, bpy.path.abspath(prefs.interpreter) if prefs.interpreter else "",
-                                  prefs.timeout)
+                                  prefs.timeout, prefs.startup)
 
 
 def autoencoder_path(context: bpy.types.Context | None = None):

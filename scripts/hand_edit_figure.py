@@ -60,7 +60,7 @@ def measure(frames=(1, 125)) -> dict:
     assert b.ops.anim.splinetween_latent_reset(segment=-1) == {"FINISHED"}
     yours = values(obj)
     lo, hi = frames
-    keep = lambda a: a[(a[:, 0] >= lo) & (a[:, 0] <= hi)]  # noqa: E731
+    keep = lambda a: a[(a[:, 0] >= lo) & (a[:, 0] <= hi)]
     return {"at_encode": keep(at_encode), "before": keep(before), "shown": keep(shown), "yours": keep(yours),
             "edits": (f_layer, f_own), "segment": (a1, b1), "edited_note": bool(st.base_edited)}
 

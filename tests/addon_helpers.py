@@ -47,6 +47,7 @@ def fresh_scene_with_addon(test_backend: bool = True):
 
 def disable_addon():
     import addon_utils
+
     from blender_addon import bridge
     addon_utils.disable(ADDON, default_set=True)
     bridge.shutdown()

@@ -7,8 +7,7 @@ from pathlib import Path
 # sets 2; a threaded matrix product sums in another order, and a written BVH then differs in its 6th decimal)
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import pytest
 
 try:
     import torch
@@ -72,10 +71,10 @@ def example_clips():
 
 
 def _tiny(tmp_path_factory, clip, family, task):
-    from backend.runtime import checkpoint
-    from backend.motion.features import Normalizer, detect_layout, to_features
-    from backend.models.spline_transformer import ModelConfig
     from backend.models.registry import build_model
+    from backend.models.spline_transformer import ModelConfig
+    from backend.motion.features import Normalizer, detect_layout, to_features
+    from backend.runtime import checkpoint
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
     cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=32, heads=4, layers=1, latent=8)

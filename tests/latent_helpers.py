@@ -14,8 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from addon_helpers import (ROOT, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           prefs, use_test_backend)
+from addon_helpers import (
+    ROOT,
+    bpy,
+    channelbag,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    prefs,
+    use_test_backend,
+)
 
 EXAMPLE = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"  # 273 frames: 10 segments
 WAVE = ROOT / "examples" / "bvh" / "dataset-2_wave-both-hands_normal_003.bvh"
@@ -61,8 +70,8 @@ def shaken_bvh(folder: Path, degrees: float = 25.0, path: Path = EXAMPLE) -> Pat
     person makes, which the model reconstructs poorly (the fidelity readout warns)."""
     from dataclasses import replace
 
-    from backend.maths import quat_np as Q
     from backend.formats.bvh import read_bvh, write_bvh
+    from backend.maths import quat_np as Q
     clip = read_bvh(path)
     rng = np.random.default_rng(0)
     axis = rng.normal(size=clip.rotations.shape[:2] + (3,))
@@ -83,8 +92,9 @@ def setup_scene(path=EXAMPLE):
     return import_bvh(path)
 
 
-@pytest.fixture(scope="module")
-def source():
+# named apart from its function, so a test's `source` argument shadows no import (pyflakes' F811)
+@pytest.fixture(scope="module", name="source")
+def source_fixture():
     """The example's armature in a fresh scene with the add-on, for a whole test module (by name)."""
     obj = setup_scene()
     yield obj.name

@@ -9,8 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           select_keys, snapshot, thin_keys, use_test_backend)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    select_keys,
+    snapshot,
+    thin_keys,
+    use_test_backend,
+)
 
 bpy = bpy()
 from blender_addon import preferences  # noqa: E402
@@ -120,8 +130,8 @@ def test_only_constrained_bones_selected_is_refused(rig):
 
 
 def test_encode_names_them_and_its_sliders_never_write_them(rig, walk):
-    from latent_helpers import AUTOENCODER
     from blender_addon.latent.armature import encode
+    from latent_helpers import AUTOENCODER
     arm, targets = rig
     thin_keys(arm, range(1, 92))  # Encode reads every frame; keep the walk's keys on 1..91
     constrain(arm, targets)

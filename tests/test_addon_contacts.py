@@ -5,8 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, heads,
-                           import_bvh, keys_on, snapshot, thin_every, use_test_backend)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    heads,
+    import_bvh,
+    keys_on,
+    snapshot,
+    thin_every,
+    use_test_backend,
+)
 
 bpy = bpy()
 from backend.motion.inbetween.contacts import CAPTURE, ground_contacts  # noqa: E402  (numpy only)

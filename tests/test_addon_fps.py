@@ -9,12 +9,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, channelbag, copy_armature, disable_addon, driven,
-                           fresh_scene_with_addon, import_bvh, keys_on, prefs, snapshot, thin_keys, use_test_backend)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    driven,
+    fresh_scene_with_addon,
+    import_bvh,
+    keys_on,
+    prefs,
+    snapshot,
+    thin_keys,
+    use_test_backend,
+)
 
 bpy = bpy()
-from backend.maths import quat_np
-from backend.maths import timebase
+from backend.maths import quat_np, timebase  # noqa: E402
 from blender_addon import bridge  # noqa: E402
 from blender_addon.inbetween import fill  # noqa: E402
 
@@ -230,9 +242,9 @@ def test_model_info_converts_the_gap_limit():
 
 def test_encode_counts_the_models_frames(scenes, tmp_path):
     """At 60 fps the autoencoder's minimum (its frames at 30 fps) is twice as many scene frames."""
-    from latent_helpers import AUTOENCODER, info
     from blender_addon.core.errors import Refusal
     from blender_addon.latent.armature import encode
+    from latent_helpers import AUTOENCODER, info
     least = 2 * (int(info()["config"]["min_window"]) - 1) + 1
     src = import_bvh(_write_at(tmp_path, 60))
     try:

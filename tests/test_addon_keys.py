@@ -125,7 +125,7 @@ def test_replacing_many_curves_at_once_is_replacing_each(bag):
     gaps, inside = [(1, 9), (9, 20)], np.array([3, 6, 11, 12, 17])
     together, alone = [curves.ensure("delta_location", i) for i in range(3)], \
         [curves.ensure("delta_scale", i) for i in range(3)]
-    for a, b in zip(together, alone):
+    for a, b in zip(together, alone, strict=True):
         keys = random_keys(rng, 5)
         keys["co"][:, 0] = frames
         for fc in (a, b):
@@ -135,7 +135,7 @@ def test_replacing_many_curves_at_once_is_replacing_each(bag):
     K.replace_in_gaps(together, [K.read(fc) for fc in together], gaps, inside, values, handles)
     for c, fc in enumerate(alone):
         K.replace_in_gaps([fc], [K.read(fc)], gaps, inside, values[c:c + 1], tuple(h[c:c + 1] for h in handles))
-    for a, b in zip(together, alone):
+    for a, b in zip(together, alone, strict=True):
         got, want = K.read(a), K.read(b)
         assert got["co"][:, 0].tolist() == [1, 3, 6, 9, 11, 12, 17, 20]  # the key inside (at 5, 14) replaced
         for attr in K.ATTRS:

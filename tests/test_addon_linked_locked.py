@@ -6,8 +6,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon,
-                           import_bvh, prefs, select_keys, snapshot, thin_keys)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    channelbag,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    prefs,
+    select_keys,
+    snapshot,
+    thin_keys,
+)
 
 bpy = bpy()
 from blender_addon import preferences  # noqa: E402

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 
 from addon_helpers import bpy, disable_addon
-from mesh_addon_helpers import (cache_file, cached_grid, evaluated, evaluated_range, flag, mesh_data, raw_props,
-                                setup_scene, stack)
+from mesh_addon_helpers import (
+    cache_file,
+    cached_grid,
+    evaluated,
+    evaluated_range,
+    flag,
+    mesh_data,
+    raw_props,
+    setup_scene,
+    stack,
+)
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -105,6 +114,7 @@ def test_a_mesh_checkpoint_names_its_model_family_under_either_name(truth, tmp_p
     """A checkpoint trained today says "family" where the shipped ones say "kind": Inbetween Mesh takes both."""
     import json
     from pathlib import Path
+
     from blender_addon.latent.mesh import adapter
     shipped = Path(__file__).resolve().parents[1] / "backend" / "checkpoints" / "cloth_inbetween.json"
     doc = json.loads(shipped.read_text())

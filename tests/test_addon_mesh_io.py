@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 from addon_helpers import bpy, disable_addon
-from mesh_addon_helpers import (cached_grid, evaluated, evaluated_range, flag, grid, mesh_data, session_dir,
-                                setup_scene, stack)
+from mesh_addon_helpers import (
+    cached_grid,
+    evaluated,
+    evaluated_range,
+    flag,
+    grid,
+    mesh_data,
+    session_dir,
+    setup_scene,
+    stack,
+)
 
 bpy = bpy()
 from blender_addon.io import cache as mesh_cache  # noqa: E402

@@ -7,8 +7,19 @@ import numpy as np
 import pytest
 
 from addon_helpers import bpy, disable_addon, prefs
-from mesh_addon_helpers import (MESH_AUTOENCODER, cache_file, cached_grid, evaluated, evaluated_range, long_flag,
-                                mesh_data, raw_props, setup_scene, stack, ui_edit)
+from mesh_addon_helpers import (
+    MESH_AUTOENCODER,
+    cache_file,
+    cached_grid,
+    evaluated,
+    evaluated_range,
+    long_flag,
+    mesh_data,
+    raw_props,
+    setup_scene,
+    stack,
+    ui_edit,
+)
 
 bpy = bpy()
 from blender_addon.core import latent_math as LM  # noqa: E402
@@ -67,8 +78,8 @@ def test_encode_shows_the_frames_read_and_the_sliders_layer_the_models_edit(sour
     ramp = 31 // 4  # segment 0 (frames 0-30) eases into the seam over its last quarter
     assert np.array_equal(edited[:31 - ramp], neutral[:31 - ramp]) and np.array_equal(edited[68:], neutral[68:])
     assert np.abs(edited[32:60] - neutral[32:60]).max() > 1e-3
-    from backend.motion.edits import amplify
     from backend.mesh.engine import MeshControls, MeshEngine
+    from backend.motion.edits import amplify
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
     raw = np.stack([[np.array(obj[LM.raw_name(s, c)]) for c in range(4)] for s in range(4)])
     pts = raw.copy()

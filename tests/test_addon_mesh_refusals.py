@@ -8,8 +8,19 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT, bpy, disable_addon, prefs
-from mesh_addon_helpers import (MESH_AUTOENCODER, MESH_INBETWEEN, cached_grid, evaluated, evaluated_range, flag, grid,
-                                mesh_data, raw_props, setup_scene, stack)
+from mesh_addon_helpers import (
+    MESH_AUTOENCODER,
+    MESH_INBETWEEN,
+    cached_grid,
+    evaluated,
+    evaluated_range,
+    flag,
+    grid,
+    mesh_data,
+    raw_props,
+    setup_scene,
+    stack,
+)
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -46,7 +57,7 @@ def unchanged(obj):
     assert bpy.context.scene.frame_current == 1  # the frame is put back too
     assert np.array_equal(mesh_data(obj), data) and stack(obj) == mods
     assert not obj.splinetween_latent.active and not raw_props(obj)
-    assert all(np.array_equal(evaluated(obj, f), v) for f, v in zip(range(1, 13), shown))
+    assert all(np.array_equal(evaluated(obj, f), v) for f, v in zip(range(1, 13), shown, strict=True))
     assert (sorted(folder.glob("*")) if folder.is_dir() else []) == files
 
 

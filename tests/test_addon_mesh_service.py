@@ -68,8 +68,8 @@ def test_encode_decode_in_process_equals_framed_and_the_engine(frames):
 
 
 def test_decode_applies_the_edits_of_backend_edits(frames):
-    from backend.motion.edits import edit_points
     from backend.mesh.engine import MeshEngine
+    from backend.motion.edits import edit_points
     engine = MeshEngine(MESH_AUTOENCODER, "cpu")
     reply, out = service.handle(*encode_request(frames, decode=False))
     m = len(reply["principal_names"])

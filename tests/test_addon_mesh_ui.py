@@ -21,7 +21,7 @@ def draw(obj) -> list:
     log = []
     ctx = SimpleNamespace(active_object=obj, preferences=bpy.context.preferences, scene=bpy.context.scene)
     P.draw(SimpleNamespace(layout=Recorder(log)), ctx)
-    for kind, args, kw in [e for e in log if e[0] in ("prop", "operator")]:
+    for kind, args, _kw in [e for e in log if e[0] in ("prop", "operator")]:
         if kind == "prop":
             data, name = args[:2]
             assert (data.path_resolve(name, False) is not None) if name.startswith("[") else hasattr(data, name), name

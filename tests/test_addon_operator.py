@@ -10,9 +10,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, channelbag, copy_armature, disable_addon, driven,
-                           fresh_scene_with_addon, heads, import_bvh, keys_on, prefs, select_keys, snapshot, thin_every,
-                           use_test_backend)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    channelbag,
+    copy_armature,
+    disable_addon,
+    driven,
+    fresh_scene_with_addon,
+    heads,
+    import_bvh,
+    keys_on,
+    prefs,
+    select_keys,
+    snapshot,
+    thin_every,
+    use_test_backend,
+)
 
 bpy = bpy()
 from blender_addon.core import rig_math  # noqa: E402
@@ -70,9 +84,10 @@ def test_fills_every_gap_and_keeps_the_keys(walk, thinned):
 def test_matches_the_engine_on_the_file(walk, thinned):
     """The filled curves are the backend's own in-betweening of the file (the conversion is exact)."""
     import torch
+
+    from addon_helpers import TEST_CLIP
     from backend.formats.bvh import read_bvh
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-    from addon_helpers import TEST_CLIP
     torch.set_num_threads(1)
     clip = read_bvh(TEST_CLIP)
     out, _ = Engine(DEFAULT_INBETWEEN, "cpu").inbetween(clip, [k - 1 for k in walk["keys"]])
@@ -171,7 +186,7 @@ def test_every_n_frames_follows_the_every_frame_motion(walk, thinned):
     bez = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["BEZIER"].value
     sparse = snapshot(thinned)
     k = walk["keys"]
-    expect = sorted(set(k) | {a + d for a, b in zip(k, k[1:]) for d in (5, 10) if a + d < b})
+    expect = sorted(set(k) | {a + d for a, b in zip(k, k[1:], strict=False) for d in (5, 10) if a + d < b})
     for path, keys in sparse.items():
         if driven(path[0]):
             assert keys["co"][:, 0].tolist() == expect, path
@@ -212,6 +227,7 @@ def test_blend(walk, thinned):
 @pytest.mark.torch
 def test_both_backend_modes_write_the_same_keys(walk, thinned, monkeypatch):
     import torch
+
     from blender_addon import bridge
     # the same math threads on both sides: a matrix product summed in another order differs in the
     # last bit (CI exports OMP_NUM_THREADS=2 while this process runs on one)

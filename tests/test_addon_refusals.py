@@ -6,8 +6,19 @@ import time
 
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           prefs, select_keys, snapshot, thin_keys, use_test_backend)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    prefs,
+    select_keys,
+    snapshot,
+    thin_keys,
+    use_test_backend,
+)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402

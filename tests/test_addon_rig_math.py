@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
-from backend.maths import quat_np
 from backend.humanoid import axes
-from blender_addon.core import continuity, gaps, quat
-from blender_addon.core import rig_math
+from backend.maths import quat_np
+from blender_addon.core import continuity, gaps, quat, rig_math
 
 RNG = np.random.default_rng(7)
 
@@ -165,8 +164,8 @@ def _euler_frame_by_frame(q, mode, start):
     for i in range(len(q)):
         best, dist = None, np.inf
         for cand in (ang[i], alt[i]):
-            c = [x + 2 * np.pi * round((r - x) / (2 * np.pi)) for x, r in zip(cand.tolist(), ref)]
-            d = sum(abs(x - r) for x, r in zip(c, ref))
+            c = [x + 2 * np.pi * round((r - x) / (2 * np.pi)) for x, r in zip(cand.tolist(), ref, strict=True)]
+            d = sum(abs(x - r) for x, r in zip(c, ref, strict=True))
             if d < dist:
                 best, dist = c, d
         out.append(best)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon,
-                           import_bvh)
+from addon_helpers import TEST_CLIP, bpy, channelbag, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh
 
 bpy = bpy()
 from backend.formats.bvh import read_bvh  # noqa: E402

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, import_bvh, thin_every, use_test_backend
 
 bpy = bpy()
@@ -41,7 +42,7 @@ def test_blender_import_finds_the_joints_the_batch_finds(model, family):
         found = batch_found(path, model)
         rt = found.retarget
         expected = {model.names[j]: rt.bone_of(j) for j in rt.mapped}
-        assert {j: b for j, b in zip(model.names, bones) if b} == expected
+        assert {j: b for j, b in zip(model.names, bones, strict=True) if b} == expected
         assert {j: bm.reasons[j] for j in expected} == {j: found.bone_map.reasons[j] for j in expected}
         assert len(expected) >= 17 and bm.preset == found.bone_map.preset
         # the knees and elbows turned onto the model's axes alike (every frame keyed: the file's frames)
@@ -58,8 +59,8 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     """The rest pose on its back under standing motion, and a Z-up capture in inches (lying in the scene
     after Import BVH, which reads Y up): Import BVH + Inbetween gives every mapped bone the world rotation
     the batch's .bvh path gives it (both files were refused before; the Z-up one is stood up on both paths)."""
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     from blender_addon import bridge
     from blender_addon.batch import bvh_map
     from blender_addon.core import rig_math
@@ -73,7 +74,7 @@ def test_a_rest_not_standing_in_betweens_in_blender_as_in_the_batch(model, famil
     g, _ = quat_np.fk(rot, pos, clip.skeleton.parents)
     c = rig_math.q_to_matrix(rig_math.BVH_TO_BLENDER)
     worst = 0.0
-    for joint, bone in rec["bone_map"].items():
+    for _joint, bone in rec["bone_map"].items():
         j = clip.skeleton.index(bone)
         rest = np.array(obj.data.bones[bone].matrix_local.to_3x3())
         for f in range(1, n + 1):

@@ -22,9 +22,8 @@ import pytest
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon, prefs
 
 bpy = bpy()
-from blender_addon.train import op_train as op_train_mesh  # noqa: E402
-from blender_addon.train import job as train_job  # noqa: E402
 from blender_addon.io.mesh_checkpoints import PROPS  # noqa: E402
+from blender_addon.train import op_train as op_train_mesh  # noqa: E402
 
 pytestmark = pytest.mark.blender
 TRAIN = bpy.ops.object.splinetween_train_mesh

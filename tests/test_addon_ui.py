@@ -64,3 +64,28 @@ def test_register_unregister_register_leaves_nothing_behind():
     fresh_scene_with_addon()
     disable_addon()
     assert (sorted(dir(bpy.types)), _keymap_items()) == before
+
+
+@pytest.mark.skipif(__import__("os").name == "nt", reason="a POSIX shell wrapper")
+def test_the_start_up_allowance_stops_a_backend_that_hangs_before_it_starts(tmp_path):
+    """Preferences > Start-up Allowance 2 s with the request timeout at 120 s: Check Backend on an
+    interpreter that hangs before Python starts fails after the allowance, saying what it printed."""
+    import stat
+    import sys
+
+    from blender_addon import bridge, preferences
+    fresh_scene_with_addon(test_backend=False)
+    p = prefs()
+    assert p.startup == 60.0 and preferences.settings(bpy.context).startup == 60.0
+    wrapper = tmp_path / "python-wrapper"
+    wrapper.write_text(f'#!/bin/sh\necho "waiting for the network drive" >&2\nsleep 600\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    p.backend_mode, p.interpreter, p.timeout, p.startup = "SUBPROCESS", str(wrapper), 120.0, 2.0
+    try:
+        assert preferences.settings(bpy.context).startup == 2.0
+        with pytest.raises(RuntimeError, match=r"did not start within 2 s .*it printed: waiting for the network drive"):
+            bpy.ops.anim.splinetween_check_backend()
+    finally:
+        bridge.shutdown()
+        p.backend_mode, p.interpreter, p.startup = "BUILTIN", "", 60.0
+        disable_addon()

@@ -12,10 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from addon_helpers import assert_same_keys, backend_mode_here, bpy, channelbag, driven, keys_on, snapshot
 from batch_helpers import (
-    build_blends, build_corrupt, build_no_armature, by_name, copy_inputs, load_report, run_batch, sha256,
-    shared_blends, temp_leftovers)
-from addon_helpers import assert_same_keys, bpy, channelbag, driven, keys_on, snapshot, backend_mode_here
+    build_blends,
+    build_corrupt,
+    build_no_armature,
+    by_name,
+    copy_inputs,
+    load_report,
+    run_batch,
+    sha256,
+    shared_blends,
+    temp_leftovers,
+)
 
 bpy = bpy()
 pytestmark = pytest.mark.blender
@@ -121,8 +130,8 @@ def test_inbetween_again_over_latent_controls_needs_replace_latent(blends, tmp_p
 def test_two_workers_bvh_and_every_k(blends, tmp_path):
     """--every 15 on BVH files writes what the backend CLI writes; on a densely keyed .blend it keys
     every 15th frame and fills the rest with the same motion as the backend on the BVH."""
-    from backend.maths import quat_np
     from backend.formats.bvh import format_bvh, read_bvh
+    from backend.maths import quat_np
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     from backend.motion.keyframes import every_k
     from blender_addon.core import rig_math

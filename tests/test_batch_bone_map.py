@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from batch_helpers import run_batch
 from addon_helpers import TEST_CLIP
+from batch_helpers import run_batch
 
 pytestmark = pytest.mark.blender
 RENAME = {"joint_Root": "Root", "Chest": "Spine1", "Shoulder_L": "LeftShoulder", "UpperArm_L": "LeftArm",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from batch_helpers import EXAMPLES, build_blends, by_name, load_report, run_batch, sha256
 from addon_helpers import bpy
+from batch_helpers import EXAMPLES, build_blends, by_name, load_report, run_batch, sha256
 
 bpy = bpy()
 pytestmark = pytest.mark.blender

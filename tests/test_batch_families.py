@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from batch_helpers import load_report, run_batch
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np
+from batch_helpers import load_report, run_batch
 
 pytestmark = pytest.mark.blender
 SKELETONS = Path(__file__).resolve().parent / "fixtures" / "skeletons"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from addon_helpers import assert_same_keys, backend_mode_here, bpy, import_bvh, snapshot, thin_keys
 from batch_helpers import by_name, load_report, run_batch
-from addon_helpers import assert_same_keys, bpy, import_bvh, snapshot, thin_keys, backend_mode_here
 from test_addon_fps import _write_at
 
 bpy = bpy()
@@ -70,8 +70,8 @@ def test_blend_at_24_fps_with_an_ik_leg(shot):
 
 
 def test_bvh_at_24_fps(shot):
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     src, out = shot["folder"] / "bvh", shot["folder"] / "bvh-out"
     src.mkdir(exist_ok=True)
     (src / "walk24.bvh").write_bytes(shot["bvh"].read_bytes())

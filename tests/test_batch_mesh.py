@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from batch_helpers import ROOT, by_name, load_report, run_batch, sha256
 from addon_helpers import bpy, disable_addon, fresh_scene_with_addon
+from batch_helpers import ROOT, by_name, load_report, run_batch, sha256
 from mesh_addon_helpers import FLAG_BLEND, evaluated, flag, flag_blend_copy
 
 bpy = bpy()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from batch_helpers import by_name, copy_inputs, load_report, run_batch, shared_blends, temp_leftovers
 from addon_helpers import ROOT
+from batch_helpers import by_name, copy_inputs, load_report, run_batch, shared_blends, temp_leftovers
 
 pytestmark = pytest.mark.blender
 NAMES = ["run", "turn", "wave", "walk"]
@@ -115,6 +115,7 @@ def test_a_crashed_worker_fails_its_file_only(blends, tmp_path):
 def test_a_killed_runs_half_written_report_is_swept_by_the_next_run(tmp_path):
     import subprocess
     import sys as _sys
+
     from blender_addon.batch import safe_io
     dead = subprocess.run([_sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()

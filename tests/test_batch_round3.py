@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from batch_helpers import EXAMPLES, build_blends, load_report, run_batch
 from addon_helpers import bpy
+from batch_helpers import EXAMPLES, build_blends, load_report, run_batch
 
 bpy = bpy()
 pytestmark = pytest.mark.blender

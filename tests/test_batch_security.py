@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from batch_helpers import build_trap, load_report, run_batch, sha256, shared_blends
 from addon_helpers import ROOT, bpy
+from batch_helpers import build_trap, load_report, run_batch, sha256, shared_blends
 
 bpy = bpy()
 pytestmark = pytest.mark.blender

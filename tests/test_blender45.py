@@ -9,8 +9,6 @@ import re
 
 import pytest
 
-import blender45
-
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
 

@@ -28,7 +28,7 @@ def detected(bones):
 
 def test_the_data_sets_own_names_map_to_themselves():
     names = {k: v for k, v in zip(["root", "hips", "spine1", "spine3", "neck", "head"],
-                                   ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head"])}
+                                   ["joint_Root", "Hips", "Spine", "Chest", "Neck", "Head"], strict=True)}
     names.update(rig_builders.sided({"shoulder_L": "Shoulder_{s}", "upperarm_L": "UpperArm_{s}",
                                      "lowerarm_L": "LowerArm_{s}", "hand_L": "Hand_{s}", "upleg_L": "UpperLeg_{s}",
                                      "leg_L": "LowerLeg_{s}", "foot_L": "Foot_{s}", "toe_L": "Toes_{s}"}, "L", "R"))
@@ -110,6 +110,9 @@ def test_json_round_trip_and_bad_files():
     assert back.bones == bm.bones and back.preset == bm.preset
     for text, why in [("{", "not JSON"), ("[]", "not a bone map file"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 9, "bones": {}}), "version 9"),
+                      # (a JSON true is Python's 1: it must not read as version 1)
+                      (json.dumps({"format": bone_map.FORMAT, "version": True, "bones": {}}), "is true, not a whole number"),
+                      (json.dumps({"format": bone_map.FORMAT, "version": 1.0, "bones": {}}), "is 1.0, not a whole number"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Hips": 3}}), "joint name -> bone"),
                       (json.dumps({"format": bone_map.FORMAT, "version": 1, "bones": {"Pelvis": "x"}}), "Pelvis")]:
         with pytest.raises(bone_map.BoneMapError, match=why):

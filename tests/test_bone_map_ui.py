@@ -8,8 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from addon_helpers import bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh, thin_keys, \
-    use_test_backend
+from addon_helpers import (
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    thin_keys,
+    use_test_backend,
+)
 from test_latent_ui import Recorder
 from test_rig_inbetween import MIXAMO
 
@@ -44,7 +51,7 @@ def draw(obj) -> list:
     from blender_addon.ui.bone_map_panel import VIEW3D_PT_splinetween_bone_map as P
     log = []
     P.draw(SimpleNamespace(layout=Recorder(log)), SimpleNamespace(active_object=obj))
-    for kind, args, kw in log:
+    for kind, args, _kw in log:
         if kind == "prop_search":
             data, name, search_data, search_name = args[:4]
             assert hasattr(data, name) and hasattr(search_data, search_name)

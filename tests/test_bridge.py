@@ -90,8 +90,8 @@ def test_in_process_and_backend_process_give_the_same_result(key_poses, backend_
     cold = time.perf_counter() - t0
     here = bridge.inbetween(bridge.BackendSettings(mode="IN_PROCESS"), *key_poses[:1], KEYS, *key_poses[1:])
     print(f"backend process: cold call {cold:.2f} s; max difference to in-process "
-          f"{max(np.abs(a - b).max() for a, b in zip(sub, here)):.2e}")
-    for a, b in zip(sub, here):
+          f"{max(np.abs(a - b).max() for a, b in zip(sub, here, strict=True)):.2e}")
+    for a, b in zip(sub, here, strict=True):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, atol=1e-5)
     np.testing.assert_array_equal(sub[0][KEYS], key_poses[1])  # keys come back exactly

@@ -10,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 
-from backend.maths import quat_np
 from backend.formats.bvh import BVHError, format_bvh, parse_bvh, read_bvh, write_bvh  # noqa: E402
+from backend.maths import quat_np  # noqa: E402
 
 FIXTURES = sorted(ROOT.glob("examples/bvh/*.bvh")) + sorted(ROOT.glob("tests/fixtures/*.bvh"))
 PRINTED = 0.5e-6 + 1e-9  # half a unit in the 6th decimal, plus float noise
@@ -160,7 +160,7 @@ def test_write_bvh_is_atomic(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]
     assert np.abs(motion(target.read_text())[2] - motion(FIXTURES[0].read_text())[2]).max() <= PRINTED
     before = target.read_bytes()
-    with pytest.raises(Exception):  # a reference of the wrong shape fails while formatting
+    with pytest.raises(IndexError):  # a reference of the wrong shape fails while formatting
         write_bvh(target, clip, reference=np.zeros((3, 7)))
     assert target.read_bytes() == before  # the old file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bvh"]  # and no temporary file is left
@@ -228,3 +228,22 @@ def test_bad_file_raises_bvh_error_naming_file_and_problem(case, tmp_path):
 def test_missing_file_raises_bvh_error(tmp_path):
     with pytest.raises(BVHError, match="cannot read"):
         read_bvh(tmp_path / "nowhere.bvh")
+
+
+def test_a_frames_header_shorter_than_its_motion_lines_names_both_counts(tmp_path):
+    """'Frames: 30' over 61 whole lines of motion: the header is the mistake, and the message says how many
+    lines there are and what to write (not 'truncated file or wrong channel count')."""
+    text = Path(__file__).with_name("fixtures").joinpath("walk_short.bvh")
+    src = next(p for p in (text, *sorted(Path(__file__).parent.glob("fixtures/**/*.bvh"))) if p.is_file())
+    head, motion = src.read_text().split("MOTION", 1)
+    lines = [ln for ln in motion.strip().splitlines()[2:] if ln.strip()]
+    if len(lines) < 61:
+        lines = (lines * (61 // len(lines) + 1))[:61]
+    bad = tmp_path / "header.bvh"
+    bad.write_text(head + "MOTION\nFrames: 30\nFrame Time: 0.0333333\n" + "\n".join(lines[:61]) + "\n")
+    with pytest.raises(BVHError) as err:
+        read_bvh(bad)
+    msg = str(err.value)
+    assert "'Frames: 30'" in msg and "61 lines of motion" in msg and "write 'Frames: 61'" in msg
+    assert "truncated" not in msg
+    assert bad.read_text().count("\n") > 61, "the file is left as it was"

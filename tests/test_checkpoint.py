@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend.runtime import checkpoint
 from backend.models.spline_transformer import ModelConfig, SplineTransformer
+from backend.runtime import checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 
@@ -182,8 +182,8 @@ def test_a_safetensors_header_length_starting_with_0x80_is_not_taken_for_a_pickl
 def test_shape_check_builds_the_models_shapes_without_random_init(name):
     """The check builds random parameters as empty meta tensors: the same names and shapes as a
     plain meta build of the shipped checkpoints' models, every tensor on the meta device."""
-    from backend.runtime import checks as checkpoint_checks
     from backend.models.registry import build_model
+    from backend.runtime import checks as checkpoint_checks
     config = checkpoint.load(SHIPPED / f"{name}.json").config
     with torch.device("meta"):
         plain = {k: tuple(v.shape) for k, v in build_model(config).state_dict().items()}

@@ -64,8 +64,8 @@ def test_another_performer_keeps_the_pose_and_scales_legs_and_hips_together():
 
 @pytest.mark.skipif(not (ROOT / CMU_DATA).exists(), reason="the CMU part of ../shared/data is not here")
 def test_evaluation_has_the_other_studio_column_with_foot_sliding(tmp_path):
-    from training.evaluate import main
     from tests.conftest import TEST_CLIP
+    from training.evaluate import main
     data = f"{TEST_CLIP},{TEST_CLIP.parent / 'dataset-1_guide_tired_001.bvh'}"
     assert main(["--baselines-only", "--data", data, "--split", "test", "--limit", "3",
                  "--other-data", str(ROOT / CMU_DATA), "--out", str(tmp_path)]) == 0
@@ -83,6 +83,7 @@ def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
     loader flags the clips it converted (kept through the cache) and the sampler draws them that much
     more often."""
     import shutil
+
     from training.config import ConfigError, TrainConfig
     from training.data import WindowSampler
     fx = ROOT / "tests/fixtures"
@@ -92,7 +93,7 @@ def test_converted_clips_are_flagged_and_drawn_by_their_weight(tmp_path):
     ms = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
     cached = load_split(str(tmp_path), sel, tmp_path / "cache", verbose=False, skeleton=_model_skeleton())
     for m in (ms, cached):
-        assert dict(zip(m.names, m.converted.tolist())) == {"07_01": True, "dataset-2_walk_normal_005": False}
+        assert dict(zip(m.names, m.converted.tolist(), strict=True)) == {"07_01": True, "dataset-2_walk_normal_005": False}
     n = 16
     room = (ms.lengths - n + 1).astype(float)
     for weight in (1.0, 4.0):
@@ -147,6 +148,7 @@ def test_a_calibration_t_pose_before_the_motion_is_not_read_as_motion(tmp_path):
     """CMU's BVH files begin with a T-pose one frame (1/120 s) before the performer's first pose; the data
     reading drops it (``backend.motion.calibration``) and keeps every frame of a clip that starts moving at once."""
     import shutil
+
     from backend.formats.bvh import read_bvh
     from backend.motion.calibration import LEAD_S, leading_calibration_frames
     fx = ROOT / "tests/fixtures"
@@ -175,6 +177,7 @@ def test_keys_every_k_start_after_a_calibration_pose_and_leave_it_as_it_is(tmp_p
     are written as they were, not in-betweened out of; a clip that starts moving at once keys frame 0."""
     import subprocess
     import sys
+
     from backend.formats.bvh import format_bvh, read_bvh
     from backend.motion.calibration import motion_keys
     from backend.motion.keyframes_np import every_k

@@ -49,6 +49,7 @@ def test_report_names_the_bones_and_the_fix():
 
 def test_ik_follow_arithmetic():
     import numpy as np
+
     from blender_addon.core import ik_follow
     # two bones along +Y, the second turned 90 degrees about Z: its tail ends up at -X of its head
     rest = np.array([np.eye(4), np.eye(4)])

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from backend.motion.inbetween import contacts as C
-from backend.maths import quat_np as Q
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np as Q
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
+from backend.motion.inbetween import contacts as C
 from backend.motion.keyframes import every_k
 from tests.conftest import TEST_CLIP
 
@@ -58,7 +58,7 @@ def test_a_planted_foot_stays_within_a_millimetre(walk):
     assert (full & ~rolling).sum() > 100 and (full & ground & ~rolling).sum() > 10
     assert miss[rolling].max() < 0.5, miss[rolling].max()
     # the keys' own contacts: ankle and toes still and low at both ends of a gap stay on the line between them
-    key_held = [(a, b, c) for a, b in zip(keys, keys[1:]) for c in range(len(joints))
+    key_held = [(a, b, c) for a, b in zip(keys, keys[1:], strict=False) for c in range(len(joints))
                 if b - a > 1 and weight[a + 1:b, c].min() == 1]
     assert len(key_held) > 10
     for a, b, c in key_held:
@@ -241,13 +241,14 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     same windows and keys."""
     import re
     import shutil
+
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     from backend.motion.keyframes import every_k
     from backend.motion.skeleton import Clip
+    from tests.conftest import TEST_CLIP
     from training import slide_study
     from training.data import Selection
     from training.evaluate import foot_sliding, load_windows
-    from tests.conftest import TEST_CLIP
     shutil.copy(TEST_CLIP, tmp_path)
     assert slide_study.main([str(DEFAULT_INBETWEEN), "--data", str(tmp_path), "--split", "test", "--every", "15",
                              "--by-clip", "--oracle"]) == 0
@@ -304,12 +305,12 @@ def test_a_gap_the_guard_does_not_trust_holds_its_contact_whole_and_eases_longer
     got = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, True])
     shipped = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg)
     firm = C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, C.ContactConfig(outside=True, ease=cfg.untrusted_ease))
-    for mine, theirs in zip(got, shipped):
+    for mine, theirs in zip(got, shipped, strict=True):
         np.testing.assert_array_equal(mine[:31], theirs[:31])
-    for mine, theirs in zip(got, firm):
+    for mine, theirs in zip(got, firm, strict=True):
         np.testing.assert_array_equal(mine[31:], theirs[31:])
     assert got[1][31:60, 0].max() == 1.0 and (got[1][31:60, 0] > 0).sum() > (shipped[1][31:60, 0] > 0).sum()
-    for mine, theirs in zip(C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, False]), shipped):
+    for mine, theirs in zip(C.hold_targets(g, keys, [0, 1], up, 1 / 30, 1.0, cfg, untrusted=[False, False]), shipped, strict=True):
         np.testing.assert_array_equal(mine, theirs)
 
 
@@ -333,8 +334,9 @@ def test_the_learned_contact_study_reads_any_size_of_skeleton_and_learns_the_cap
     trained and validated on the same walk it finds the capture's contacts and reports the figure both ways."""
     import re
     import shutil
-    from tests.conftest import TEST_CLIP
+
     from backend.motion.engine import DEFAULT_INBETWEEN
+    from tests.conftest import TEST_CLIP
     from training import learned_contact_study as L
     rng = np.random.default_rng(3)
     g = rng.normal(size=(40, 6, 3))

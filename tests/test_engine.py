@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
 from backend.formats.bvh import format_bvh, parse_bvh, read_bvh
+from backend.maths import quat_np
 from backend.motion.engine import Engine, EngineError, segment_bounds
 from backend.motion.keyframes import every_k, segments_on_keys
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
@@ -80,9 +80,9 @@ def test_frames_outside_the_keys_come_out_as_they_went_in(ib, frame_time):
 
 def test_batched_equals_one_by_one(ib):
     clips = [read_bvh(p) for p in EXAMPLES[:3]]
-    keys = [every_k(c.num_frames, k) for c, k in zip(clips, (4, 9, 15))]
+    keys = [every_k(c.num_frames, k) for c, k in zip(clips, (4, 9, 15), strict=True)]
     batch = ib.inbetween(clips, keys)
-    for c, k, (out, _) in zip(clips, keys, batch):
+    for c, k, (out, _) in zip(clips, keys, batch, strict=True):
         single, _ = ib.inbetween(c, k)
         assert np.allclose(single.rotations, out.rotations, atol=1e-5)
 

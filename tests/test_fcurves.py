@@ -3,8 +3,8 @@ numpy, against real bpy's."""
 import numpy as np
 import pytest
 
-from backend.motion.inbetween import blender_curves as fcurves
 from backend.formats.bvh import read_bvh
+from backend.motion.inbetween import blender_curves as fcurves
 from tests.conftest import TEST_CLIP
 
 bpy = pytest.importorskip("bpy")
@@ -74,7 +74,7 @@ def test_the_guards_passes_drawn_together_are_each_drawn_alone():
     keys = list(range(0, clip.num_frames, 5))
     jobs = [(p, sorted(set(keys) - set(p))) for p in holdout_passes(keys)]
     assert len(jobs) == 2 and all(len(h) for _, h in jobs)
-    for (p, h), (r, q) in zip(jobs, fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)):
+    for (p, h), (r, q) in zip(jobs, fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs), strict=True):
         alone_r, alone_q = fcurves.at(clip.skeleton, clip.rotations, clip.positions, p, h)
         assert r.shape == (len(h), clip.skeleton.num_joints, 4) and q.shape == (len(h), clip.skeleton.num_joints, 3)
         np.testing.assert_allclose(r, alone_r, rtol=0, atol=1e-12)  # (as above: a SIMD path's last bit)
@@ -94,9 +94,9 @@ def test_key_sets_solved_together_get_the_handles_each_gets_alone():
             y[:, ::3] = np.round(y[:, ::3])  # plateaus and extremes: locked handles, clamped solves
             sets.append((x, y))
         together = fcurves.right_offsets_many(sets)
-        for (x, y), got in zip(sets, together):
+        for (x, y), got in zip(sets, together, strict=True):
             np.testing.assert_array_equal(got, fcurves.right_offsets_many([(x, y)])[0])
         frames = [rng.uniform(x[0], x[-1], 9) for x, _ in sets]
-        drawn = fcurves.evaluate_many([(x, y.T, f) for (x, y), f in zip(sets, frames)])
-        for (x, y), f, got in zip(sets, frames, drawn):
+        drawn = fcurves.evaluate_many([(x, y.T, f) for (x, y), f in zip(sets, frames, strict=True)])
+        for (x, y), f, got in zip(sets, frames, drawn, strict=True):
             np.testing.assert_array_equal(got, fcurves.evaluate(x, y.T, f))

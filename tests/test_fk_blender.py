@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))  # the repo root, for plain `pytest`
 bpy = pytest.importorskip("bpy")
 from bpy_extras.io_utils import axis_conversion  # noqa: E402
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh, write_bvh  # noqa: E402
+from backend.maths import quat_np  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np
 from backend.motion.inbetween.guard import blend, fit_alpha, holdout_passes
+from conftest import EXAMPLES, ROOT, TEST_CLIP
 from training.augment import Augmenter, fit_mirror, mix_bodies, reverse_time, time_warp, upper_body
 from training.data import LEAVE_OUT, Selection, clip_kind, load_split, split_of
-
-from conftest import EXAMPLES, ROOT, TEST_CLIP
 
 DATASET1_VAL = ROOT / "tests" / "fixtures" / "dataset-1_guide_tired_001.bvh"
 
@@ -99,7 +98,7 @@ def test_time_reversal_twice_is_the_clip_and_speed_one_changes_nothing(walk):
 
 def test_body_mix_swaps_only_the_upper_body(walk):
     upper = upper_body(walk.skeleton.parents)
-    names = [n for n, u in zip(walk.skeleton.names, upper) if u]
+    names = [n for n, u in zip(walk.skeleton.names, upper, strict=True) if u]
     assert "Spine" in names and "Hand_L" in names and "Head" in names
     assert "Hips" not in names and "Foot_R" not in names
     rot = torch.from_numpy(np.stack([walk.rotations[:30], walk.rotations[30:60]])).float()

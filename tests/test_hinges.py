@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.maths import quat_np as Q
 from backend.formats.bvh import read_bvh
 from backend.humanoid import bvh_rig, hinges
+from backend.maths import quat_np as Q
 from backend.motion.skeleton import Skeleton
 
 ROOT = Path(__file__).resolve().parents[1]

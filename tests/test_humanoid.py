@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
-from backend.humanoid import bone_map
-from backend.humanoid import bvh_rig
+from backend.humanoid import bone_map, bvh_rig
+from backend.maths import quat_np
 from backend.motion.skeleton import Clip, Skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +74,8 @@ def test_cmu_walk_lands_where_the_data_sets_walks_are(dataset):
     got = mean_direction(body_directions(out))
     err = degrees(got, ref)
     names = model.names[2:]
-    assert np.median(err) < 12.0, dict(zip(names, err.round(1)))
-    assert err.max() < 35.0, dict(zip(names, err.round(1)))
+    assert np.median(err) < 12.0, dict(zip(names, err.round(1), strict=True))
+    assert err.max() < 35.0, dict(zip(names, err.round(1), strict=True))
     # standing height (head over the lower foot) as the data set's, in centimetres
     def height(c):
         _, x = quat_np.fk(c.rotations, c.positions, c.skeleton.parents)

@@ -1,14 +1,13 @@
 """The shipped in-betweening checkpoint on a test-split clip: better than SLERP, smooth seams."""
 import numpy as np
 import pytest
+import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.keyframes import every_k, interpolate, key_mask
 from tests.conftest import TEST_CLIP
-
-import torch
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +44,7 @@ def test_seams_do_not_show(result):
     speed_gt = np.linalg.norm(np.diff(gt, axis=0), axis=-1).max(-1)
     spin = np.degrees(quat_np.angle_between(out.rotations[1:], out.rotations[:-1])).max(-1)  # fastest joint turn
     spin_gt = np.degrees(quat_np.angle_between(clip.rotations[1:], clip.rotations[:-1])).max(-1)
-    for a, b in controls.segments[:-1]:
+    for _a, b in controls.segments[:-1]:
         seam = b  # the shared key frame: no jump into or out of it beyond what the motion has
         assert max(speed[seam - 1], speed[seam]) <= 1.2 * speed_gt.max()
         assert max(spin[seam - 1], spin[seam]) <= 1.2 * spin_gt.max()

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from addon_helpers import ROOT
+from backend.humanoid import bone_map
 from blender_addon import bridge
 from blender_addon.batch import safe_io
-from backend.humanoid import bone_map
 from blender_addon.io import bone_map_file
 
 limits = bridge.numpy_module("formats.json_limits")

@@ -12,13 +12,28 @@ import numpy as np
 import pytest
 
 from addon_helpers import assert_same_keys, bpy, heads, import_bvh, snapshot
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import (temporary, AUTOENCODER, EXAMPLE, changed_frames, curves, encoded_copy, encoded_segments,
-                            fresh_copy, info, pose_bvh, require_principal, reach, reversed_bvh, shaken_bvh, ui_edit)
+from latent_helpers import (
+    AUTOENCODER,
+    EXAMPLE,
+    changed_frames,
+    curves,
+    encoded_copy,
+    encoded_segments,
+    fresh_copy,
+    info,
+    pose_bvh,
+    reach,
+    require_principal,
+    reversed_bvh,
+    shaken_bvh,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+    ui_edit,
+)
 
 bpy = bpy()
-from backend.maths import quat_np as Q
 from backend.formats.bvh import read_bvh  # noqa: E402
+from backend.maths import quat_np as Q  # noqa: E402
 from backend.motion.controls import Controls  # noqa: E402
 from blender_addon.core import latent_math as LM  # noqa: E402
 from blender_addon.core import layer_math as L  # noqa: E402
@@ -69,8 +84,8 @@ def test_encode_keeps_every_key_and_reads_out_the_models_fit(source, enc):
 @pytest.mark.torch
 def test_the_readout_is_the_models_reconstruction_error(enc, engine, record_property):
     """Each segment's figures are the engine's own decode of that segment against the motion encoded."""
-    from backend.maths import quat_np as Q
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np as Q
     clip = read_bvh(EXAMPLE)
     controls = engine.encode(clip)
     fit = latent.fidelity(enc.splinetween_latent)

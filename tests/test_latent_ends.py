@@ -9,11 +9,18 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT, assert_same_keys, bpy, channelbag, select_keys, snapshot, thin_every
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import AUTOENCODER, curves, encoded_copy, fresh_copy, temporary
+from latent_helpers import (
+    AUTOENCODER,
+    curves,
+    encoded_copy,
+    fresh_copy,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402
+
 pytestmark = pytest.mark.blender
 AMPLIFY = "splinetween_latent.segments[1].amplify"
 
@@ -129,8 +136,8 @@ def unchanged(obj, before) -> None:
 
 
 def test_an_nla_only_armature_is_explained_whole_by_encode_and_inbetween(source):
-    from blender_addon.latent.common import NLA_ONLY, POLL_MESSAGE_MAX
     from blender_addon.latent.armature import encode
+    from blender_addon.latent.common import NLA_ONLY, POLL_MESSAGE_MAX
     with temporary(fresh_copy(source)) as obj:
         ad = obj.animation_data
         track = ad.nla_tracks.new()
@@ -222,7 +229,7 @@ def principal_table() -> str:
     """The doc's table of the shipped autoencoder's principal sliders, made from its JSON."""
     meta = json.loads((ROOT / "backend" / "checkpoints" / "motion_autoencoder.json").read_text())["info"]
     descriptions = meta.get("principal_descriptions") or [""] * len(meta["principal_names"])
-    rows = [f"| {i} | *{n}* | {d} |" for i, (n, d) in enumerate(zip(meta["principal_names"], descriptions), 1)]
+    rows = [f"| {i} | *{n}* | {d} |" for i, (n, d) in enumerate(zip(meta["principal_names"], descriptions, strict=True), 1)]
     return "\n".join(["| # | slider | description (at +1) |", "| --- | --- | --- |", *rows]) + "\n"
 
 

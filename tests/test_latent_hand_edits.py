@@ -10,11 +10,17 @@ import numpy as np
 import pytest
 
 from addon_helpers import assert_same_keys, bpy, channelbag, snapshot
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import EDIT_CURVE, edit_by_hand, encoded_copy, key_value, segment_frames, temporary
+from latent_helpers import (
+    EDIT_CURVE,
+    edit_by_hand,
+    encoded_copy,
+    key_value,
+    segment_frames,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+)
 
 bpy = bpy()
-from blender_addon.core import latent_math as LM  # noqa: E402
 
 pytestmark = pytest.mark.blender
 PATH, INDEX = EDIT_CURVE

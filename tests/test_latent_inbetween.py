@@ -6,8 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, driven, keys_on, select_keys,
-                           snapshot, thin_every)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    driven,
+    keys_on,
+    select_keys,
+    snapshot,
+    thin_every,
+)
 from latent_helpers import changed_frames, curves, edit_by_hand, key_value, segment_frames, setup_scene
 
 bpy = bpy()
@@ -154,7 +164,8 @@ def test_inbetween_over_latent_controls_asks_first_in_the_ui(walk, thinned):
     asked, ran = [], []
     wm = SimpleNamespace(invoke_confirm=lambda op, event, **kw: asked.append(kw) or {"RUNNING_MODAL"})
     me = SimpleNamespace(replace_latent=False, execute=lambda context: ran.append(True) or {"FINISHED"})
-    context = SimpleNamespace(active_object=thinned, window_manager=wm)
+    me.start_backend_then_execute = lambda context: Op.start_backend_then_execute(me, context)
+    context = SimpleNamespace(active_object=thinned, window_manager=wm, window=None)  # (no window: no modal start)
     assert Op.invoke(me, context, None) == {"FINISHED"} and ran and not asked
     assert OP() == {"FINISHED"} and thinned.splinetween_latent.active
     ran.clear()

@@ -11,9 +11,17 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT, assert_same_keys, bpy, channelbag, driven, prefs, snapshot, thin_keys
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import (temporary, AUTOENCODER, changed_frames, curves, encoded_copy, encoded_segments, fresh_copy,
-                            reach)
+from latent_helpers import (
+    AUTOENCODER,
+    changed_frames,
+    curves,
+    encoded_copy,
+    encoded_segments,
+    fresh_copy,
+    reach,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+)
 
 bpy = bpy()
 from blender_addon import bridge  # noqa: E402

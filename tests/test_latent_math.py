@@ -5,8 +5,7 @@ import numpy as np
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
 from backend.formats import json_limits
-from blender_addon.core import latent_math
-from blender_addon.core import rig_math
+from blender_addon.core import latent_math, rig_math
 
 SEGS = [(0, 54), (54, 109), (109, 163)]
 
@@ -21,7 +20,7 @@ def test_output_bounds_share_end_frames_and_stretch():
     assert latent_math.output_bounds(SEGS, 164, 164) == SEGS
     twice = latent_math.output_bounds(SEGS, 164, 327)
     assert twice == [(0, 108), (108, 218), (218, 326)]
-    assert all(b0[1] == b1[0] for b0, b1 in zip(twice, twice[1:]))
+    assert all(b0[1] == b1[0] for b0, b1 in zip(twice, twice[1:], strict=False))
     assert [latent_math.map_frame(k, 164, 327) for k in (0, 54, 163)] == [0, 108, 326]
     half = latent_math.output_bounds(SEGS, 164, 82)
     assert half[0][0] == 0 and half[-1][1] == 81

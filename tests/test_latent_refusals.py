@@ -5,8 +5,13 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT, assert_same_keys, bpy, prefs, snapshot
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import temporary, encoded_copy, fresh_copy, info
+from latent_helpers import (
+    encoded_copy,
+    fresh_copy,
+    info,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+)
 
 bpy = bpy()
 pytestmark = pytest.mark.blender

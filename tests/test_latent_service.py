@@ -110,7 +110,7 @@ def test_segments_decoded_together_are_each_decoded_alone(clip):
     _, together = service.handle(*req)
     header, arrays = req
     at = 0
-    for i, (a, b) in enumerate(header["segments"]):
+    for i, (_a, _b) in enumerate(header["segments"]):
         one = ({**header, **{k: header[k][i:i + 1] for k in ("segments", "lengths", "amplify", "timing", "principal")}},
                {**arrays, "points": arrays["points"][i:i + 1], "origins": arrays["origins"][i:i + 1]})
         _, alone = service.handle(*one)

@@ -3,19 +3,22 @@ segments changed in one re-decode, and after a rotation-mode change are the ones
 (real bpy, headless)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from addon_helpers import assert_same_keys, bpy, snapshot
-from latent_helpers import source  # noqa: F401  (module fixture: the example armature)
-from latent_helpers import temporary, changed_frames, curves, encoded_copy
+from latent_helpers import (
+    changed_frames,
+    curves,
+    encoded_copy,
+    source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
+    temporary,
+)
 
 bpy = bpy()
-from blender_addon.latent import slider  # noqa: E402
-from blender_addon.latent import state  # noqa: E402
-from blender_addon.latent.armature import adapter  # noqa: E402
-from blender_addon.latent import core as latent  # noqa: E402
 from blender_addon.core.errors import Refusal  # noqa: E402
+from blender_addon.latent import core as latent  # noqa: E402
+from blender_addon.latent import slider, state  # noqa: E402
+from blender_addon.latent.armature import adapter  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -6,10 +6,7 @@ import numpy as np
 import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
-from blender_addon.core import carry_math
-from blender_addon.core import latent_math
-from blender_addon.core import layer_math
-from blender_addon.core import rig_math
+from blender_addon.core import carry_math, latent_math, layer_math, rig_math
 
 BOUNDS = [(0, 30), (30, 60), (60, 90)]
 

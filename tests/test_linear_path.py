@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from backend.models.keyframe import KeyRegression, gap_features
-from backend.models.spline_transformer import ModelConfig
-from backend.models.registry import build_model
 from backend.maths.splines import bezier_basis, uniform_times
+from backend.models.keyframe import KeyRegression, gap_features
+from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig
 
 
 def test_untrained_autoencoder_is_the_least_squares_bezier_of_the_leading_components():

@@ -6,13 +6,22 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from backend.runtime import checkpoint
-from backend.motion.engine import Engine, EngineError
-from backend.mesh.sequences import (MeshError, bbox_diagonal, check_sequence, fit_basis, join_frames, linear_interpolation,
-                          mean_vertex_error, project, reconstruct)
 from backend.mesh.engine import MeshEngine
-from backend.models.spline_transformer import ModelConfig
+from backend.mesh.sequences import (
+    MeshError,
+    bbox_diagonal,
+    check_sequence,
+    fit_basis,
+    join_frames,
+    linear_interpolation,
+    mean_vertex_error,
+    project,
+    reconstruct,
+)
 from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig
+from backend.motion.engine import Engine, EngineError
+from backend.runtime import checkpoint
 from tests.mesh_helpers import ripple
 
 
@@ -70,8 +79,9 @@ def _mesh_checkpoint(tmp_path, basis_ok=True):
     basis = fit_basis(frames, 6)
     cfg = ModelConfig(input_dim=6, output_dim=6, width=32, latent=8, layers=1, heads=4)
     from backend.motion.features import Normalizer
-    from training.mesh.loop import _mesh_checkpoint as make, basis_tensors
     from training.config import MeshTrainConfig
+    from training.mesh.loop import _mesh_checkpoint as make
+    from training.mesh.loop import basis_tensors
     c = make(cfg, Normalizer.fit(torch.from_numpy(project(frames, basis))), basis, MeshTrainConfig(window=30), {})
     if not basis_ok:
         c.extra = {k: v for k, v in basis_tensors(basis).items() if k != "basis.components"}

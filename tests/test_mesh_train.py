@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from backend.mesh.sequences import linear_interpolation, mean_vertex_error
-from backend.mesh.engine import MeshEngine
 from backend.formats.pc2 import write_pc2
+from backend.mesh.engine import MeshEngine
+from backend.mesh.sequences import linear_interpolation, mean_vertex_error
 from tests.mesh_helpers import ripple, write_ripples
 from training import train as train_cli
 from training.evaluate import main as evaluate_main

@@ -38,7 +38,7 @@ def test_fast_decode_and_encode_give_the_plain_numbers(plain):
     with torch.inference_mode():
         fast = (_decode(model, cp), model.encode(x))
         slow = plain(lambda: (_decode(model, cp), model.encode(x)))
-    for f, s in zip(fast, slow):
+    for f, s in zip(fast, slow, strict=True):
         assert f.shape == s.shape
         assert float((f - s).abs().max()) <= 1e-5 * max(1.0, float(s.abs().max()))
 
@@ -90,7 +90,7 @@ def test_the_whole_clip_decode_gives_each_segment_the_services_numbers(plain):
     for k, n in enumerate(lengths):
         assert np.array_equal(got[k][0], engine.decode_features(cp[k:k + 1], [(n, 2 * n - 1, 0.3)]))
     slow = plain(lambda: engine.decode_segments(cp, origins, lengths, scale=2.0, timing=0.3))  # (batched per length)
-    for (f, _), (s, _) in zip(got, slow):
+    for (f, _), (s, _) in zip(got, slow, strict=True):
         assert float(np.abs(f - s).max()) <= 1e-5 * max(1.0, float(np.abs(s).max()))
 
 

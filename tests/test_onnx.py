@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from backend.runtime import checkpoint as ck
-from backend.motion import features, features_np, keyframes, keyframes_np
-from backend.models import spline_transformer as model
-from backend.runtime import onnx_runner as runtime
 from backend.formats import safetensors_np
 from backend.maths import quat_np
 from backend.maths.splines import uniform_times
+from backend.motion import features, features_np, keyframes, keyframes_np
+from backend.runtime import checkpoint as ck
+from backend.runtime import onnx_runner as runtime
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 MODELS = ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"]
@@ -125,7 +124,7 @@ def test_the_numpy_twins_give_the_torch_twins_numbers():
     t = torch.from_numpy
     want = keyframes.inbetween_inputs(t(rot), t(pos), t(mask), c.layout, c.normalizer, "hermite")
     got = keyframes_np.inbetween_inputs(rot, pos, mask, c.layout, norm_np, "hermite")
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         close(g, w.numpy())
     feat = rng.standard_normal((3, 21, 7)).astype(np.float32)
     kf = rng.standard_normal((3, 21, 7)).astype(np.float32)
@@ -221,8 +220,8 @@ def test_the_built_in_path_imports_no_torch():
 # -- the paths that call the models: ONNX Runtime's engine as torch's ---------------------------------
 @pytest.fixture(scope="module")
 def engines():
-    from backend.motion.engine import Engine
     from backend.mesh.engine import MeshEngine
+    from backend.motion.engine import Engine
     out = {}
     for name, factory in (("inbetween", Engine), ("motion_autoencoder", Engine), ("cloth_inbetween", MeshEngine),
                           ("cloth_autoencoder", MeshEngine)):

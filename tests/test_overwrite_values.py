@@ -13,15 +13,16 @@ def _curves(frames_per_curve):
     """A fresh object with one location/rotation curve per entry, keyed (value = frame / 10 + curve) on
     those frames; -> (object, curves)."""
     import bpy
+
     from blender_addon.io import scene as scene_io
     obj = bpy.data.objects.new("overwrite", None)
     bpy.context.scene.collection.objects.link(obj)
     paths = [("location", i) for i in range(3)] + [("rotation_euler", i) for i in range(3)]
-    for (path, i), frames in zip(paths, frames_per_curve):
+    for path, i in paths[:len(frames_per_curve)]:
         obj.keyframe_insert(path, index=i, frame=1)
     bag = scene_io.channelbag(obj)
     fcs = [bag.fcurves.find(path, index=i) for path, i in paths[:len(frames_per_curve)]]
-    for c, (fc, frames) in enumerate(zip(fcs, frames_per_curve)):
+    for c, (fc, frames) in enumerate(zip(fcs, frames_per_curve, strict=True)):
         fc.keyframe_points.clear()
         fc.keyframe_points.add(len(frames))
         co = np.stack([np.asarray(frames, float), np.asarray(frames, float) / 10 + c], 1).astype(np.float32)

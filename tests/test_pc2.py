@@ -22,7 +22,7 @@ def test_pc2_round_trip_is_bit_exact(tmp_path, frames):
     assert out.dtype == np.float32 and out.shape == (5, 7, 3)
     assert out.tobytes() == frames.tobytes()
     assert (start, rate) == (1.0, 0.5)
-    assert not (tmp_path / "a.pc2.tmp").exists()
+    assert sorted(tmp_path.iterdir()) == [path], "no temporary file left behind"
 
 
 def test_pc2_header_bytes(tmp_path, frames):
@@ -135,7 +135,8 @@ def test_read_cache_dispatches_on_suffix(tmp_path, frames):
 
 
 def test_failed_write_leaves_no_file(tmp_path, frames):
-    (tmp_path / "a.pc2.tmp").mkdir()  # the temporary file cannot be opened, even as root
+    from backend.formats.atomic import temp_name
+    temp_name(tmp_path / "a.pc2").mkdir()  # this process's temporary file cannot be opened, even as root
     with pytest.raises(CacheError, match="could not write"):
         write_pc2(tmp_path / "a.pc2", frames)
     assert not (tmp_path / "a.pc2").exists()
@@ -152,3 +153,26 @@ def test_read_header_reads_only_the_header(tmp_path):
     (tmp_path / "c.mdd").write_bytes(b"\0\0")
     with pytest.raises(CacheError, match="not an MDD file"):
         read_header(tmp_path / "c.mdd")
+
+
+def test_two_processes_writing_one_cache_never_leave_half_of_one(tmp_path):
+    """Two Blenders decoding into one PC2 at once (a shared cache folder): each write goes through its own
+    temporary file, so every read sees one writer's whole cache and neither run fails."""
+    import subprocess
+    import sys
+    path = tmp_path / "shared.pc2"
+    code = ("import sys, numpy as np; from backend.formats.pc2 import write_pc2\n"
+            "v = float(sys.argv[1])\n"
+            "for _ in range(150): write_pc2(sys.argv[2], np.full((30, 500, 3), v, np.float32))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(v), str(path)], stderr=subprocess.PIPE)
+             for v in (1.0, 2.0)]
+    reads = 0
+    while any(p.poll() is None for p in procs):
+        if path.exists():
+            frames, _, _ = read_pc2(path)
+            assert frames.shape == (30, 500, 3) and len(np.unique(frames)) == 1, "a read saw two writers mixed"
+            reads += 1
+    assert [p.wait() for p in procs] == [0, 0], [p.stderr.read().decode() for p in procs]
+    frames, _, _ = read_pc2(path)
+    assert np.unique(frames).tolist() in ([1.0], [2.0])
+    assert sorted(tmp_path.iterdir()) == [path], "a writer's temporary file was left behind"

@@ -152,8 +152,8 @@ def test_the_layer_figure(tmp_path):
     difference of the two decodes.  And the script writes the PNG."""
     from dataclasses import replace
 
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     from training import edit_figure
     clip = read_bvh(CLIP)
     rot, pos = edit_figure.layered(clip, clip, clip)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from backend.runtime import checkpoint
-from training.principal_names import Effect, name_directions
 from tests.conftest import EXAMPLES, ROOT
+from training.principal_names import Effect, name_directions
 
 ZERO = (0.0, 0.0, 0.0)
 PARTS = ("arm_l", "arm_r", "leg_l", "leg_r", "torso")

@@ -8,13 +8,11 @@ import json
 import numpy as np
 import pytest
 
-import addon_helpers  # noqa: F401  (sets BLENDER_USER_RESOURCES before any bpy import)
+import addon_helpers  # (sets BLENDER_USER_RESOURCES before any bpy import)
 import retarget_loops
 import rig_builders
-from backend.humanoid import bone_map
+from backend.humanoid import bone_map, rest_pose, retarget
 from backend.maths import quat_np
-from backend.humanoid import rest_pose
-from backend.humanoid import retarget
 from blender_addon.core import rig_math
 
 CK = json.loads((addon_helpers.ROOT / "backend" / "checkpoints" / "inbetween.json").read_text())["skeleton"]
@@ -38,7 +36,7 @@ def converted(names_table, extra=(), unmap=()):
     bones = rig_builders.rig(names_table, extra)
     bm = bone_map.detect(NAMES, PARENTS, bones)
     joint_bones = bone_map.check(NAMES, PARENTS, {b: v[0] for b, v in bones.items()}, bm.bones)
-    joint_bones = [None if n in unmap else b for n, b in zip(NAMES, joint_bones)]
+    joint_bones = [None if n in unmap else b for n, b in zip(NAMES, joint_bones, strict=True)]
     rig = {b: retarget.RigBone(v[0], rest_matrix(v[1], v[2], RNG), bool(RNG.integers(2))) for b, v in bones.items()}
     return retarget.build(NAMES, PARENTS, OFFSETS, joint_bones, rig)
 
@@ -111,12 +109,12 @@ def test_the_conversion_over_all_joints_at_once_equals_the_per_joint_loops_bit_f
     new, old = rt.to_model(basis, loc), retarget_loops.to_model(rt, basis, loc)
     rot, pos = random_pose(rt, frames=9)[0][:, :len(NAMES)], 3.0 * RNG.normal(size=(9, len(NAMES), 3))
     back_new, back_old = rt.to_rig(rot, pos, basis, loc), retarget_loops.to_rig(rt, rot, pos, basis, loc)
-    for a, b in zip(new + back_new, old + back_old):
+    for a, b in zip(new + back_new, old + back_old, strict=True):
         assert a.shape == b.shape and np.array_equal(a, b)
     inner = rt.inner_bones()  # bones in between that keep still (a twist bone, a control root): the same floats
     basis[:, inner], loc[:, inner] = basis[:1, inner], loc[:1, inner]
     still_new, still_old = rt.to_rig(rot, pos, basis, loc), retarget_loops.to_rig(rt, rot, pos, basis, loc)
-    assert all(a.tobytes() == b.tobytes() for a, b in zip(still_new, still_old))
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(still_new, still_old, strict=True))
     moving = [1] + [j for j in rt.mapped if rt.between[j]][-1:]  # (Inbetween asks only for the hips' locations)
     only_b, only_l = rt.to_rig(rot, pos, basis, loc, positions=moving)
     assert only_b.tobytes() == still_new[0].tobytes() and only_l[:, moving].tobytes() == still_new[1][:, moving].tobytes()
@@ -126,7 +124,7 @@ def test_the_conversion_over_all_joints_at_once_equals_the_per_joint_loops_bit_f
 def test_the_data_sets_own_skeleton_converts_as_before():
     """One bone per joint, the data set's rest: no padding, no rest differences, the same floats."""
     rig = {}
-    for j, (n, p) in enumerate(zip(NAMES, PARENTS)):
+    for j, (n, p) in enumerate(zip(NAMES, PARENTS, strict=True)):
         m = np.eye(4)
         m[:3, 3] = rig_math.qrotate(C, OFFSETS[j]) / 100.0 + (rig[NAMES[p]].matrix[:3, 3] if p >= 0 else 0.0)
         rig[n] = retarget.RigBone(NAMES[p] if p >= 0 else None, m, True)
@@ -134,9 +132,9 @@ def test_the_data_sets_own_skeleton_converts_as_before():
     assert rt.native and rt.rest_diff is None and not rt.inner_bones()
     basis, loc = random_pose(rt, frames=9)
     rot, pos = rt.to_model(basis, loc)
-    assert all(np.array_equal(a, b) for a, b in zip((rot, pos), retarget_loops.to_model(rt, basis, loc)))
+    assert all(np.array_equal(a, b) for a, b in zip((rot, pos), retarget_loops.to_model(rt, basis, loc), strict=True))
     np.testing.assert_allclose(rot, rig_math.qmul(rig_math.qmul(rig_math.qconj(C), basis), C), atol=1e-12)
-    assert all(np.array_equal(a, b) for a, b in zip(rt.to_rig(rot, pos), retarget_loops.to_rig(rt, rot, pos)))
+    assert all(np.array_equal(a, b) for a, b in zip(rt.to_rig(rot, pos), retarget_loops.to_rig(rt, rot, pos), strict=True))
 
 
 def test_standing_rigs_face_and_stand_as_the_models_reference():

@@ -8,8 +8,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           select_keys, snapshot, thin_every, use_test_backend)
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    select_keys,
+    snapshot,
+    thin_every,
+    use_test_backend,
+)
 
 bpy = bpy()
 from rig_helpers import MIXAMO, add_twist  # noqa: E402

@@ -10,8 +10,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, copy_armature, disable_addon, keys_on, select_keys, snapshot,
-                           thin_keys)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    keys_on,
+    select_keys,
+    snapshot,
+    thin_keys,
+)
 from latent_helpers import setup_scene
 
 bpy = bpy()

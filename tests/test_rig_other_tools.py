@@ -8,8 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from addon_helpers import (TEST_CLIP, assert_same_keys, bpy, disable_addon, fresh_scene_with_addon, keys_on,
-                           select_keys, snapshot, use_test_backend)
+from addon_helpers import (
+    TEST_CLIP,
+    assert_same_keys,
+    bpy,
+    disable_addon,
+    fresh_scene_with_addon,
+    keys_on,
+    select_keys,
+    snapshot,
+    use_test_backend,
+)
 
 bpy = bpy()
 from backend.motion.keyframes_np import every_k  # noqa: E402
@@ -41,7 +50,7 @@ def key_motion(rig, rt, basis, loc, frames):
         mode = pb.rotation_mode
         prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
         values = rig_math.quat_to_channels(basis[:, j], mode, np.array(getattr(pb, prop)))
-        for i, f in enumerate(frames):
+        for _i, f in enumerate(frames):
             setattr(pb, prop, values[f - 1])
             pb.keyframe_insert(prop, frame=f)
             if j in rt.position_joints:

@@ -5,8 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from addon_helpers import (assert_same_keys, bpy, copy_armature, disable_addon, fresh_scene_with_addon, import_bvh,
-                           keys_on, select_keys, snapshot, thin_every, use_test_backend)
+
+from addon_helpers import (
+    assert_same_keys,
+    bpy,
+    copy_armature,
+    disable_addon,
+    fresh_scene_with_addon,
+    import_bvh,
+    keys_on,
+    snapshot,
+    thin_every,
+    use_test_backend,
+)
 
 bpy = bpy()
 import rig_helpers  # noqa: E402
@@ -70,6 +81,7 @@ def test_the_conversion_kept_for_a_rig_follows_its_rest_pose(walk):
     """A rig's conversion is built once and kept; turning its arms in the rest pose (edit mode) or giving a
     bone another location frame gives the conversion of the new rest, as built afresh."""
     from mathutils import Matrix
+
     from blender_addon import bridge, preferences
     from blender_addon.io import bone_map as bone_map_io
     info = bridge.describe(preferences.settings(bpy.context))

@@ -12,8 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from backend.maths import quat_np
-from backend.maths import quat_torch
+from backend.maths import quat_np, quat_torch
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 T = torch.from_numpy

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
 from backend.humanoid import bvh_rig
+from backend.maths import quat_np
 
 ROOT = Path(__file__).resolve().parent.parent
 SKELETONS = ROOT / "tests" / "fixtures" / "skeletons"

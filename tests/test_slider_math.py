@@ -9,9 +9,7 @@ import pytest
 
 from addon_helpers import ROOT  # noqa: F401  (puts the repository on sys.path)
 from backend.maths import quat_np
-from blender_addon.core import layer_math
-from blender_addon.core import rig_math
-from blender_addon.core import slider_math
+from blender_addon.core import layer_math, rig_math, slider_math
 
 RNG = np.random.default_rng(19)
 MODES = ("QUATERNION", "AXIS_ANGLE") + rig_math.EULER_MODES
@@ -110,9 +108,9 @@ def test_segments_joined_at_once_equal_one_at_a_time(lengths):
     from blender_addon.core import latent_math
     parts = {s: (unit((m, 6)), RNG.normal(size=(m, 6, 3))) for s, m in enumerate(lengths)}
     items = [(0, (False, True)), (1, (True, True)), (2, (True, False)), (3, (True, True))]
-    for (s, sides), (rot, pos) in zip(items, latent_math.segments_values(parts, items, len(lengths), True)):
+    for (s, sides), (rot, pos) in zip(items, latent_math.segments_values(parts, items, len(lengths), True), strict=True):
         ref_r, ref_p = latent_math.segment_values(parts, s, len(lengths), True, sides)
         np.testing.assert_allclose(rot, ref_r, atol=1e-14)
         np.testing.assert_allclose(pos, ref_p, atol=1e-12)
     apart = latent_math.segments_values(parts, items[:2], len(lengths), False)
-    assert all(np.array_equal(r, parts[s][0]) for (s, _), (r, _) in zip(items, apart))
+    assert all(np.array_equal(r, parts[s][0]) for (s, _), (r, _) in zip(items[:2], apart, strict=True))

@@ -9,8 +9,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from backend.maths.splines import (  # noqa: E402
-    bezier_basis, bspline_basis, composite_basis, evaluate, uniform_times,
+from backend.maths.splines import (
+    bezier_basis,
+    bspline_basis,
+    composite_basis,
+    evaluate,
+    uniform_times,
 )
 
 T_DENSE = np.concatenate([np.linspace(0.0, 1.0, 257), [1e-12, 0.5 - 1e-12, 1.0 - 1e-12]])

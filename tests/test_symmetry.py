@@ -8,16 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh
-from backend.runtime.checkpoint import CheckpointError
+from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.keyframes import every_k
 from backend.motion.mirror import Mirror
 from backend.motion.skeleton import Clip
-from training.augment import fit_mirror
-
+from backend.runtime.checkpoint import CheckpointError
 from conftest import TEST_CLIP
+from training.augment import fit_mirror
 
 
 @pytest.fixture(scope="module")

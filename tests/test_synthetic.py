@@ -12,8 +12,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for plain `pytest`
 
-from training.compare import main, run_synthetic, synthetic_markdown  # noqa: E402
-from training.synthetic import FAMILIES, bezier  # noqa: E402
+from training.compare import main, run_synthetic, synthetic_markdown
+from training.synthetic import FAMILIES, bezier
 
 torch.set_num_threads(1)
 

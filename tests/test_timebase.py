@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 
-from backend.maths import quat_np
-from backend.maths import timebase
 from backend.formats.bvh import read_bvh
+from backend.maths import quat_np, timebase
 from tests.conftest import TEST_CLIP
 
 
@@ -49,7 +48,7 @@ def test_identity_at_the_model_rate():
 ])
 def test_keys_map_to_the_model_grid(fps, keys, expect):
     mk = timebase.model_keys(keys, 1 / fps)
-    assert mk == expect and all(b > a for a, b in zip(mk, mk[1:]))
+    assert mk == expect and all(b > a for a, b in zip(mk, mk[1:], strict=False))
     t = timebase.model_times(keys, mk, np.arange(keys[0], keys[-1] + 1))
     assert np.array_equal(t[np.asarray(keys) - keys[0]], np.asarray(mk, float))  # exact at the keys
     assert np.all(np.diff(t) > 0)
@@ -207,8 +206,8 @@ def test_encode_and_decode_at_24_fps():
 def test_reconstruct_and_the_cli_at_24_fps(tmp_path):
     """``python -m backend reconstruct`` / ``edit`` of a 24 fps BVH: encoded at 30 fps, written back on the file's
     frames at its Frame Time; at 30 fps nothing changes.  ``inbetween`` takes a 2 s gap (48 frames) at 24 fps."""
-    from backend.formats.bvh import read_bvh, write_bvh
     from backend.cli.main import main
+    from backend.formats.bvh import read_bvh, write_bvh
     from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     c24 = _at_rate(24, 150)
     write_bvh(tmp_path / "w24.bvh", c24)

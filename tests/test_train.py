@@ -100,7 +100,7 @@ def test_same_seed_same_weights_other_seed_differs(data, reference, tmp_path):
     assert not identical(ref, b)
     assert max_diff(ref, b) > 1e-3
     # the recorded curves agree too (wall-clock throughput aside)
-    strip = lambda h: [{k: v for k, v in e.items() if k != "windows_per_s"} for e in h]  # noqa: E731
+    strip = lambda h: [{k: v for k, v in e.items() if k != "windows_per_s"} for e in h]
     h_ref = json.loads((reference / "history.json").read_text())
     h_a = json.loads((tmp_path / "a" / "history.json").read_text())
     assert strip(h_ref) == strip(h_a)

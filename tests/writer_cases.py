@@ -101,7 +101,7 @@ def pack(prefix: str, curves: dict) -> dict:
 def unpack(data, prefix: str) -> dict:
     ends = np.cumsum(np.concatenate([[0], data[f"{prefix}/count"]]))
     out = {}
-    for c, (p, i) in enumerate(zip(data[f"{prefix}/paths"], data[f"{prefix}/index"])):
+    for c, (p, i) in enumerate(zip(data[f"{prefix}/paths"], data[f"{prefix}/index"], strict=True)):
         out[str(p), int(i)] = {a: (data[f"{prefix}/{a}"][ends[c]:ends[c + 1]].astype(np.int32) if a in ENUMS else
                                    data[f"{prefix}/{a}"][ends[c]:ends[c + 1]]) for a in VEC2 + ENUMS + FLOATS + BOOLS}
     return out
@@ -118,7 +118,7 @@ def build_rig(base: dict):
     bag = channelbag(obj)
     for fc in list(bag.fcurves):
         bag.fcurves.remove(fc)
-    for bone, mode in zip(BONES, MODES):
+    for bone, mode in zip(BONES, MODES, strict=True):
         pb = obj.pose.bones[bone]
         pb.rotation_mode = mode
         pb.location = STATIC_SPINE if bone == "Spine" else (0.0, 0.0, 0.0)

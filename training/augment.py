@@ -11,7 +11,8 @@ import numpy as np
 import torch
 
 from backend.maths import quat_torch
-from backend.motion.mirror import Mirror as _Mirror, fit, partner_names  # noqa: F401  (partner_names: the API)
+from backend.motion.mirror import Mirror as _Mirror
+from backend.motion.mirror import fit, partner_names  # noqa: F401  (partner_names: the API)
 
 
 class Mirror(_Mirror):

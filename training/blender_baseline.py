@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.maths import quat_np
 from backend.formats.bvh import unwrap_euler
+from backend.maths import quat_np
 
 
 def _channelbag(bpy):

@@ -233,7 +233,7 @@ def main(argv=None) -> int:
     m.add_argument("--kinds", default=",".join(TABLE_KINDS))
     m.add_argument("--out-dir", required=True)
     args, extra = ap.parse_known_args(argv)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)
     kinds = [k for k in args.kinds.split(",") if k]
     bad = [k for k in kinds if k not in MODEL_FAMILIES]
     if bad:

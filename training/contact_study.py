@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from backend.motion.inbetween import contacts, fill as inbetween
+from backend.motion.inbetween import contacts
+from backend.motion.inbetween import fill as inbetween
 
 from . import evaluate
 

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from backend.formats.asf import ASFError
 from backend.formats.atomic import replacing
 from backend.formats.bvh import BVHError, parse_bvh
+from backend.maths.timebase import MODEL_FRAME_TIME, same_rate
 from backend.motion.calibration import leading_calibration_frames
 from backend.motion.skeleton import Skeleton
-from backend.maths.timebase import MODEL_FRAME_TIME, same_rate
 
 SPLITS = ("train", "val", "test")
 # Both archives of the data README, read together by default (paths from the repository root).
@@ -35,6 +36,18 @@ DATASET1_VAL_STYLES = ("happy", "tired")
 CMU_DATA = "../shared/data/cmu-mocap-part.tar.xz"
 CMU_VAL_SUBJECTS = ("05", "09")
 _CMU_NAME = re.compile(r"^(\d\d)_(\d\d)$")
+# The other setups of the data README (2026-12-07): HDM05 (ASF/AMC; performer tr is validation), ReActIdle
+# (idle, 24 fps; performers 012-015 are validation) and more CMU subjects in a DAZ-style conversion (train).
+HDM05_DATA = "../shared/data/hdm05-part.tar.xz"
+REACTIDLE_DATA = "../shared/data/reactidle.tar.xz"
+CMU_DAZ_DATA = "../shared/data/cmu-mocap-daz.tar.xz"
+HDM05_VAL_PERFORMERS = ("tr",)
+REACTIDLE_VAL = range(12, 16)
+_HDM05_NAME = re.compile(r"^HDM_([a-z]{2})_")
+_REACTIDLE_NAME = re.compile(r"^(\d{3})_(acted|genuine)$")
+# The studios whose validation sets make the *other studio* column (their mean is the figure designs are
+# chosen on), in the order the reports give them.
+OTHER_STUDIOS = {"CMU": CMU_DATA, "HDM05": HDM05_DATA, "ReActIdle": REACTIDLE_DATA}
 
 
 class DataError(ValueError):
@@ -55,13 +68,22 @@ def clip_kind(name: str) -> str:
 def split_of(name: str) -> str:
     """The data README's splits.  Dataset-1: style happy or tired is validation, the rest train
     (no test split).  CMU (``SS_TT``): subjects 05 and 09 are validation, the rest train (no test
-    split).  Dataset-2 (and any other name): id % 10 == 5 test, == 8 validation, else train."""
+    split).  HDM05 (``HDM_{performer}_…``): performer tr is validation.  ReActIdle (``NNN_acted``,
+    ``NNN_genuine``): performers 012-015 are validation.  Dataset-2 (and any other name): id % 10 == 5
+    test, == 8 validation, else train."""
     f = _name_fields(name)
     if len(f) == 4 and f[0] == "dataset-1":
         return "val" if f[2] in DATASET1_VAL_STYLES else "train"
-    cmu = _CMU_NAME.match(Path(name).name.removesuffix(".bvh"))
+    stem = Path(name).name.removesuffix(".bvh").removesuffix(".amc")
+    cmu = _CMU_NAME.match(stem)
     if cmu:
         return "val" if cmu.group(1) in CMU_VAL_SUBJECTS else "train"
+    hdm = _HDM05_NAME.match(stem)
+    if hdm:
+        return "val" if hdm.group(1) in HDM05_VAL_PERFORMERS else "train"
+    idle = _REACTIDLE_NAME.match(stem)
+    if idle:
+        return "val" if int(idle.group(1)) in REACTIDLE_VAL else "train"
     m = re.search(r"(\d+)(?:\.bvh)?$", Path(name).name)
     if not m:
         raise DataError(f"{name}: no numeric clip id at the end of the name, cannot assign a split")
@@ -133,21 +155,55 @@ class Selection:
 
 
 def _iter_sources(data: Path):
-    """(name, text-reader) for each BVH in a folder or inside a .tar/.tar.xz archive."""
+    """(name, where, load) for each take in a folder, a .bvh or a .tar/.tar.xz archive: BVH files, and AMC takes
+    with the ``.asf`` of the same tree that their name begins with (``backend.formats.asf.skeletons_named``);
+    ``load()`` gives the take's ``Clip``."""
     if data.is_dir():
-        files = sorted(data.rglob("*.bvh"))
-        for f in files:
-            yield f.name, f, (lambda f=f: f.read_text(encoding="utf-8", errors="replace"))
+        asfs = {f.stem: f for f in sorted(data.rglob("*.asf"))}
+        for f in sorted([*data.rglob("*.bvh"), *data.rglob("*.amc")]):
+            if f.suffix == ".bvh":
+                yield f.name, f, (lambda f=f: _bvh(f.read_text(encoding="utf-8", errors="replace"), f))
+            else:
+                yield f.name, f, (lambda f=f: _amc(f.read_text(encoding="utf-8", errors="replace"), f,
+                                                   {k: (lambda a=a: a.read_text(encoding="utf-8", errors="replace"))
+                                                    for k, a in asfs.items()}))
     elif data.suffix in (".xz", ".gz", ".tar", ".bz2") or data.name.endswith(".tar.xz"):
+        asfs: dict = {}
+        takes = []  # AMC takes wait for the end: an archive streams once, its .asf files may come after them
         with tarfile.open(data) as tar:
             for m in tar:
-                if m.isfile() and m.name.endswith(".bvh"):
-                    text = tar.extractfile(m).read().decode("utf-8", errors="replace")
-                    yield Path(m.name).name, f"{data}:{m.name}", (lambda t=text: t)
+                if not m.isfile() or not m.name.endswith((".bvh", ".amc", ".asf")):
+                    continue
+                text = tar.extractfile(m).read().decode("utf-8", errors="replace")
+                where = f"{data}:{m.name}"
+                if m.name.endswith(".asf"):
+                    asfs[Path(m.name).stem] = lambda t=text: t
+                elif m.name.endswith(".bvh"):
+                    yield Path(m.name).name, where, (lambda t=text, w=where: _bvh(t, w))
+                else:
+                    takes.append((Path(m.name).name, where, text))
+        for name, where, text in takes:
+            yield name, where, (lambda t=text, w=where: _amc(t, w, asfs))
     elif data.suffix == ".bvh":
-        yield data.name, data, (lambda: data.read_text(encoding="utf-8", errors="replace"))
+        yield data.name, data, (lambda: _bvh(data.read_text(encoding="utf-8", errors="replace"), data))
     else:
-        raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH files")
+        raise DataError(f"{data}: not a folder, a .bvh file or a .tar.xz archive of BVH or ASF/AMC files")
+
+
+def _bvh(text: str, where):
+    return parse_bvh(text, where, name=Path(str(where)).stem, keep_source=False)
+
+
+def _amc(text: str, where, asfs: dict):
+    """The AMC take ``text`` on the skeleton among ``asfs`` (``{stem: text reader}``) its name begins with."""
+    from backend.formats.asf import AMC_FPS, parse_amc, parse_asf, skeletons_named, to_clip
+    stem = Path(str(where)).stem
+    named = skeletons_named(stem, list(asfs))
+    if len(named) != 1:
+        raise DataError(f"{where}: {'no' if not named else 'more than one'} .asf in the data names this take "
+                        "(its name must begin with its skeleton's, like HDM_tr.asf for HDM_tr_kick_120.amc)")
+    asf = parse_asf(asfs[named[0]](), f"{named[0]}.asf")
+    return to_clip(asf, parse_amc(text, asf, where), 1.0 / AMC_FPS, stem)
 
 
 def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | None = None,
@@ -177,8 +233,8 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         try:
             if not sel.wants(name):
                 continue
-            clip = parse_bvh(read(), where, name=Path(name).stem, keep_source=False)
-        except (BVHError, DataError) as e:
+            clip = read()
+        except (BVHError, ASFError, DataError) as e:
             skipped.append(f"{e}")
             continue
         lead = leading_calibration_frames(clip.rotations, clip.frame_time)  # CMU's T-pose frame
@@ -186,7 +242,7 @@ def load_split(data, split, cache_dir=None, verbose=True, skeleton: Skeleton | N
         clips.append((where, clip.skeleton, rot.astype(np.float32), pos.astype(np.float32), clip.name, clip.frame_time))
         del clip
     if not seen_any:
-        raise DataError(f"{data}: no BVH files found")
+        raise DataError(f"{data}: no BVH or AMC files found")
     data = ",".join(map(str, paths))
     skel = skeleton
     if skel is None and clips:
@@ -233,8 +289,8 @@ def _converted(clip_skel, rot, pos, name, ft, skel, frame_time):
     """A clip of another skeleton or rate on ``skel`` at ``frame_time`` (``backend.humanoid.bvh_rig.to_model``,
     the conversion the add-on and the batch use; ``backend.maths.timebase``): float32 (rot, pos, frame time)."""
     from backend.humanoid.bvh_rig import to_model
-    from backend.motion.skeleton import Clip
     from backend.maths.timebase import to_model_rate
+    from backend.motion.skeleton import Clip
     clip = Clip(clip_skel, rot.astype(np.float64), pos.astype(np.float64), ft, name)
     if not skel.same_hierarchy(clip_skel):
         clip = to_model(clip, skel)
@@ -345,5 +401,6 @@ def within_clip_position_std(ms: MotionSet) -> np.ndarray:
     out = np.zeros(ms.positions.shape[1])
     for c in range(len(ms.names)):
         r, p = ms.clip(c)
-        out = np.maximum(out, p.std(0).max(-1))
+        # (in float64: float32's rounding of a long clip's mean reads a still joint 39 cm out as 1.5e-3 cm of motion)
+        out = np.maximum(out, p.astype(np.float64).std(0).max(-1))
     return out

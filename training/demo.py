@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.maths import quat_np
 from backend.formats.bvh import read_bvh, write_bvh
+from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.keyframes import every_k, interpolate, key_mask
 
@@ -69,7 +69,7 @@ def plot(path, clip, keys, slerp, model):
     centre = quat_np.fk(clip.rotations, clip.positions, skel.parents)[1][:, moving[0]]
     travel = centre[frames[-1]] - centre[frames[0]]
     side = 0 if abs(travel[0]) >= abs(travel[2]) else 2  # view from the side of the walk
-    for row, (label, (rot, pos, col)) in enumerate(series.items()):
+    for row, (rot, pos, col) in enumerate(series.values()):
         ax = fig.add_subplot(3, 1, 2 + (row > 0)) if row < 2 else fig.axes[-1]
         _, gp = quat_np.fk(rot, pos, skel.parents)
         for k, f in enumerate(frames):

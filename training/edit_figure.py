@@ -67,8 +67,8 @@ def trajectory(points: np.ndarray, samples: int = 64) -> np.ndarray:
 
 def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=DPI) -> Path:
     from backend.formats.bvh import read_bvh
-    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     from backend.motion.edits import amplify
+    from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")
     clip = read_bvh(clip_path)
     controls = engine.encode(clip)
@@ -78,14 +78,14 @@ def figure(checkpoint, clip_path, out, segment: int = 2, size=(1400, 1000), dpi=
     fig, axes = new_figure(size, dpi, nrows=2, ncols=2)
     cmap = pyplot().get_cmap("viridis")
     frames = np.arange(clip.num_frames)
-    for ax, joint in zip(axes[0], joints):
+    for ax, joint in zip(axes[0], joints, strict=False):
         j = names.index(joint)
         ax.plot(frames, joint_angle(clip.rotations, j), color="k", lw=2.2, ls="--", label="file")
         for k, a in enumerate(AMPLIFY):
             dec = engine.decode(controls, points=amplify(controls.points, a))
             ax.plot(frames, joint_angle(dec.rotations, j), color=cmap(k / (len(AMPLIFY) - 1)), lw=1.4,
                     label=f"amplify {a:g}")
-        for a, b in controls.segments[1:]:
+        for a, _ in controls.segments[1:]:
             ax.axvline(a, color="0.7", lw=0.8, ls=":")
         ax.set(xlabel="frame (dotted: segment seams)", ylabel="rotation from rest (deg)",
                title=f"{joint}: every segment amplified")
@@ -140,8 +140,8 @@ def layered(clip, neutral, edited):
 
 def layer_figure(checkpoint, clip_path, out, segment: int = 1, amount: float = 1.5, size=(1400, 900),
                  dpi=DPI) -> Path:
-    from backend.maths import quat_np
     from backend.formats.bvh import read_bvh
+    from backend.maths import quat_np
     from backend.motion.edits import amplify
     from backend.motion.engine import DEFAULT_CHECKPOINT, Engine
     engine = Engine(checkpoint or DEFAULT_CHECKPOINT, "cpu")

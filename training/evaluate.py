@@ -1,6 +1,7 @@
-"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in three columns.
+"""Evaluate a checkpoint on the fixed protocol windows (61 frames, stride 61), in four kinds of column.
 
-    python -m training.evaluate CHECKPOINT [--data PATHS] [--other-data PATHS] [--split test|val]
+    python -m training.evaluate CHECKPOINT [--data PATHS] [--other-data NAME=PATH,...] [--left-out NAME=PATH]
+                                [--split test|val]
                                 [--cache DIR] [--out DIR] [--limit N] [--device cpu] [--baselines-only]
                                 [--blender-baseline]
 
@@ -8,9 +9,12 @@ The data README's generalisation protocol: *familiar* is the split (test, or val
 designs) without the left-out kinds (training.data.LEAVE_OUT); *unfamiliar* is the clips of the
 left-out kinds in the validation and test splits (validation only with --split val).  A model
 trained with --leave_out=protocol has never seen the unfamiliar kinds; the report says whether
-this checkpoint's training did.  *Other studio* is another studio's capture (``--other-data``, by
-default the CMU part: its validation subjects 05 and 09, whatever the split, as it has no test split),
-converted to the model's skeleton by ``backend.humanoid`` as the add-on and the batch convert it.
+this checkpoint's training did.  *Other studio* is other studios' capture (``--other-data``, by
+default the validation sets of CMU (subjects 05 and 09), HDM05 (performer tr) and ReActIdle (012-015),
+whatever the split, as they have no test split) and their mean, each set weighing the same: the figure
+designs are chosen on.  *Left-out studio* (``--left-out``) is every clip of a studio the checkpoint was
+trained without.  Other studios are converted to the model's skeleton by ``backend.humanoid`` as the
+add-on and the batch convert them.
 
 Reconstruction (Engine.encode + decode of each window, segments as the add-on cuts them): local
 joint-rotation error and MPJPE of global positions.  In-betweening (keys every k frames plus the
@@ -33,7 +37,7 @@ import torch
 from backend.maths import quat_np
 
 from . import metrics
-from .data import CMU_DATA, DEFAULT_DATA, LEAVE_OUT, DataError, Selection, load_split, protocol_windows
+from .data import DEFAULT_DATA, LEAVE_OUT, OTHER_STUDIOS, SPLITS, DataError, Selection, load_split, protocol_windows
 
 WINDOW = 61
 SPACINGS = (5, 15, 30)
@@ -69,7 +73,7 @@ def reconstruct_windows(engine, rot, pos, batch=256):
     out_r, out_p = np.empty_like(rot), np.empty_like(pos)
     for a in range(0, len(rot), batch):
         clips = [Clip(engine.skeleton, rot[i], pos[i], name=f"window {i}") for i in range(a, min(a + batch, len(rot)))]
-        for i, (clip, ctrl) in enumerate(zip(clips, engine.encode(clips)), start=a):
+        for i, (clip, ctrl) in enumerate(zip(clips, engine.encode(clips), strict=True), start=a):
             dec = engine.decode(ctrl, like=clip)
             out_r[i], out_p[i] = dec.rotations, dec.positions
     return out_r, out_p
@@ -174,6 +178,56 @@ LABELS = {"model": "Splinetween (guarded, as shipped)", "model_unguarded": "Spli
           "lerp_slerp": "LERP/SLERP", "blender_bezier": "Blender Bézier (auto-clamped)"}
 
 
+def summary(cols: dict) -> list[str]:
+    """The shipped model in every column at a glance: L2Q ÷ SLERP, MPJPE ÷ Blender's Bézier (when
+    measured) and its feet beside the capture's, per spacing."""
+    names = [n for n in cols if all("model" in r for r in cols[n]["inbetween"].values())]
+    if not names:
+        return []
+    ks = list(cols[names[0]]["inbetween"])
+    out = ["Splinetween as shipped, per column: L2Q ÷ SLERP · MPJPE ÷ Blender's Bézier · feet (cm/s; the "
+           "capture's own in brackets).", "", "| column | " + " | ".join(f"keys every {k}" for k in ks) + " |",
+           "|---|" + "---|" * len(ks)]
+    for n in names:
+        cells = []
+        for k in ks:
+            r = cols[n]["inbetween"][k]
+            bez = (f"{r['model']['mpjpe_cm'] / r['blender_bezier']['mpjpe_cm']:.2f}" if "blender_bezier" in r
+                   else "—")
+            cells.append(f"{r['model']['l2q'] / r['lerp_slerp']['l2q']:.2f} · {bez} · "
+                         f"{r['model'].get('foot_cm_s', float('nan')):.1f} ({r.get('capture_foot_cm_s', float('nan')):.1f})")
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def mean_column(parts: list[dict]) -> dict:
+    """The mean of several studios' columns, each set weighing the same (not each window): every figure
+    the columns share, averaged."""
+    def avg(items):
+        if all(isinstance(i, dict) for i in items):
+            keys = set(items[0]).intersection(*items[1:])
+            return {k: avg([i[k] for i in items]) for k in items[0] if k in keys}
+        if all(isinstance(i, (int, float)) and not isinstance(i, bool) for i in items):
+            return float(np.mean(items))
+        return items[0]
+    out = {"windows": sum(p["windows"] for p in parts), "clips": sum(p["clips"] for p in parts),
+           "what": f"the mean of the {len(parts)} sets above, each set weighing the same"}
+    for key in ("inbetween", "reconstruction"):
+        if all(key in p for p in parts):
+            out[key] = avg([p[key] for p in parts])
+    return out
+
+
+def studio_sources(spec: str) -> dict[str, str]:
+    """``NAME=PATH,NAME=PATH`` (or one bare PATH, named "") -> {studio: path}."""
+    out = {}
+    for item in (i.strip() for i in (spec or "").split(",")):
+        if item:
+            name, _, path = item.rpartition("=")
+            out[name] = path
+    return out
+
+
 def markdown(report: dict) -> str:
     cols = report["columns"]
     names = list(cols)
@@ -198,26 +252,31 @@ def markdown(report: dict) -> str:
             lines.append(f"| {label} | " + " | ".join(f"{cols[n]['reconstruction'][key]:.3f}" for n in names) + " |")
         lines.append("")
     if all("inbetween" in cols[n] for n in names):
-        head = " | ".join(f"{n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP | {n} feet (cm/s)" for n in names)
         lines += ["## In-betweening (non-key frames; keys every k frames + last frame)", "",
                   "Feet: mean speed of a foot joint (ankle, toes) over the frame steps in which the capture "
-                  "plants it (low and still, `backend.motion.inbetween.contacts`); the capture's own speed there is the floor.", "",
-                  f"| k | method | {head} |", "|---:|---|" + "---:|" * (5 * len(names))]
-        for k in cols[names[0]]["inbetween"]:
-            for method, label in LABELS.items():
-                if not all(method in cols[n]["inbetween"][k] for n in names):
-                    continue
-                cells = []
-                for n in names:
-                    res = cols[n]["inbetween"][k]
-                    s = res[method]
-                    cells.append(f"{s['mpjpe_cm']:.3f} | {s['l2q']:.4f} | {s['npss']:.5f} | "
-                                 f"{s['l2q'] / res['lerp_slerp']['l2q']:.3f} | {s.get('foot_cm_s', float('nan')):.2f}")
-                lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
-            if all("capture_foot_cm_s" in cols[n]["inbetween"][k] for n in names):
-                lines.append(f"| {k} | the capture itself | " + " | ".join(
-                    f"0 | 0 | 0 | — | {cols[n]['inbetween'][k]['capture_foot_cm_s']:.2f}" for n in names) + " |")
-        lines.append("")
+                  "plants it (low and still, `backend.motion.inbetween.contacts`); the capture's own speed there is "
+                  "the floor.", ""]
+        lines += summary(cols)
+        for n in names:  # one table per column: every method beside its baselines
+            bez = all("blender_bezier" in cols[n]["inbetween"][k] for k in cols[n]["inbetween"])
+            lines += [f"### {n}", "", f"| k | method | {n} MPJPE (cm) | {n} L2Q | {n} NPSS | {n} L2Q ÷ SLERP | "
+                      + (f"{n} MPJPE ÷ Bézier | " if bez else "") + f"{n} feet (cm/s) |",
+                      "|---:|---|" + "---:|" * (6 if bez else 5)]
+            for k, res in cols[n]["inbetween"].items():
+                for method, label in LABELS.items():
+                    if method not in res:
+                        continue
+                    m = res[method]
+                    cells = [f"{m['mpjpe_cm']:.3f}", f"{m['l2q']:.4f}", f"{m['npss']:.5f}",
+                             f"{m['l2q'] / res['lerp_slerp']['l2q']:.3f}"]
+                    if bez:
+                        cells.append(f"{m['mpjpe_cm'] / res['blender_bezier']['mpjpe_cm']:.3f}")
+                    cells.append(f"{m.get('foot_cm_s', float('nan')):.2f}")
+                    lines.append(f"| {k} | {label} | " + " | ".join(cells) + " |")
+                if "capture_foot_cm_s" in res:
+                    lines.append(f"| {k} | the capture itself | 0 | 0 | 0 | — | " + ("— | " if bez else "")
+                                 + f"{res['capture_foot_cm_s']:.2f} |")
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -283,13 +342,19 @@ def run(args) -> dict:
         left = set(info.get("left_out_kinds") or [])
         report["left_out_in_training"] = bool(left) and set(LEAVE_OUT) <= left
     todo = {name: (args.data, sel, skeleton) for name, sel in columns(args.split).items()}
-    if args.other_data:  # another studio: its validation subjects whatever the split (it has no test split)
-        todo["other studio"] = (args.other_data, Selection(("val",)), ref)
+    others = []
+    for name, path in studio_sources(args.other_data).items():  # other studios: their validation sets,
+        others.append(f"other studio: {name}" if name else "other studio")  # whatever the split
+        todo[others[-1]] = (path, Selection(("val",)), ref)
+    for name, path in studio_sources(args.left_out).items():  # a studio the checkpoint never saw: all of it
+        todo[f"left-out studio: {name}" if name else "left-out studio"] = (path, Selection(SPLITS), ref)
     for name, (data, sel, skel) in todo.items():
         try:
             report["columns"][name] = _column(engine, args, data, sel, skel, bezier)
         except (EvalError, DataError) as e:
             raise EvalError(f"{name} column: {e}") from None
+    if len(others) > 1:  # the figure designs are chosen on: each studio weighs the same
+        report["columns"]["other studio: mean"] = mean_column([report["columns"][n] for n in others])
     return report
 
 
@@ -312,9 +377,12 @@ def main(argv=None) -> int:
     ap.add_argument("checkpoint", nargs="?", help="NAME.json / NAME.safetensors (optional with --baselines-only)")
     ap.add_argument("--data", default=DEFAULT_DATA,
                     help="BVH folders or .tar.xz archives, comma-separated (default: both archives in ../shared/data)")
-    ap.add_argument("--other-data", default=CMU_DATA,
-                    help="another studio's capture for the third column, its validation subjects (default: the CMU "
-                         "part in ../shared/data; '' leaves the column out)")
+    ap.add_argument("--other-data", default=",".join(f"{k}={v}" for k, v in OTHER_STUDIOS.items()),
+                    help="other studios' capture, NAME=PATH comma-separated (or one PATH): a column of each one's "
+                         "validation set and, for several, their mean (default: CMU, HDM05 and ReActIdle in "
+                         "../shared/data; '' leaves them out)")
+    ap.add_argument("--left-out", default="", metavar="NAME=PATH",
+                    help="a studio left out of the checkpoint's training: a column of all of its clips")
     ap.add_argument("--split", default="test", choices=("val", "test"),
                     help="test: report; val: choose designs (the unfamiliar column then reads validation only)")
     ap.add_argument("--cache", default=None, help="parsed-data cache folder")
@@ -332,8 +400,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from backend.runtime.checkpoint import CheckpointError
     from backend.motion.engine import EngineError
+    from backend.runtime.checkpoint import CheckpointError
     try:
         report = run(args)
     except (EvalError, DataError, CheckpointError, EngineError) as e:

@@ -15,10 +15,10 @@ import sys
 import numpy as np
 import torch
 
-from backend.motion.inbetween import guard
-from backend.motion.inbetween import fill as inbetween
 from backend.maths import quat_np
 from backend.motion.engine import Engine
+from backend.motion.inbetween import fill as inbetween
+from backend.motion.inbetween import guard
 from backend.motion.keyframes import every_k, interpolate, key_mask
 from backend.motion.skeleton import Clip
 
@@ -46,9 +46,9 @@ def _variants(engine, clip, keys, cap: int) -> dict:
         return {"alpha": (mr, mp), "alpha+slerp": (mr, mp), "switch": (mr, mp)}
     idx = np.concatenate(hid).astype(int)
     truth = (clip.rotations[idx], clip.positions[idx])
-    model = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (0, 1))
-    herm = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid)]) for i in (2, 3))
-    slerp = tuple(np.concatenate([_slerp(clip, p)[i][h] for p, h in zip(hidden_sets, hid)]) for i in (0, 1))
+    model = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid, strict=True)]) for i in (0, 1))
+    herm = tuple(np.concatenate([f[i][h] for f, h in zip(fills[1:], hid, strict=True)]) for i in (2, 3))
+    slerp = tuple(np.concatenate([_slerp(clip, p)[i][h] for p, h in zip(hidden_sets, hid, strict=True)]) for i in (0, 1))
     vec = {n: guard.key_vectors(r, p, truth[0], rj, pj) for n, (r, p) in
            (("t", truth), ("m", model), ("h", herm), ("s", slerp))}
     a = float(np.clip(guard.fit_alpha(truth, model, herm, rj, pj), 0, 1))

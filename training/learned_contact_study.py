@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from backend.motion.inbetween import contacts as C
 from backend.maths import quat_np
+from backend.motion.inbetween import contacts as C
 
 from .data import LEAVE_OUT, Selection
 from .evaluate import load_windows
@@ -80,7 +80,7 @@ def windows_read(engine, rot, pos, spacing, hidden: bool):
             states = decoder_states(engine, clips, keys) if hidden else None
         finally:
             engine.contacts = True
-        for n, (i, fill) in enumerate(zip(idx, fills)):
+        for n, (i, fill) in enumerate(zip(idx, fills, strict=True)):
             g = quat_np.fk(quat_np.normalize(fill.rotations), fill.positions, skel.parents)[1]
             up = C.up_vector(g[keys], legs, skel.parents)
             length = max(C.leg_length(pos[i][keys[0]], leg) for leg in legs)
@@ -180,6 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     args = ap.parse_args(argv)
     import torch
+
     from backend.motion.engine import Engine
     torch.set_num_threads(1)
     t0 = time.time()

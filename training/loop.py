@@ -15,17 +15,17 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from backend.runtime import checkpoint as ckpt_io
 from backend.maths import quat_torch
-from backend.motion.inbetween.contacts import find_legs
-from backend.motion.features import Normalizer, detect_layout, split_features, to_features
-from backend.models.spline_transformer import ModelConfig, count_parameters
 from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig, count_parameters
+from backend.motion.features import Normalizer, detect_layout, split_features, to_features
+from backend.motion.inbetween.contacts import find_legs
+from backend.runtime import checkpoint as ckpt_io
 
 from . import progress
+from .augment import Augmenter, time_warp
 from .config import TrainConfig
 from .data import DataError, WindowSampler, load_split, protocol_windows, within_clip_position_std
-from .augment import Augmenter, time_warp
 from .inbetween_task import InbetweenBatcher
 from .losses import pose_loss, relative_pose_loss
 from .state import load_state, save_state
@@ -147,7 +147,7 @@ class _FixedKeys:
 
     def __init__(self, batcher, windows, masks):
         self.batcher, self.normalizer = batcher, batcher.normalizer
-        self.masks = {int(w[0]): m for w, m in zip(windows, masks)}
+        self.masks = {int(w[0]): m for w, m in zip(windows, masks, strict=True)}
 
     def __call__(self, idx, gen=None):
         return self.batcher(idx, gen, masks=np.stack([self.masks[int(w[0])] for w in idx]))
@@ -290,7 +290,7 @@ def train(cfg: TrainConfig) -> Path:
                 dist.all_reduce(logged)
                 logged /= world
             if rank == 0:
-                history.append({"step": step, **dict(zip(["loss", *parts], logged.tolist())),
+                history.append({"step": step, **dict(zip(["loss", *parts], logged.tolist(), strict=True)),
                                 "windows_per_s": rate})
         is_last = step == cfg.steps
         if (step % cfg.val_every == 0 or is_last) and rank == 0:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 
 from backend.maths import quat_torch
-from backend.motion.inbetween.contacts import CAPTURE, foot_joints
 from backend.motion.features import FeatureLayout, split_features
+from backend.motion.inbetween.contacts import CAPTURE, foot_joints
 
 
 def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tensor,

@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from backend.runtime.checkpoint import paths_for
 from backend.models.spline_transformer import ModelConfig
+from backend.runtime.checkpoint import paths_for
 
 ATTRIBUTION = ("Kobayashi et al., \"Motion Capture Dataset for Practical Use of AI-based Motion Editing and "
                "Stylization\", arXiv:2306.08861, 2023. Bandai-Namco-Research-Motiondataset, CC BY-NC 4.0.")

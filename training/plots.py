@@ -185,8 +185,8 @@ def recon_curves(engine, clip, joints: list[str] | None = None, count: int = 4) 
     the reconstruction's angles are the Euler solution nearest them frame by frame (as a BVH export
     with the source as reference writes them), so the curves are comparable.
     """
-    from backend.maths import quat_np
     from backend.formats.bvh import clip_to_channels
+    from backend.maths import quat_np
     skel = clip.skeleton
     rec = engine.reconstruct([clip])[0]
     gt_ch = clip.meta.get("source_channels")
@@ -226,7 +226,7 @@ def plot_recon(ckpt, clip_path, out, joints=None, count=4, size=SIZES["recon"], 
     n = len(d["joints"])
     fig, axes = new_figure(size, dpi, nrows=n, sharex=True, squeeze=False)
     colors = {"X": "tab:red", "Y": "tab:green", "Z": "tab:blue"}
-    for ax, jd in zip(axes[:, 0], d["joints"]):
+    for ax, jd in zip(axes[:, 0], d["joints"], strict=True):
         for i, a in enumerate(jd["axes"]):
             ax.plot(d["frames"], jd["gt"][:, i], color=colors[a], lw=1.8, label=f"{a} truth")
             ax.plot(d["frames"], jd["rec"][:, i], color=colors[a], lw=1.4, ls="--", label=f"{a} recon")

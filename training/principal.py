@@ -24,11 +24,11 @@ import sys
 import numpy as np
 import torch
 
-from backend.runtime import checkpoint
-from backend.maths import quat_np
 from backend.formats.atomic import write_text
+from backend.maths import quat_np
 from backend.motion.engine import Engine
 from backend.motion.skeleton import Clip
+from backend.runtime import checkpoint
 
 from .data import WindowSampler, load_split
 from .principal_names import Effect, name_directions
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
         checkpoint.save(c.path, c)
         from backend.runtime.export import export_saved
         print(export_saved(c.path))  # (the weights file changed: the graphs point into it again)
-    for i, (n, e, d) in enumerate(zip(names, c.info.get("principal_explained", []), descriptions)):
+    for i, (n, e, d) in enumerate(zip(names, c.info.get("principal_explained", []), descriptions, strict=False)):
         print(f"PC{i + 1}: {n} (explains {100 * e:.1f} % of control-point variance)\n      {d}")
     print(f"stored in {c.path}")
     return 0

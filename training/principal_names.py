@@ -94,8 +94,8 @@ def _amounts(vec: dict, axes: list[str]) -> str:
 
 
 def _limb_offset(e: Effect, limb: str) -> Move:
-    left = dict(zip(("forward", "out", "up"), _body(e.parts.get(f"{limb}_l", (0, 0, 0)), "l")))
-    right = dict(zip(("forward", "out", "up"), _body(e.parts.get(f"{limb}_r", (0, 0, 0)), "r")))
+    left = dict(zip(("forward", "out", "up"), _body(e.parts.get(f"{limb}_l", (0, 0, 0)), "l"), strict=True))
+    right = dict(zip(("forward", "out", "up"), _body(e.parts.get(f"{limb}_r", (0, 0, 0)), "r"), strict=True))
     nl, nr = _norm(left.values()), _norm(right.values())
     score = 0.5 * (nl + nr)
     limbs = f"{limb.capitalize()}s"
@@ -270,20 +270,20 @@ def _tell_apart(group: list[int], found, effects) -> dict:
     if len(set(when.values())) == len(group):
         return when
     ranked = sorted(group, key=lambda i: -found[i][0].score)
-    return dict(zip(ranked, _strengths(found, ranked)))
+    return dict(zip(ranked, _strengths(found, ranked), strict=True))
 
 
 def name_directions(effects: list[Effect]) -> tuple[list[str], list[str]]:
     """(names, descriptions) in the directions' order; the names are unique."""
     found = [moves(e) for e in effects]
     names = [m[0].name for m in found]
-    descriptions = [describe(m, e) for m, e in zip(found, effects)]
+    descriptions = [describe(m, e) for m, e in zip(found, effects, strict=True)]
     for group in _clashes(names):
         for i, q in _tell_apart(group, found, effects).items():
             names[i] = f"{names[i]} ({q})" if q else names[i]
     for group in _clashes(names):  # a qualifier that met another direction's name: how strongly
         ranked = sorted(group, key=lambda i: -found[i][0].score)
-        for i, word in zip(ranked, _strengths(found, ranked)):
+        for i, word in zip(ranked, _strengths(found, ranked), strict=True):
             names[i] = f"{names[i]} ({word})"
     return names, descriptions
 

@@ -21,8 +21,8 @@ import sys
 
 import numpy as np
 
-from backend.motion.inbetween import contacts as C
 from backend.maths import quat_np
+from backend.motion.inbetween import contacts as C
 
 from .data import Selection, protocol_windows
 from .evaluate import load_windows
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         cfg = config(args.oracle)
         fill, own = zip(*(capture_speeds(eng.skeleton, rot[i], pos[i], oracle(eng.skeleton, rot[i], pos[i], free[i],
                                                                                keys, ft, cfg), keys, ft)
-                          for i in range(len(rot))))
+                          for i in range(len(rot))), strict=True)
         fill, own = np.concatenate(fill), np.concatenate(own)
         print(f"with the capture's own contacts held (an oracle{', ' + args.oracle if args.oracle else ''}): "
               f"feet {fill.mean():.2f} cm/s, "

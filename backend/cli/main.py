@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import outputs as cli_outputs, interrupts
-from ..maths import timebase
 from ..formats.bvh import BVHError, read_bvh
+from ..maths import timebase
 from ..runtime.checkpoint import CheckpointError
+from . import interrupts
+from . import outputs as cli_outputs
 
 
 def _add_common(p, default_help="the shipped motion autoencoder"):
@@ -138,7 +139,7 @@ def cmd_reconstruct(args) -> int:
     _out_dir(args.out_dir)
     done = 0
     if jobs:
-        for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs])):
+        for (p, _), out in zip(jobs, engine.reconstruct([c for _, c in jobs]), strict=True):
             done += cli_outputs.write(targets[p], out, p, errors, "")
     return _report(done, "reconstructed", errors, t0)
 
@@ -155,9 +156,9 @@ def _parse_keys(text: str) -> list[int]:
 
 
 def cmd_inbetween(args) -> int:
+    from ..motion.calibration import motion_keys
     from ..motion.engine import DEFAULT_INBETWEEN, Engine
     from ..motion.inbetween.fill import checked_keys
-    from ..motion.calibration import motion_keys
     t0 = time.perf_counter()
     if args.every is not None and args.every < 1:
         raise ValueError("--every must be at least 1")
@@ -181,7 +182,7 @@ def cmd_inbetween(args) -> int:
     done = 0
     if jobs:  # all good inputs in one batched call
         results = engine.inbetween([c for _, c, _ in jobs], [k for _, _, k in jobs])
-        for (p, _, keys), (out, _) in zip(jobs, results):
+        for (p, _, keys), (out, _) in zip(jobs, results, strict=True):
             done += cli_outputs.write(targets[p], out, p, errors, f", {len(keys)} keys")
     return _report(done, "in-betweened", errors, t0)
 
@@ -249,8 +250,8 @@ def cmd_edit(args) -> int:
 
 
 def cmd_info(args) -> int:
-    from ..runtime.checkpoint import load
     from ..motion.engine import DEFAULT_CHECKPOINT
+    from ..runtime.checkpoint import load
     ck = load(args.checkpoint or DEFAULT_CHECKPOINT)
     info = ck.info
     if args.json:

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from ..maths import quat_np
-from .atomic import write_text
 from ..motion.skeleton import Clip, Skeleton
+from .atomic import write_text
 
 _CHANNELS = {"Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation"}
 

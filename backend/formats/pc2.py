@@ -47,15 +47,16 @@ def _check_frames(path, frames) -> np.ndarray:
 
 
 def _write_atomic(path: Path, *payload) -> Path:
-    """Write the pieces (bytes or arrays, written without copying) to ``path.tmp``, flush it and
-    rename it (``atomic.replacing``), so a reader never sees half a cache."""
+    """Write the pieces (bytes or arrays, written without copying) to a temporary file of this process's
+    own name (``atomic.temp_name``: two Blenders writing one cache never share one), flush it and rename
+    it (``atomic.replacing``), so a reader never sees half a cache."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise CacheError(path, f"folder {folder} does not exist; create it or choose another")
     if not os.access(folder, os.W_OK):
         raise CacheError(path, f"folder {folder} is not writable; choose a writable folder")
     try:
-        with replacing(path, path.with_name(path.name + ".tmp")) as tmp:
+        with replacing(path) as tmp:
             with open(tmp, "wb") as f:
                 for piece in payload:
                     f.write(memoryview(piece).cast("B") if isinstance(piece, np.ndarray) else piece)

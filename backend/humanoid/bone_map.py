@@ -362,7 +362,7 @@ def from_doc(data, joint_names=None) -> BoneMap:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BoneMapError(f'not a bone map file (no "format": "{FORMAT}"; export one from the Bone Map panel)')
     version = data.get("version")
-    if isinstance(version, bool) or version != VERSION:  # (JSON true equals 1 in Python: a bool is not a version)
+    if type(version) is not int or version != VERSION:  # (JSON true and 1.0 equal 1 in Python: neither is a version)
         raise BoneMapError(_version_problem(version))
     preset = data.get("preset", "Custom")
     if not isinstance(preset, str) or len(preset.encode("utf-8")) > MAX_NAME:
@@ -397,6 +397,9 @@ def _version_problem(version) -> str:
                 f'"version": {int(version)} without quotes')
     if isinstance(version, bool):
         return (f'the bone map\'s "version" is {str(version).lower()}, not a whole number: write "version": {VERSION} '
+                "(or export the map again from the Bone Map panel)")
+    if isinstance(version, float):
+        return (f'the bone map\'s "version" is {version!r}, not a whole number: write "version": {VERSION} '
                 "(or export the map again from the Bone Map panel)")
     if isinstance(version, int) and version > VERSION:
         return (f"bone map version {version} was written by a newer Splinetween; this add-on reads version "

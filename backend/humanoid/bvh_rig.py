@@ -18,9 +18,7 @@ import numpy as np
 
 from ..maths import quat_np
 from ..motion.skeleton import Clip, Skeleton
-from . import axes
-from . import bone_map
-from . import hinges, rest_pose, retarget
+from . import axes, bone_map, hinges, rest_pose, retarget
 
 FILE_HINT = "map them in a bone map file, --bone-map FILE.json (export one from the Bone Map panel)"
 
@@ -60,8 +58,7 @@ def conversion(clip: Clip, names, parents, offsets, position_joints=(1,), given:
     (model joint -> joint of the file) or detection, stood up when the file's world is another axis up,
     its knees and elbows turned onto the model's axes as its frames ``known`` (None: all; the keys when
     in-betweening, as the add-on reads a rig's keyed poses) show them (``retarget.Retarget.hinged``).
-    Raises ``bone_map.BoneMapError`` or ``rest_pose.RestPoseError`` naming the bones and the fix (``hint``:
-    where a map is given)."""
+    Raises ``bone_map.BoneMapError`` naming the bones and the fix (``hint``: where a map is given)."""
     names, parents = list(names), [int(p) for p in parents]
     geometry, rig = rig_of(clip.skeleton)
     moving = posed(clip)
@@ -119,7 +116,7 @@ def motion_turn(names, joint_bones, axis: np.ndarray, posed: dict) -> np.ndarray
 
 
 def _ends(names, joint_bones) -> dict:
-    return {n: b for n, b in zip(names, joint_bones) if b}
+    return {n: b for n, b in zip(names, joint_bones, strict=True) if b}
 
 
 def _up(names, joint_bones, x) -> np.ndarray:
@@ -170,9 +167,8 @@ def to_model(clip: Clip, model: Skeleton, position_joints=(1,), given: dict | No
     centimetres, scaled by the model's leg length over the file's; every other joint keeps ``model``'s
     offset, so clips of any body share one skeleton (the poses carry over as world-space bone
     directions).  ``meta["bone_map"]`` says which joint of the file became which joint of the model,
-    ``meta["found_by"]`` the preset or structure that found it.  Raises ``bone_map.BoneMapError`` /
-    ``rest_pose.RestPoseError`` (both ``ValueError``, the message names the bones) for a skeleton that
-    is no humanoid."""
+    ``meta["found_by"]`` the preset or structure that found it.  Raises ``bone_map.BoneMapError``
+    (a ``ValueError``, the message names the bones) for a skeleton that is no humanoid."""
     found = conversion(clip, model.names, model.parents, model.offsets, position_joints, given)
     rt = found.retarget
     rot, pos = rt.to_model(*file_channels(clip, rt))

@@ -35,9 +35,8 @@ def normalise(name: str) -> tuple[str, str | None]:
     """Bone name -> (lower-case letters and digits without side, side from the name or None)."""
     n = strip_namespace(name)
     side = None
-    for pat, s in ((r"(?:[._\-\s]|^)([LlRr])$", None), (r"^([LlRr])[._\-]", None), (r"(Left|Right)", None),
-                   (r"(left|right)", None), (r"[._\-]([LlRr])[._\-]", None), (r"^([lr])(?=[A-Z])", None),
-                   (_ASF, None)):
+    for pat in (r"(?:[._\-\s]|^)([LlRr])$", r"^([LlRr])[._\-]", r"(Left|Right)",
+                r"(left|right)", r"[._\-]([LlRr])[._\-]", r"^([lr])(?=[A-Z])", _ASF):
         m = re.search(pat, n)
         if m:
             side = "L" if m.group(1)[0] in "Ll" else "R"

@@ -54,10 +54,6 @@ T_POSE = {"Spine": UP, "Chest": UP, "Neck": UP, "Shoulder_L": LEFT, "UpperArm_L"
 FLAT = ("Foot_L", "Foot_R")
 
 
-class RestPoseError(ValueError):
-    """The rig's rest pose is too far from a standing human for the conversion to be trusted."""
-
-
 # -- small rotation helpers ----------------------------------------------------------------------
 def _unit(v):
     v = np.asarray(v, dtype=np.float64)
@@ -77,7 +73,7 @@ def swing(a, b) -> np.ndarray:
 
 def kabsch(src, dst) -> np.ndarray:
     """The rotation that best takes the unit directions ``src [n, 3]`` to ``dst [n, 3]`` (n >= 2)."""
-    h = sum(np.outer(_unit(s), _unit(d)) for s, d in zip(src, dst))
+    h = sum(np.outer(_unit(s), _unit(d)) for s, d in zip(src, dst, strict=True))
     u, _, vt = np.linalg.svd(h)
     sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
     m = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T

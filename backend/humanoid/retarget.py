@@ -25,9 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import axes
-from . import hinges
-from . import rest_pose
+from . import axes, hinges, rest_pose
 
 qconj = axes.qconj
 
@@ -369,8 +367,8 @@ class _Plan:
         the chain, in that bone's rest-relative frame."""
         k, disp = None, None
         for s, b in enumerate(steps):
-            off = self.full(f"{name} off {s}", f, lambda: self.off[:, :, b])
-            step = off + _qrot_c(self.full(f"{name} frame {s}", f, lambda: self.loc_frame[:, :, b]), loc[:, :, b])
+            off = self.full(f"{name} off {s}", f, lambda b=b: self.off[:, :, b])
+            step = off + _qrot_c(self.full(f"{name} frame {s}", f, lambda b=b: self.loc_frame[:, :, b]), loc[:, :, b])
             disp = step if k is None else disp + _qrot_c(k, step)
             k = c[:, :, b] if k is None else _qmul_c(k, c[:, :, b])
         return k, disp
@@ -467,7 +465,7 @@ def leg_scale(names, heads, joint_bone, model_offsets) -> float:
     model, user = 0.0, 0.0
     for leg in _LEG:
         if all(n in idx and joint_bone[idx[n]] >= 0 for n in leg):
-            for a, b in zip(leg, leg[1:]):
+            for a, b in zip(leg, leg[1:], strict=False):
                 model += float(np.linalg.norm(model_offsets[idx[b]]))
                 user += float(np.linalg.norm(heads[joint_bone[idx[b]]] - heads[joint_bone[idx[a]]]))
     if model <= 0 or user <= 0:

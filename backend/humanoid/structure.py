@@ -264,7 +264,7 @@ def find(joint_names, bones: dict, posed: dict | None = None) -> tuple[dict, dic
         at = posed if posed else {b: h[None] for b, h in tree.head.items()}
         by_geometry = _side_by_geometry(at, pelvis, chest, leg_maps, arm_maps)
         leg_sides, arm_sides = leg_sides or by_geometry[0], arm_sides or by_geometry[1]
-    for side, m in list(zip(leg_sides, leg_maps)) + list(zip(arm_sides, arm_maps)):
+    for side, m in list(zip(leg_sides, leg_maps, strict=True)) + list(zip(arm_sides, arm_maps, strict=True)):
         for part, b in m.items():
             found[f"{part}_{side}"] = b
     reason = "structure, side by geometry" if geo else "structure"

@@ -147,7 +147,7 @@ def map_bounds(bounds, n_from: int, n_to: int) -> list[tuple[int, int]]:
     ends stay shared, first and last exact); refuses spans that would vanish."""
     r = (n_to - 1) / (n_from - 1)
     cuts = [int(math.floor(a * r + 0.5)) for a, _ in bounds] + [n_to - 1]
-    out = list(zip(cuts[:-1], cuts[1:]))
+    out = list(zip(cuts[:-1], cuts[1:], strict=True))
     if any(b <= a for a, b in out):
         raise ValueError(f"{n_to} frames are too few for {len(bounds)} segments")
     return out

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import checkpoint as ckpt_io
 from ..motion.controls import group_by_length, segment_bounds
 from ..motion.edits import warp_times
-from ..runtime.engine_base import EngineBase, EngineError
 from ..motion.keyframes_np import compose_inbetween, interpolation_base, segments_on_keys, validate_keys
+from ..runtime import checkpoint as ckpt_io
+from ..runtime.engine_base import EngineBase, EngineError
 from .sequences import MeshBasis, check_sequence, join_frames, project
 
 DEFAULT_MESH = ckpt_io.DEFAULT_DIR / "cloth_autoencoder.json"
@@ -143,7 +143,7 @@ class MeshEngine(EngineBase):
         key_coeffs = project(key_frames, self.basis)
         pos_of = {k: i for i, k in enumerate(keys)}
         points = [None] * len(segs)
-        for m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
+        for _m, group in group_by_length([(i, i, a, b) for i, (a, b) in enumerate(segs)]).items():
             mask, keyed = self._keyed_inputs([(a, b) for _, _, a, b in group], keys, key_coeffs, pos_of, 1)
             cp = self.model.encode_keys(self.norm(keyed), mask)
             for k, (i, _, _, _) in enumerate(group):

@@ -16,15 +16,14 @@ Longer than 300 lines: the model beside its inference shortcuts, which must comp
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..maths import splines
-
-from .config import MODEL_FAMILIES, ModelConfig
-
+from .config import MODEL_FAMILIES, ModelConfig  # noqa: F401  (MODEL_FAMILIES: importable from here too)
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's or MKL's linear, attention as batched products,
 # per-call set-up made once (issue 19: a slider re-decodes on every change).  Training and
@@ -189,7 +188,7 @@ class Block(nn.Module):
         h = linear(self.qkv, self.norm1(x))
         parts = h.split([g * n for g, n, _ in groups])
         a = torch.cat([attention(part.view(g, n, -1), bias, self.heads, 0.0).view(g * n, -1)
-                       for part, (g, n, bias) in zip(parts, groups)])
+                       for part, (g, n, bias) in zip(parts, groups, strict=True)])
         x = x + linear(self.out, a)
         return x + self.ffn(self.norm2(x))
 
@@ -358,7 +357,7 @@ class SplineTransformer(nn.Module):
         change's segments are 31 and 30 frames long in turn).  Elsewhere: one batched :meth:`decode` per
         group."""
         alike: dict = {}  # segments sampled at the same times and positions (the same tensors): batched
-        for i, (t, p) in enumerate(zip(times, positions)):
+        for i, (t, p) in enumerate(zip(times, positions, strict=True)):
             alike.setdefault((id(t), id(p)), []).append(i)
         groups = list(alike.values())
         if len(groups) == 1:  # (one length: the batched decode itself, its rows already in order)
@@ -378,7 +377,7 @@ class SplineTransformer(nn.Module):
         if order == sorted(order):  # (each group's segments side by side: already in the request's order)
             return out
         got = [None] * len(times)
-        for i, r in zip(order, out.split([len(times[i]) for i in order])):
+        for i, r in zip(order, out.split([len(times[i]) for i in order]), strict=True):
             got[i] = r
         return torch.cat(got)
 

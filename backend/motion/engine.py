@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.checkpoint import DEFAULT_DIR
 from ..maths import timebase
-from .controls import Controls, group_by_length, segment_bounds
-from ..runtime.engine_base import EngineBase, EngineError, pick_device
-from .features_np import poses_from_features, sequence_origin, to_features
-from .inbetween.guard import MAX_HIDDEN_GAP
-from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
-from .mirror import Mirror
 from ..maths.splines import ease_weights
-from .skeleton import Clip
+from ..runtime.checkpoint import DEFAULT_DIR
+from ..runtime.engine_base import EngineBase, EngineError
 from . import units
+from .controls import Controls, group_by_length, segment_bounds
+from .features_np import poses_from_features, sequence_origin, to_features
+from .inbetween.fill import decode_inbetween, guard_weight, inbetween, keys_clip, still_as_trained
+from .inbetween.guard import MAX_HIDDEN_GAP
+from .mirror import Mirror
+from .skeleton import Clip
 
 DEFAULT_CHECKPOINT = DEFAULT_DIR / "motion_autoencoder.json"
 DEFAULT_INBETWEEN = DEFAULT_DIR / "inbetween.json"
@@ -107,7 +107,7 @@ class Engine(EngineBase):
             jobs += [(ci, si, a, b) for si, (a, b) in enumerate(s)]
         points = {}
         origins = {}
-        for n, group in group_by_length(jobs).items():
+        for _n, group in group_by_length(jobs).items():
             rot = np.stack([clips[ci].rotations[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
             pos = np.stack([clips[ci].positions[a:b + 1] for ci, _, a, b in group]).astype(np.float32)
             origin = sequence_origin(pos, self.layout)
@@ -166,7 +166,7 @@ class Engine(EngineBase):
         """Encode and decode, each clip at the model's rate (``backend.maths.timebase``) and back on its own frames."""
         work = [timebase.to_model_rate(c, self.frame_time) for c in clips]
         return [timebase.to_clip_rate(self.decode(c, like=w), clip)
-                for c, w, clip in zip(self.encode(work), work, clips)]
+                for c, w, clip in zip(self.encode(work), work, clips, strict=True)]
 
     def principal(self):
         """(components [M, K*d], std [M]) of the control points on the training set, or None."""

@@ -13,8 +13,10 @@ import numpy as np
 import torch
 
 from ..maths import quat_torch
-from .features_np import FeatureLayout, poses_from_features
+
+# the numpy twin's layout and its poses_from_features, importable from here too (they and the
 # decode reply's conversion live there, for the built-in backend)
+from .features_np import FeatureLayout, poses_from_features  # noqa: F401
 
 
 def horizontal_mask(layout: FeatureLayout, like: torch.Tensor) -> torch.Tensor:
@@ -45,22 +47,6 @@ def split_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tens
     p[..., 0, :] = p[..., 0, :] + origin[..., None, :]
     r6 = feat[..., 3 * n_p:].unflatten(-1, (len(layout.rotation_joints), 6))
     return p, r6
-
-
-def from_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tensor,
-                  template_pos: torch.Tensor, num_joints: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Features -> local rotations [..., F, J, 4] and positions [..., F, J, 3].
-
-    Joints that are not modelled keep identity rotation / the template (rest) position.
-    """
-    p, r6 = split_features(feat, layout, origin)
-    shape = feat.shape[:-1]
-    rot = torch.zeros(shape + (num_joints, 4), dtype=feat.dtype, device=feat.device)
-    rot[..., 0] = 1.0
-    rot[..., layout.rotation_joints, :] = quat_torch.from_6d(r6)
-    pos = template_pos.to(feat).expand(shape + (num_joints, 3)).clone()
-    pos[..., layout.position_joints, :] = p
-    return rot, pos
 
 
 @dataclass

@@ -4,13 +4,13 @@ Pure functions (torch); the in-betweening model and the baselines both use them.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from ..maths import quat_torch
 from .features import horizontal_mask, to_features
-from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys
-# bookkeeping both twins share, kept importable from here)
+
+# the bookkeeping both twins share (in the numpy twin), kept importable from here
+from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401
 
 
 def bracket(mask: torch.Tensor):

@@ -10,15 +10,19 @@ import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import checks, files
 from ..formats import safetensors_np
 from ..formats.atomic import replacing, write_text
-from ..motion.features_np import ArrayNormalizer, FeatureLayout
 from ..models.config import ModelConfig
+from ..motion.features_np import ArrayNormalizer, FeatureLayout
 from ..motion.skeleton import Skeleton
+from . import checks, files
+
+if TYPE_CHECKING:  # torch's twin, for the annotation only: this module loads checkpoints without torch
+    from ..motion.features import Normalizer
 
 FORMAT = "splinetween-checkpoint"
 FORMAT_VERSION = 1
@@ -44,7 +48,7 @@ class Checkpoint:
     config: ModelConfig
     skeleton: Skeleton | None  # None for a mesh asset
     layout: FeatureLayout | None  # None for a mesh asset (features are basis coefficients)
-    normalizer: "Normalizer"  # features.Normalizer (torch), or features_np.ArrayNormalizer (``load(arrays=True)``)
+    normalizer: Normalizer | ArrayNormalizer  # features.Normalizer (torch), or ArrayNormalizer (``load(arrays=True)``)
     state: dict  # model weights (tensors, or numpy arrays with ``arrays=True``)
     info: dict = field(default_factory=dict)  # provenance: data, split, steps, metrics, wall time
     extra: dict = field(default_factory=dict)  # extra tensors (e.g. principal directions)

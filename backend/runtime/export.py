@@ -22,10 +22,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import checkpoint as ckpt_io
-from ..models import spline_transformer as model_mod
 from ..formats.atomic import replacing
+from ..models import spline_transformer as model_mod
 from ..models.keyframe import KeyframeSplineTransformer
+from . import checkpoint as ckpt_io
 from .onnx_runner import CALLS, STAMP, checkpoint_files, weights_digest
 
 OPSET = 18

@@ -71,7 +71,7 @@ def _shape(dims) -> str:
 def _fits(have, want) -> bool:
     """A dynamic axis must stay dynamic; a fixed one may be fixed to the same size or dynamic."""
     return len(have) == len(want) and all(isinstance(h, str) if isinstance(w, str) else (h == w or isinstance(h, str))
-                                          for h, w in zip(have, want))
+                                          for h, w in zip(have, want, strict=True))
 
 
 def check_signature(path: Path, graph, cfg, call: str, jpath: Path, again: str) -> None:

@@ -28,14 +28,9 @@ def kind_of(doc) -> tuple[str, str] | None:
     return asset, task
 
 
-def wrong_kind(name: str, doc, wanted: tuple[str, str], operator: str) -> str:
-    """The refusal for checkpoint ``name`` (its JSON ``doc``) chosen where ``wanted`` is needed by
-    ``operator`` ("" when it is of the wanted kind)."""
-    return refusal(name, kind_of(doc), wanted, operator)
-
-
 def refusal(name: str, have: tuple[str, str] | None, wanted: tuple[str, str], operator: str) -> str:
-    """:func:`wrong_kind` from the checkpoint's kind ``have`` (``kind_of``; None: not a checkpoint)."""
+    """The refusal for checkpoint ``name`` of kind ``have`` (``kind_of``; None: not a checkpoint) chosen
+    where ``wanted`` is needed by ``operator`` ("" when it is of the wanted kind)."""
     if have == wanted:
         return ""
     need, _, pref = KINDS[wanted]

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..formats import json_limits, safetensors_np
+from ..maths.splines import bezier_basis
+from ..models.config import ModelConfig
 from . import files, graph_checks
 from .graph_checks import STAMP, RuntimeModelError  # noqa: F401  (the names export and the engines use)
-from ..formats import json_limits, safetensors_np
-from ..models.config import ModelConfig
-from ..maths.splines import bezier_basis
 
 CALLS = files.CALLS
 

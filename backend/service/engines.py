@@ -53,10 +53,12 @@ def get_engine(checkpoint: str | None, device: str = "auto", task: str = "inbetw
     engine; ``runtime``: "torch" or "onnx", ``backend.runtime.onnx_runner``), loaded once per (kind, file, device,
     runtime) and again when the file is replaced."""
     if mesh:
-        from ..mesh.engine import DEFAULT_MESH as autoencoder, DEFAULT_MESH_INBETWEEN as inbetween
+        from ..mesh.engine import DEFAULT_MESH as autoencoder
+        from ..mesh.engine import DEFAULT_MESH_INBETWEEN as inbetween
         from ..mesh.engine import MeshEngine as factory
     else:
-        from ..motion.engine import DEFAULT_CHECKPOINT as autoencoder, DEFAULT_INBETWEEN as inbetween
+        from ..motion.engine import DEFAULT_CHECKPOINT as autoencoder
+        from ..motion.engine import DEFAULT_INBETWEEN as inbetween
         from ..motion.engine import Engine as factory
     path = os.path.abspath(checkpoint) if checkpoint else str(inbetween if task == "inbetween" else autoencoder)
     try:
@@ -101,8 +103,8 @@ def check_gaps(keys: list[int], max_gap: int, label: str, error=ValueError, fram
     """Refuse keys (sorted, from 0) with a gap above the model's window (``max_gap`` model frames; keys at
     ``frame_time`` are checked in their own frames) before anything is allocated for their frames, in the
     words and error type the engine itself would use."""
-    from ..motion.inbetween.fill import checked_keys
     from ..maths.timebase import MODEL_FRAME_TIME
+    from ..motion.inbetween.fill import checked_keys
     mft = model_frame_time or MODEL_FRAME_TIME
     try:
         if not keys:

@@ -32,9 +32,9 @@ def _segments(controls) -> list[list[int]]:
 def decode_parts(engine, header: dict, arrays: dict) -> np.ndarray:
     """The ``mesh_decode`` request: every listed segment decoded on its own (a batch of one, so a
     segment decodes to the same numbers whichever others are asked for with it)."""
+    from ..mesh.engine import MeshControls
     from ..motion.edits import edit_points
     from ..motion.keyframes_np import segments_on_keys
-    from ..mesh.engine import MeshControls
     segs, lengths = header["segments"], [int(m) for m in header["lengths"]]
     amplify, timing, principal = header["amplify"], header["timing"], header["principal"]
     points = np.asarray(arrays["points"], np.float64)

@@ -6,8 +6,7 @@ import contextlib
 
 import numpy as np
 
-from ..maths import quat_np
-from ..maths import timebase
+from ..maths import quat_np, timebase
 from .engines import check_gaps, check_reply_size, principal_amounts
 
 
@@ -66,7 +65,7 @@ def segments_reply(keys, controls) -> dict:
     model = [[int(a), int(b)] for a, b in controls.segments]
     if list(controls.keys) == keys:
         return {"segments": model}
-    at = {int(m): k for m, k in zip(controls.keys, keys)}
+    at = {int(m): k for m, k in zip(controls.keys, keys, strict=True)}
     return {"segments": [[at[a], at[b]] for a, b in model], "model_segments": model,
             "model_keys": [int(m) for m in controls.keys]}
 

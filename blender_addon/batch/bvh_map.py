@@ -11,9 +11,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map
-from ..humanoid import rest_pose
 from ..core import rig_math
+from ..humanoid import bone_map
 from .errors import JobError
 
 _RIG = bridge.numpy_module("humanoid.bvh_rig")
@@ -27,7 +26,7 @@ def conversion(clip, info, given: dict | None, known=None):
     try:
         return _RIG.conversion(clip, info.names, info.parents, info.offsets, info.position_joints, given,
                                known=known)
-    except (bone_map.BoneMapError, rest_pose.RestPoseError) as e:
+    except bone_map.BoneMapError as e:
         how = "the given bone map" if given else f"detected as {_preset(clip, info)}"
         raise JobError(f"the skeleton does not fit the model's ({info.path.name}; {how}): {e}") from None
 
@@ -46,7 +45,7 @@ def _preset(clip, info) -> str:
 def between_keys(rot: np.ndarray, pos: np.ndarray, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The file's motion with every frame strictly between keys replaced by SLERP / linear interpolation."""
     rot, pos = rot.copy(), pos.copy()
-    for a, b in zip(keys, keys[1:]):
+    for a, b in zip(keys, keys[1:], strict=False):
         if b - a < 2:
             continue
         t = (np.arange(a + 1, b) - a) / (b - a)

@@ -66,8 +66,8 @@ def _pc(text: str) -> tuple[int, float]:
 
 
 def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = True, what: str = "armatures") -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".blend / .bvh files, globs (quoted: 'shots/**/*.blend') "
-                   "or folders (every .blend and .bvh below)")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".blend / .bvh / .amc files, globs (quoted: "
+                   "'shots/**/*.blend') or folders (every .blend, .bvh and .amc below)")
     if writes:
         where = p.add_mutually_exclusive_group(required=True)
         where.add_argument("--out-dir", type=Path, help="write the outputs here, mirroring the input names")
@@ -89,6 +89,8 @@ def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = Tr
     p.add_argument("--checkpoint", default="", help="checkpoint .json (default: the shipped one for the command)")
     p.add_argument("--report", type=Path, help="the JSON report (default: OUT_DIR/splinetween-COMMAND-TIME.json)")
     if what == "armatures":
+        p.add_argument("--asf", type=Path, metavar="FILE.asf", help=".amc: the takes' skeleton (default: the .asf "
+                       "the take's name begins with, as CMU's 01.asf for 01_02.amc, else the one .asf beside it)")
         p.add_argument("--bone-map", type=Path, metavar="FILE.json", help=".blend: the model joint -> bone map "
                        "(a preset exported from the Bone Map panel) for every armature; by default each armature's "
                        "own map, else auto-detection")
@@ -100,7 +102,7 @@ def _common(p: argparse.ArgumentParser, writes: bool = True, in_place: bool = Tr
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m blender_addon.batch",
                                  description="Splinetween without a window: in-between, encode, edit or describe many "
-                                             ".blend and .bvh files. .blend files are opened with scripts disabled.")
+                                             ".blend, .bvh and .amc files. .blend files are opened with scripts disabled.")
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("inbetween", help="fill the frames between keys with the model's motion")
     _common(b)
@@ -177,6 +179,8 @@ def _options(args) -> dict:
             if args.checkpoint else ""}
     if getattr(args, "bone_map_bones", None) is not None:
         opts["bone_map"] = args.bone_map_bones
+    if getattr(args, "asf", None) is not None:
+        opts["asf"] = str(args.asf.expanduser().resolve())
     if args.command == "inbetween":
         src = ("every" if args.every else "marker" if args.marker else "frames" if args.keys is not None
                else args.key_source or "selected")
@@ -211,6 +215,12 @@ def _bone_map(ap, path: Path) -> dict:
 def _validate(ap, args) -> None:
     if getattr(args, "bone_map", None) is not None:
         args.bone_map_bones = _bone_map(ap, args.bone_map)
+    if getattr(args, "asf", None) is not None:
+        asf = bridge.numpy_module("formats.asf")
+        try:
+            asf.read_asf(args.asf.expanduser())  # a skeleton that cannot be read fails no file: nothing starts
+        except asf.ASFError as e:
+            ap.error(f"--asf: {e}")
     if args.command == "inbetween" and not 0.0 <= args.blend <= 1.0:
         ap.error("--blend must be between 0 and 1")
     if args.command == "edit" and not -1.0 <= args.timing <= 1.0:
@@ -231,7 +241,7 @@ def _validate(ap, args) -> None:
 
 def _output_name(command: str):
     if command == "encode":  # a .bvh's latent spline goes beside it; a .blend keeps it on its armatures
-        return lambda rel: rel.with_name(rel.name + ".controls.json") if rel.suffix.lower() == ".bvh" else rel
+        return lambda rel: rel.with_name(rel.name + ".controls.json") if rel.suffix.lower() in (".bvh", ".amc") else rel
     return None
 
 

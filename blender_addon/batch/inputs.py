@@ -1,7 +1,7 @@
 """Which files a run works on, and where each one's output goes (no bpy).
 
 Inputs are paths, globs (``shots/**/*.blend``, expanded here too, so quoting a glob works on every
-shell and avoids the command-line length limit) or folders (every .blend and .bvh below them).
+shell and avoids the command-line length limit) or folders (every .blend, .bvh and .amc below them).
 Outputs mirror the inputs below their common folder: ``a/x.blend a/sub/y.blend --out-dir o`` writes
 ``o/x.blend`` and ``o/sub/y.blend``.
 """
@@ -16,7 +16,11 @@ from pathlib import Path
 from .. import bridge
 from .safe_io import BACKUP_NAME, MARKER_SUFFIX, TEMP_TAG
 
-FILE_TYPES = {".blend": "blend", ".bvh": "bvh"}  # suffix -> the file type a job is dispatched by
+FILE_TYPES = {".blend": "blend", ".bvh": "bvh", ".amc": "amc"}  # suffix -> the file type a job is dispatched by
+
+
+ASF_GIVEN = ("an .asf holds a skeleton, no motion: give the takes' .amc files (each one's .asf is the one its name "
+             "begins with, else the one beside it, or --asf FILE)")
 
 
 class UsageError(ValueError):
@@ -101,7 +105,7 @@ def expand(patterns: list[str], exclude: Path | None = None, file_types=None,
             return
         if not _file_type(p):
             if explicit:
-                out.setdefault(p, "not a .blend or .bvh file")
+                out.setdefault(p, ASF_GIVEN if p.suffix.lower() == ".asf" else "not a .blend, .bvh or .amc file")
             return
         if file_types is not None and _file_type(p) not in file_types and not explicit:  # found in a folder or by a glob
             return

@@ -20,8 +20,8 @@ from ..io import keys as keys_io
 from ..io import nla
 from ..io import scene as scene_io
 from ..latent import core as latent_core
-from ..latent.armature import encode as latent_encode
 from ..latent import slider
+from ..latent.armature import encode as latent_encode
 from .blend_file import blend_writer, open_blend
 from .errors import JobError
 

@@ -1,10 +1,12 @@
-"""The commands on a .bvh file: the backend's own BVH path, no Blender scene involved.
+"""The commands on a .bvh or .amc file: the backend's own file path, no Blender scene involved.
 
 In-betweening goes through ``bridge.inbetween`` (in-process or the backend process, as for the
 operator) with the key poses read by ``backend.formats.bvh``; the output is written by ``backend.formats.bvh``
 with the input's hierarchy, channel layout, frame time and frame count, keys as in the file --
 the same file ``python -m backend inbetween`` writes.  (Blender's BVH importer/exporter would
-not keep them: its exporter writes Z-up offsets and the scene's frame rate.)
+not keep them: its exporter writes Z-up offsets and the scene's frame rate.)  An Acclaim take (``.amc``,
+its skeleton the ``.asf`` found by ``backend.formats.asf.skeleton_for``) takes the same path: read as a
+clip of another skeleton, written back as an ``.amc`` of its own skeleton.
 """
 from __future__ import annotations
 
@@ -18,12 +20,45 @@ from . import backend_direct, bvh_map, safe_io
 from .errors import JobError
 
 
-def read(path: str, finite: bool = True):
+def read(path: str, finite: bool = True, options: dict | None = None):
+    """The file as a clip; an ``.amc`` on its ASF skeleton (``options["asf"]``: ``--asf``, else found by name
+    or as the one beside it)."""
+    if Path(path).suffix.lower() == ".amc":
+        return _read_amc(path, (options or {}).get("asf") or None)
     bvh = bridge.backend_module("formats.bvh")
     try:
         return bvh.read_bvh(path, finite=finite)
     except bvh.BVHError as e:
         raise JobError(e.problem) from None
+
+
+def _read_amc(path: str, given: str | None):
+    asf = bridge.backend_module("formats.asf")
+    try:
+        return asf.read_asf_amc(asf.skeleton_for(path, given), path)
+    except asf.ASFError as e:  # the take's own problems by line; the skeleton's with the .asf's name
+        if Path(e.path) != Path(path):
+            raise JobError(str(e)) from None
+        raise JobError((f"line {e.line}: " if e.line else "") + e.problem) from None
+
+
+def _text(clip, source):
+    """The output file's text in the input's format: a BVH, or an AMC for the take's own ASF (frames numbered
+    from the input's first)."""
+    if "asf" not in source.meta:
+        return bridge.backend_module("formats.bvh").format_bvh(clip)
+    numbers = source.meta.get("frame_numbers")
+    first = int(numbers[0]) if numbers is not None and len(numbers) else 1
+    return bridge.backend_module("formats.asf").format_amc(clip, source.meta["asf"], first_frame=first)
+
+
+def _amc_hints(clip, keys, k0, k1) -> dict:
+    """An AMC's Euler hints for the output (``inbetween``): keys and untouched frames as in the file, the filled
+    frames continuous; the skeleton and its column layout as read."""
+    meta = {k: clip.meta[k] for k in ("asf", "amc_order", "amc_degrees", "frame_numbers") if k in clip.meta}
+    ref = clip.meta["amc_channels"].copy()
+    ref[np.setdiff1d(np.arange(k0, k1 + 1), keys)] = np.nan
+    return {**meta, "amc_channels": ref}
 
 
 def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
@@ -34,7 +69,7 @@ def key_frames(clip, keys: dict, info: bridge.ModelInfo) -> list[int]:
     elif keys["source"] == "frames":
         frames = [int(k) for k in keys["frames"]]
     else:
-        raise JobError(f"a .bvh file has no {'selected' if keys['source'] == 'selected' else keys['source']} keys; "
+        raise JobError(f"a .bvh or .amc file has no {'selected' if keys['source'] == 'selected' else keys['source']} keys; "
                        "give --every K or --keys F,F,... (0-based frames)")
     n = clip.num_frames
     if n < 2 or len(frames) < 2:
@@ -65,7 +100,7 @@ def _fits(clip, info: bridge.ModelInfo) -> bool:
 
 
 def inbetween(job: dict, state, entry: dict, progress):
-    clip = read(job["source"], finite=False)  # the frames between keys are never read
+    clip = read(job["source"], finite=False, options=job["options"])  # the frames between keys are never read
     info = bridge.describe(state.backend)
     given = job["options"].get("bone_map")
     keys = key_frames(clip, job["options"]["keys"], info)
@@ -96,13 +131,15 @@ def inbetween(job: dict, state, entry: dict, progress):
         filled = np.setdiff1d(np.arange(k0, k1 + 1), keys)
         ref[filled] = np.nan
         meta["source_channels"] = ref
-    skeleton_mod, bvh = bridge.backend_module("motion.skeleton"), bridge.backend_module("formats.bvh")
+    if "amc_channels" in clip.meta:
+        meta = _amc_hints(clip, keys, k0, k1)
+    skeleton_mod = bridge.backend_module("motion.skeleton")
     result = skeleton_mod.Clip(clip.skeleton, out_rot, out_pos, clip.frame_time, clip.name, meta)
     frames = int(k1 - k0 + 1 - len(keys))
     entry["objects"].append({"name": clip.name or Path(job["source"]).stem, "status": "ok", "keys": keys,
                              "gaps": int((np.diff(keys) > 1).sum()), "frames_written": frames, **found})
     progress(frames)
-    return _text_writer(bvh.format_bvh(result))
+    return _text_writer(_text(result, clip))
 
 
 def _on_model(job: dict, state, clip):
@@ -118,7 +155,7 @@ def _on_model(job: dict, state, clip):
 
 
 def encode(job: dict, state, entry: dict, progress):
-    clip = read(job["source"])
+    clip = read(job["source"], options=job["options"])
     engine = backend_direct.autoencoder(state)
     work, _, found = _on_model(job, state, clip)
     controls = backend_direct.encode(engine, work)
@@ -128,7 +165,7 @@ def encode(job: dict, state, entry: dict, progress):
 
 
 def edit(job: dict, state, entry: dict, progress):
-    clip = read(job["source"])
+    clip = read(job["source"], options=job["options"])
     engine = backend_direct.autoencoder(state)
     work, rt, found = _on_model(job, state, clip)
     out = backend_direct.edit(engine, work, job["options"])
@@ -137,11 +174,11 @@ def edit(job: dict, state, entry: dict, progress):
     entry["objects"].append({"name": clip.name, "status": "ok", "frames": [0, out.num_frames - 1], "gaps": 0,
                              "frames_written": out.num_frames, **found})
     progress(out.num_frames)
-    return _text_writer(bridge.backend_module("formats.bvh").format_bvh(out))
+    return _text_writer(_text(out, clip))
 
 
 def info(job: dict, state, entry: dict, progress):
-    clip = read(job["source"])
+    clip = read(job["source"], options=job["options"])
     model = bridge.describe(state.backend)
     rec = {"name": clip.name, "frames": clip.num_frames, "frame_time": clip.frame_time,
            "joints": clip.skeleton.num_joints, "fits_model": True}

@@ -19,8 +19,8 @@ from ..io import cache as mesh_cache
 from ..io import mesh_checkpoints
 from ..latent import core as latent_core
 from ..latent.mesh import adapter as mesh_adapter
-from .errors import JobError
 from .blend_file import blend_writer, open_blend
+from .errors import JobError
 from .job_blend import objects_of_type
 
 CACHE_FOLDER = "splinetween"  # beside the output .blend, as the add-on's default (//splinetween)
@@ -114,6 +114,7 @@ def preload(state, task: str) -> str:
     """Load the mesh model before the first file: a request on a still mesh of the checkpoint's size (the
     protocol has no mesh 'load'); -> a status line."""
     import numpy as np
+
     from .. import bridge, preferences
     path = preferences.mesh_checkpoint_path(task)
     try:

@@ -87,7 +87,7 @@ def failed_entry(job: dict, error: str) -> dict:
 def _handler(file_type: str, command: str):
     if command.startswith("mesh-"):
         if file_type != "blend":
-            raise JobError("a .bvh file holds no mesh: the mesh commands take .blend files")
+            raise JobError(f"a .{file_type} file holds no mesh: the mesh commands take .blend files")
         from . import job_mesh
         return getattr(job_mesh, command[len("mesh-"):])
     if file_type == "blend":

@@ -24,7 +24,7 @@ def _info_lines(entry: dict) -> list[str]:
     lines = [entry["input"]]
     for o in entry["objects"]:
         fit = "fits the model" if o.get("fits_model") else f"does not fit ({o.get('reason', '')})"
-        if entry["file_type"] == "bvh":
+        if entry["file_type"] in ("bvh", "amc"):
             lines.append(f"  {o['name']}: {o['frames']} frames at {1 / o['frame_time']:.4g} fps, {o['joints']} joints, "
                          f"{fit}")
             continue

@@ -90,7 +90,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when we stop
     _die_with_parent()
     phases, t = {}, time.perf_counter()
-    import bpy  # noqa: F401  (in `blender -b` it is already there)
+    import bpy  # (in `blender -b` it is already there)
     secure(bpy)
     from . import jobs
     phases["bpy"], t = time.perf_counter() - t, time.perf_counter()

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math
-from . import layer_math
+from . import latent_math, layer_math
 
 EPS = latent_math.FRAME_EPS
 

@@ -38,7 +38,7 @@ class Plan:
 
 
 def _consecutive_gaps(frames: list[int]) -> list[tuple[int, int]]:
-    return [(a, b) for a, b in zip(frames, frames[1:]) if b - a > 1]
+    return [(a, b) for a, b in zip(frames, frames[1:], strict=False) if b - a > 1]
 
 
 def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, max_gap: int,
@@ -58,7 +58,7 @@ def plan(selected: dict[str, list[float]], bones: list[str], all_bones: bool, ma
     if len(keys) < 2 or not any(len(f) >= 2 for f in whole.values()):
         raise PlanError("select at least two keys of a bone (in the Dope Sheet or Graph Editor); "
                         "the frames between consecutive selected keys are filled")
-    for a, b in zip(keys, keys[1:]):
+    for a, b in zip(keys, keys[1:], strict=False):
         if b - a > max_gap:
             raise PlanError(f"the gap between the selected keys at frames {a} and {b} is {b - a} frames"
                             f"{_seconds(b - a, fps)}; the model fills gaps of up to {max_gap} frames"

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 POINTS = 4  # cubic Bezier control points per segment
 RAW_PREFIX = "splinetween_s"
 FRAME_EPS = 1e-3
@@ -40,7 +39,7 @@ def output_bounds(segments, source_frames: int, frames: int) -> list[tuple[int, 
     ``source_frames`` frames is decoded into ``frames`` frames (stretched or compressed)."""
     r = (frames - 1) / (source_frames - 1)
     cuts = [math.floor(a * r + 0.5) for a, _ in segments] + [frames - 1]
-    return list(zip(cuts[:-1], cuts[1:]))
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def map_frame(frame: int, source_frames: int, frames: int) -> int:
@@ -279,7 +278,7 @@ def unpack_curves(packed: dict, dtypes: dict) -> dict[tuple[str, int], dict | No
     out, offset = {}, 0
     paths, index, count = list(packed["paths"]), np.asarray(packed["index"]), np.asarray(packed["count"])
     arrays = {a: np.asarray(packed["v_" + a]) for a in packed["attrs"]}
-    for p, i, n in zip(paths, index, count):
+    for p, i, n in zip(paths, index, count, strict=True):
         if n < 0:
             out[p, int(i)] = None
             continue

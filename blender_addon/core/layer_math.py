@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import latent_math
-from . import key_rows
-from . import rig_math
+from . import key_rows, latent_math, rig_math
 
 # Fidelity readout: a segment whose neutral decode is further than this from the motion it encodes
 # is one the model knows poorly (docs/latent-controls.md).  The shipped autoencoder reconstructs
@@ -28,7 +26,7 @@ POOR = "the model knows this motion poorly: edits may look unnatural"
 # -- which frames a layer touches -------------------------------------------------------------------
 def edited_segments(sigs, neutral_sigs) -> list[int]:
     """Segments whose inputs (raw points, sliders) differ from the encoded ones."""
-    return [s for s, (a, b) in enumerate(zip(sigs, neutral_sigs)) if a != b]
+    return [s for s, (a, b) in enumerate(zip(sigs, neutral_sigs, strict=True)) if a != b]
 
 
 def mesh_ramp(m: int) -> int:
@@ -66,7 +64,7 @@ def runs(frames: np.ndarray) -> list[tuple[int, int]]:
     cut = np.flatnonzero(np.diff(frames) > 1)
     starts = np.concatenate([[0], cut + 1])
     ends = np.concatenate([cut, [len(frames) - 1]])
-    return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, ends)]
+    return [(int(frames[a]), int(frames[b])) for a, b in zip(starts, ends, strict=True)]
 
 
 def segments_at(bounds, frames: np.ndarray) -> dict[int, np.ndarray]:

@@ -35,7 +35,7 @@ def check_gaps(keys: list[int], max_gap: int) -> str | None:
     """Why these scene key frames cannot be in-betweened (fewer than two, a gap too long), or None."""
     if len(keys) < 2:
         return f"{len(keys)} key frame{'s' * (len(keys) != 1)}: in-betweening needs at least two"
-    gaps = [(a, b) for a, b in zip(keys[:-1], keys[1:]) if b - a > max_gap]
+    gaps = [(a, b) for a, b in zip(keys[:-1], keys[1:], strict=True) if b - a > max_gap]
     if gaps:
         a, b = gaps[0]
         return (f"the key frames {a} and {b} are {b - a} frames apart; the model fills at most {max_gap} "

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import continuity
-from . import layer_math
-from . import rig_math
+from . import continuity, layer_math, rig_math
 
 _SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import bridge
-from ..core import constraints
-from ..core import gaps
+from ..core import constraints, gaps
 from ..core.errors import Refusal
 from ..io import bone_map as bone_map_io
 from ..io import constraints as constraints_io
@@ -147,6 +146,6 @@ def run(obj, settings: bridge.BackendSettings, options: Options, fps: float = 30
 def _fills_everything(options: Options, plan: gaps.Plan, bones: list[str]) -> bool:
     """Whether the fill writes the model's motion on every frame between the first and last key
     of every matched bone: only then can its control points drive the range afterwards."""
-    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:]) if b - a > 1]
+    whole = [(a, b) for a, b in zip(plan.keys, plan.keys[1:], strict=False) if b - a > 1]
     return options.key_mode == "EVERY_FRAME" and options.blend >= 1.0 and \
         all(plan.gaps.get(b, []) == whole for b in bones)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import bpy
 
 from .. import preferences
+from ..backend_start import StartsBackend
 from ..core.errors import run_reported
 from ..latent.armature import adapter
 from ..latent.common import poll_animated_armature
 from . import fill
-
 
 KEY_MODES = [
     ("EVERY_FRAME", "Every Frame", "A LINEAR key on every frame inside the gaps"),
@@ -26,7 +26,7 @@ def draw_options(layout: bpy.types.UILayout, data) -> None:
     layout.prop(data, "all_bones")
 
 
-class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
+class ANIM_OT_splinetween_inbetween(StartsBackend, bpy.types.Operator):
     """Fill every frame between the selected keys of the active armature with learned motion"""
 
     bl_idname = "anim.splinetween_inbetween"
@@ -69,7 +69,7 @@ class ANIM_OT_splinetween_inbetween(bpy.types.Operator):
             return context.window_manager.invoke_confirm(
                 self, event, title="Bake the latent controls?", confirm_text="Bake and Inbetween", icon="WARNING",
                 message=adapter.replace_question(context.active_object))
-        return self.execute(context)
+        return self.start_backend_then_execute(context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = fill.Options(self.blend, self.key_mode, self.step, self.all_bones, editable=self.editable,

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import gaps
-from ..core import rig_math
+from ..core import gaps, rig_math
 from ..io import keys as keys_io
 from ..io import scene as scene_io
 

@@ -10,9 +10,8 @@ import bpy
 import numpy as np
 
 from .. import bridge
-from ..humanoid import bone_map
-from ..humanoid import hinges, rest_pose, retarget
 from ..core.errors import Refusal
+from ..humanoid import bone_map, hinges, retarget
 from . import keys as keys_io
 from . import scene as scene_io
 
@@ -56,7 +55,7 @@ def geometry(obj) -> dict:
     """``{bone: (parent, head, tail)}`` in armature space (rest), for detection."""
     data = obj.data.bones
     heads, tails = _rest(data, "head_local", 3).tolist(), _rest(data, "tail_local", 3).tolist()
-    return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails)}
+    return {b.name: (p.name if (p := b.parent) else None, tuple(h), tuple(t)) for b, h, t in zip(data, heads, tails, strict=True)}
 
 
 def posed(obj) -> dict:
@@ -65,7 +64,7 @@ def posed(obj) -> dict:
     bones = obj.pose.bones
     buf = np.empty(len(bones) * 3, dtype=np.float32)
     bones.foreach_get("head", buf)
-    return {b.name: h[None].astype(np.float64) for b, h in zip(bones, buf.reshape(-1, 3))}
+    return {b.name: h[None].astype(np.float64) for b, h in zip(bones, buf.reshape(-1, 3), strict=True)}
 
 
 def rest_of(obj) -> tuple:
@@ -186,7 +185,7 @@ def resolve(obj, joint_names, joint_parents, given: dict | None = None) -> tuple
 
 def unmapped_note(joint_names, bones) -> str:
     """The report's note on joints filled neutrally (empty when every joint has a bone)."""
-    left = [j for j, b in zip(joint_names, bones) if not b]
+    left = [j for j, b in zip(joint_names, bones, strict=True) if not b]
     return f"; not mapped (filled neutrally, not written): {', '.join(left)}" if left else ""
 
 
@@ -204,13 +203,10 @@ def conversion(obj, info, joint_bones) -> retarget.Retarget:
     key = (str(info.path), tuple(info.names), np.asarray(info.offsets).tobytes(), tuple(joint_bones), rest[0],
            rest[1], rest[2].tobytes(), rest[3].tobytes(), obj.animation_data.action.name if bag is not None else "")
     got = _built.get(key)
-    ends = [b for j, b in zip(info.names, joint_bones) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
+    ends = [b for j, b in zip(info.names, joint_bones, strict=True) if b and j in ("Head", "Foot_L", "Foot_R")]  # (all up_turn reads)
     if got is None:
         rig = rig_bones(rest, [b for b in joint_bones if b])
-        try:
-            rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
-        except rest_pose.RestPoseError as e:
-            raise Refusal(f"{obj.name}: {e}; nothing was changed") from None
+        rt = retarget.build(info.names, info.parents, info.offsets, joint_bones, rig, info.position_joints)
         rt = _hinged(obj, bag, rt, info.names)
         if len(_built) > 32:
             _built.clear()

@@ -92,7 +92,7 @@ def read_co(fcs) -> tuple[tuple, np.ndarray]:
     counts = tuple(len(fc.keyframe_points) if fc is not None else -1 for fc in fcs)
     buf = np.empty(2 * sum(max(n, 0) for n in counts), np.float32)
     at = 0
-    for fc, n in zip(fcs, counts):
+    for fc, n in zip(fcs, counts, strict=True):
         if n > 0:
             fc.keyframe_points.foreach_get("co", buf[at:at + 2 * n])
             at += 2 * n
@@ -197,7 +197,7 @@ def replace_in_gaps(fcs, olds, gaps, frames, values, handles=None, statics=None)
     values = np.asarray(values, dtype=np.float64)
     if len(ends):  # (the curve's value there: its key frames are the same, so are its missing ends)
         end_values = np.array([[fc.evaluate(f) for f in ends] if len(x) else [s] * len(ends)
-                               for fc, s in zip(fcs, statics or [0.0] * len(fcs))])
+                               for fc, s in zip(fcs, statics or [0.0] * len(fcs), strict=True)])
         end_points = np.stack([np.broadcast_to(ends, end_values.shape), end_values], -1)
         frames = np.concatenate([np.asarray(frames, dtype=np.float64), ends])
         values = np.concatenate([values, end_values], -1)
@@ -297,7 +297,7 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.n
         co = np.empty(at[-1], dtype=np.float32)
     if counts and counts[0] and counts.count(counts[0]) == len(counts):  # the common case: one grid
         grid = co.reshape(len(kps), -1)
-        for kp, row in zip(kps, grid):
+        for kp, row in zip(kps, grid, strict=True):
             if read:
                 kp.foreach_get("co", row)
         x = grid[:, 0::2]
@@ -306,7 +306,7 @@ def overwrite_values(fcs: list, frames: np.ndarray, values: np.ndarray, co: np.n
         rows = np.minimum(np.searchsorted(x[0], frames - FRAME_EPS), counts[0] - 1)
         if not len(frames) or (np.abs(x[:, rows] - frames) < FRAME_EPS).all():
             grid[:, 2 * rows + 1] = values.T
-            for kp, row in zip(kps, grid):
+            for kp, row in zip(kps, grid, strict=True):
                 kp.foreach_set("co", row)
             return []
     elif read:

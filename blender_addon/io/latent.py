@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import latent_math
-from ..core import rig_math
+from ..core import latent_math, rig_math
 from . import keys as keys_io
 from . import scene as scene_io
 from .compat import new_fcurve
-
 
 
 def rig_for(obj, bones: list[str], cm_per_unit: float) -> rig_math.RigFrames:
@@ -69,7 +67,7 @@ def channel_groups(channels, bones: list[str]) -> list[tuple[bool, str, list[int
     """Channels grouped for bulk conversion: (location?, rotation mode, joints, columns ``[B, size]``)."""
     index = {b: j for j, b in enumerate(bones)}
     groups: dict = {}
-    for c, (bone, prop, i, mode) in enumerate(channels):
+    for c, (bone, prop, _i, mode) in enumerate(channels):
         groups.setdefault((prop == "location", "" if prop == "location" else mode), {}).setdefault(bone, []).append(c)
     return [(loc, mode, [index[b] for b in by_bone], np.array(list(by_bone.values())))
             for (loc, mode), by_bone in groups.items()]

@@ -119,12 +119,3 @@ def read_mesh_sequence(context, obj, start: int, end: int, frames=None) -> np.nd
                 out.append(buf.reshape(n, 3))
     return np.stack(out)
 
-
-def vertex_count(context, obj) -> int:
-    """Vertices of the evaluated mesh at the current frame."""
-    return len(obj.evaluated_get(context.evaluated_depsgraph_get()).data.vertices)
-
-
-def in_view_layer(context, obj) -> bool:
-    return obj is not None and obj.name in context.view_layer.objects
-

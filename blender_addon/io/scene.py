@@ -12,7 +12,7 @@ from .. import humanoid
 from ..core import rig_math
 from ..core.errors import Refusal
 from . import keys as keys_io
-from .compat import assigned_channelbag, new_fcurve
+from .compat import assigned_channelbag
 
 
 def channelbag(obj):
@@ -165,26 +165,6 @@ def _channel(rows: list, pb, bone: str, prop: str, size: int, frames, few, curve
 def read_keys(fc) -> dict[str, np.ndarray]:
     """All of a curve's keys as arrays (float32 as stored, so a write-back is bit-identical)."""
     return keys_io.read(fc)
-
-
-def write_keys(fc, keys: dict[str, np.ndarray]) -> None:
-    """Replace all of a curve's keys; Blender recomputes the automatic handles (``keys.write``)."""
-    keys_io.write(fc, keys)
-
-
-def replace_in_gaps(obj, bag, bone: str, prop: str, index: int, gaps, frames, values,
-                    handles=None, static: float = 0.0) -> None:
-    """On one channel: drop the keys strictly inside ``gaps``, key ``frames``/``values`` there
-    (LINEAR, or BEZIER with ``handles`` = (left [m, 2], right [m, 2]) along the motion), and key a
-    gap's end that has no key yet with the channel's value there, so nothing outside moves
-    (``keys.replace_in_gaps``, which does many curves at once)."""
-    path = bone_path(bone, prop)
-    fc = bag.fcurves.find(path, index=index)
-    if fc is None:
-        fc = new_fcurve(bag, path, index, bone)
-    hs = None if handles is None else tuple(np.asarray(h)[None] for h in handles)
-    keys_io.replace_in_gaps([fc], [keys_io.read(fc)], gaps, frames, np.asarray(values, dtype=np.float64)[None], hs,
-                            [static])
 
 
 def fcurve_arrays(bag) -> dict[tuple[str, int], dict[str, np.ndarray]]:

@@ -169,7 +169,7 @@ def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
     segs.foreach_get("amplify", amp)
     segs.foreach_get("timing", tim)
     segs.foreach_get("principal", pr.ravel())
-    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist())))
+    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist()), strict=True))
 
 
 def plan(st, raw: np.ndarray, frames: int | None = None):
@@ -211,11 +211,6 @@ def neutral_signatures(st, bounds) -> list[str]:
         pts, zeros = encoded_points(st), (0.0,) * key[1]
         table[key] = [latent_math.signature(pts[s], 1.0, 0.0, zeros, b - a + 1) for s, (a, b) in enumerate(bounds)]
     return list(table[key])
-
-
-def neutral_edits(st) -> list[tuple[float, float, list]]:
-    """(amplify, timing, principal) of every segment at neutral."""
-    return [(1.0, 0.0, [0.0] * len(names(st)))] * len(st.segments)
 
 
 def fidelity(st) -> np.ndarray | None:

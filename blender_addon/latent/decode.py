@@ -95,7 +95,7 @@ def decoded(st, path, settings, todo_jobs: list[Job], request: Request) -> dict:
             _, out = bridge.request(settings, header, arrays)
         except bridge.BridgeError as e:
             raise Refusal(f"the backend failed, nothing was changed: {e}") from None
-        for j, value in zip(todo, request.split(st, out, header["lengths"])):
+        for j, value in zip(todo, request.split(st, out, header["lengths"]), strict=True):
             keep(token, j.segment, j.signature, value)
     out = {}
     for j in todo_jobs:
@@ -108,4 +108,4 @@ def decoded(st, path, settings, todo_jobs: list[Job], request: Request) -> dict:
 def pieces(lengths) -> list[slice]:
     """Each job's rows in an answer that lays the segments one after the other."""
     at = list(itertools.accumulate(lengths, initial=0))
-    return [slice(a, b) for a, b in zip(at, at[1:])]
+    return [slice(a, b) for a, b in zip(at, at[1:], strict=False)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from .. import preferences
+from ..backend_start import StartsBackend
 from ..core.errors import run_reported
 from .armature import encode
 from .common import poll_animated_armature
@@ -37,7 +38,7 @@ def frame_range(context: bpy.types.Context, obj, which: str, start: int, end: in
     return start, end
 
 
-class ANIM_OT_splinetween_encode(bpy.types.Operator):
+class ANIM_OT_splinetween_encode(StartsBackend, bpy.types.Operator):
     """Encode a frame range of the active armature into latent controls edited with sliders; its keys stay as they are"""
 
     bl_idname = "anim.splinetween_encode"
@@ -63,6 +64,9 @@ class ANIM_OT_splinetween_encode(bpy.types.Operator):
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
         draw_range(self.layout, self)
+
+    def backend_checkpoint(self, context: bpy.types.Context):
+        return preferences.autoencoder_path(context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bpy
 
 from .. import preferences
+from ..backend_start import StartsBackend
 from ..core.errors import run_reported
 from ..io import mesh_checkpoints
 from .mesh import adapter as mesh_latent
@@ -45,7 +46,7 @@ class MeshRange:
         return scene_range(context) if self.frame_range == "SCENE" else (self.frame_start, self.frame_end)
 
 
-class ANIM_OT_splinetween_mesh_encode(MeshRange, bpy.types.Operator):
+class ANIM_OT_splinetween_mesh_encode(StartsBackend, MeshRange, bpy.types.Operator):
     """Encode the active mesh's evaluated frames (whatever animates them) into latent control points you can edit
     with sliders; the decode is shown through a MeshCache modifier, the mesh itself is not changed"""
 
@@ -60,6 +61,9 @@ class ANIM_OT_splinetween_mesh_encode(MeshRange, bpy.types.Operator):
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
         draw_range(self.layout, self)
+
+    def backend_checkpoint(self, context: bpy.types.Context):
+        return mesh_checkpoints.for_object(context.active_object, "autoencoder", context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object

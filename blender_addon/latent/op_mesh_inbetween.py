@@ -4,12 +4,12 @@ from __future__ import annotations
 import bpy
 
 from .. import preferences
+from ..backend_start import StartsBackend
 from ..core.errors import run_reported
 from ..io import mesh_checkpoints
 from .mesh import adapter as mesh_latent
 from .op_encode import draw_range
 from .op_mesh_encode import MeshRange, poll_mesh
-
 
 MESH_KEY_MODES = [
     ("EVERY", "Every N Frames", "Keep every N-th frame of the range (and its last frame) as a key frame"),
@@ -29,7 +29,7 @@ def draw_key_options(layout: bpy.types.UILayout, data, prefix: str = "") -> None
     row.prop(data, prefix + "key_frames")
 
 
-class ANIM_OT_splinetween_mesh_inbetween(MeshRange, bpy.types.Operator):
+class ANIM_OT_splinetween_mesh_inbetween(StartsBackend, MeshRange, bpy.types.Operator):
     """Keep the active mesh's evaluated shape on key frames (every N frames, or listed frames) and fill every frame
     between them with the mesh in-betweening model; shown through a MeshCache modifier, keys exactly as they were"""
 
@@ -52,6 +52,9 @@ class ANIM_OT_splinetween_mesh_inbetween(MeshRange, bpy.types.Operator):
         layout.use_property_split = True
         draw_key_options(layout, self)
         draw_range(layout, self, active=self.key_mode == "EVERY")
+
+    def backend_checkpoint(self, context: bpy.types.Context):
+        return mesh_checkpoints.for_object(context.active_object, "inbetween", context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         obj = context.active_object

@@ -16,6 +16,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .core import MAX_PRINCIPAL
+
 TASKS = [  # the model task a range was made with (numbered as stored: 0, 1)
     ("AUTOENCODER", "Encoded", "Encoded from existing motion with the motion autoencoder"),
     ("INBETWEEN", "In-betweened", "Made by Inbetween; its keys are never changed"),

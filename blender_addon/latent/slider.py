@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ..core import latent_math
 from ..core.errors import Refusal
+from . import core as latent_core
 from .armature import adapter as armature_adapter
 from .armature import resample as armature_resample
 from .mesh import adapter as mesh_adapter
-from . import core as latent_core
 
 ADAPTERS = {"ARMATURE": armature_adapter, "MESH": mesh_adapter}
 RESAMPLE = {"ARMATURE": armature_resample.resample, "MESH": mesh_adapter.resample}

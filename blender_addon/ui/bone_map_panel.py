@@ -4,8 +4,12 @@ from __future__ import annotations
 import bpy
 
 from ..humanoid import bone_map
-from .op_bone_map import (ANIM_OT_splinetween_bone_map_clear, ANIM_OT_splinetween_bone_map_detect,
-                          ANIM_OT_splinetween_bone_map_export, ANIM_OT_splinetween_bone_map_import)
+from .op_bone_map import (
+    ANIM_OT_splinetween_bone_map_clear,
+    ANIM_OT_splinetween_bone_map_detect,
+    ANIM_OT_splinetween_bone_map_export,
+    ANIM_OT_splinetween_bone_map_import,
+)
 from .panel import poll_armature, sidebar_panels
 
 

@@ -11,8 +11,7 @@ import textwrap
 
 import bpy
 
-from ..core import latent_math
-from ..core import layer_math
+from ..core import latent_math, layer_math
 from ..latent import core as latent_core
 from ..latent.armature import take
 from .panel import poll_armature, sidebar_panels

@@ -10,7 +10,7 @@ import bpy
 
 from ..io import cache as mesh_cache
 from ..latent.op_mesh_inbetween import draw_key_options
-from .latent_panel import wrapped, draw_controls
+from .latent_panel import draw_controls, wrapped
 from .panel import sidebar_panels
 
 

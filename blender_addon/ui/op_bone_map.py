@@ -7,8 +7,8 @@ import bpy
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import bridge, preferences
-from ..humanoid import bone_map
 from ..core.errors import Refusal, run_reported
+from ..humanoid import bone_map
 from ..io import bone_map as bone_map_io
 from ..io import bone_map_file
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import bpy
 
 from .. import bridge, preferences
+from ..backend_start import StartsBackend
 
 
-class ANIM_OT_splinetween_check_backend(bpy.types.Operator):
+class ANIM_OT_splinetween_check_backend(StartsBackend, bpy.types.Operator):
     """Start the Splinetween backend and load the model, to check the preferences"""
 
     bl_idname = "anim.splinetween_check_backend"

@@ -100,7 +100,7 @@ def load_mesh_split(data, split: str, object_name: str = "", num_vertices: int |
     counts = [s.shape[1] for s in seqs]
     want = num_vertices if num_vertices is not None else (max(set(counts), key=counts.count) if counts else None)
     keep = []
-    for s, n in zip(seqs, names):
+    for s, n in zip(seqs, names, strict=True):
         if s.shape[1] != want:
             skipped.append(f"{n}: {s.shape[1]} vertices, the others have {want} (a mesh model is per asset: "
                            "same vertex count and order)")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.motion.keyframes import every_k
-from backend.mesh.sequences import bbox_diagonal, linear_interpolation, vertex_errors
-from backend.mesh.engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
 from backend.formats.pc2 import write_pc2
+from backend.mesh.engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
+from backend.mesh.sequences import bbox_diagonal, linear_interpolation, vertex_errors
+from backend.motion.keyframes import every_k
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BLEND = ROOT / "examples" / "cloth" / "cloth_flag.blend"
@@ -44,7 +44,7 @@ def plot(path: Path, truth, linear, model, keys):
     if grid:
         f = int(np.argmax(e_lin))  # the frame where linear interpolation is worst
         vmax = float(vertex_errors(linear[f], truth[f]).max() * 100)
-        for a, (name, pred) in zip(axes[1:], (("linear", linear), ("Splinetween", model))):
+        for a, (name, pred) in zip(axes[1:], (("linear", linear), ("Splinetween", model)), strict=True):
             im = a.imshow((vertex_errors(pred[f], truth[f]) * 100).reshape(side, side), vmin=0, vmax=vmax,
                           cmap="magma")
             a.set_title(f"{name}, frame {f}: vertex error (cm)", fontsize=9)

@@ -19,14 +19,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.runtime import checkpoint as ckpt_io
-from backend.motion.features import Normalizer
-from backend.motion.keyframes import interpolation_base
-from backend.mesh.sequences import MeshBasis, bbox_diagonal, fit_basis, project
-from backend.motion.keyframes import compose_inbetween
 from backend.mesh.engine import basis_from
-from backend.models.spline_transformer import ModelConfig, count_parameters
+from backend.mesh.sequences import MeshBasis, bbox_diagonal, fit_basis, project
 from backend.models.registry import build_model
+from backend.models.spline_transformer import ModelConfig, count_parameters
+from backend.motion.features import Normalizer
+from backend.motion.keyframes import compose_inbetween, interpolation_base
+from backend.runtime import checkpoint as ckpt_io
 
 from .. import progress
 from ..config import MeshTrainConfig

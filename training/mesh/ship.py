@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.runtime import checkpoint
 from backend.mesh.engine import basis_from
+from backend.runtime import checkpoint
 
 from .evaluate import main as evaluate
 

@@ -54,7 +54,7 @@ def axis_angle(axis, degrees) -> np.ndarray:
 def random_pose(j_count: int, rng: np.random.Generator, max_degrees: float = 180.0) -> np.ndarray:
     axis = rng.normal(size=(j_count, 3))
     angle = rng.uniform(0, max_degrees, size=j_count)
-    return np.array([axis_angle(a, d) for a, d in zip(axis, angle)])
+    return np.array([axis_angle(a, d) for a, d in zip(axis, angle, strict=True)])
 
 
 def named_pose(sk, turns: dict[str, tuple]) -> np.ndarray:
@@ -100,7 +100,7 @@ def fill(engine: Engine, clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.nd
 
 def slerp_world(clip: Clip, keys: list[int]) -> np.ndarray:
     rot, pos = clip.rotations.copy(), clip.positions.copy()
-    for a, b in zip(keys, keys[1:]):
+    for a, b in zip(keys, keys[1:], strict=False):
         t = (np.arange(a + 1, b) - a) / (b - a)
         rot[a + 1:b] = quat_np.slerp(rot[a][None], rot[b][None], t[:, None])
         pos[a + 1:b] = pos[a] + t[:, None, None] * (pos[b] - pos[a])

@@ -101,7 +101,7 @@ def right_offsets_many(sets) -> list[np.ndarray]:
         start = 0
         for s in systems:
             ch, ki = s[0].shape
-            for whole, part in zip(stacked, s):
+            for whole, part in zip(stacked, s, strict=True):
                 whole[start:start + ch, :ki] = part
             start += ch
     h = _thomas(a0, b0, c0, d0)
@@ -113,7 +113,7 @@ def right_offsets_many(sets) -> list[np.ndarray]:
                            h[redo])
     h = np.where(locked, 0.0, h)
     start = 0
-    for i, s in zip(todo, systems):
+    for i, s in zip(todo, systems, strict=True):
         ch, ki = s[0].shape
         out[i] = h[start:start + ch, :ki]
         start += ch
@@ -222,7 +222,7 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
         raw[:, js] = quat_np.to_euler(np.asarray(rot[every][:, js], np.float64), o)
     eulers = _unwrap_many([raw[np.searchsorted(every, keys)] for keys, _ in jobs])
     curves = []
-    for (keys, frames), euler in zip(jobs, eulers):
+    for (keys, frames), euler in zip(jobs, eulers, strict=True):
         # Blender keeps a key's value in float32; so does this reference, which also makes it repeatable: numpy's
         # vectorised atan2 can differ in the last bit of a float64 between calls (by the arrays' alignment)
         keyed = np.concatenate([pos[keys], euler], -1).reshape(len(keys), -1).astype(np.float32).astype(np.float64)
@@ -232,7 +232,7 @@ def at_many(skeleton, rot: np.ndarray, pos: np.ndarray, jobs) -> list[tuple[np.n
     for o, js in groups:
         out_r[:, js] = quat_np.from_euler(dense[:, js, 3:], o)
     cuts = np.cumsum([len(f) for _, f in jobs])[:-1]
-    return list(zip(np.split(out_r, cuts), np.split(dense[..., :3].copy(), cuts)))
+    return list(zip(np.split(out_r, cuts), np.split(dense[..., :3].copy(), cuts), strict=True))
 
 
 def _unwrap_many(seqs: list[np.ndarray]) -> list[np.ndarray]:

@@ -147,7 +147,7 @@ def _column_runs(flags: np.ndarray) -> list[tuple[int, int, int]]:
     d = np.diff(pad, axis=0).T  # [N, F + 1]: runs start where +1, end after -1
     col, start = np.nonzero(d == 1)
     end = np.nonzero(d == -1)[1] - 1
-    return list(zip(col.tolist(), start.tolist(), end.tolist()))
+    return list(zip(col.tolist(), start.tolist(), end.tolist(), strict=True))
 
 
 @functools.lru_cache(maxsize=256)
@@ -177,7 +177,7 @@ def judged_gaps(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     if not len(ka):
         empty = np.zeros(0, dtype=np.int64)
         return ka, kb, empty, empty
-    frames = np.concatenate([np.arange(x + 1, y) for x, y in zip(ka, kb)])
+    frames = np.concatenate([np.arange(x + 1, y) for x, y in zip(ka, kb, strict=True)])
     return ka, kb, frames, np.repeat(np.arange(len(ka)), kb - ka - 1)
 
 
@@ -218,7 +218,7 @@ def hold_targets(gpos, keys, joints, up, frame_time: float, length: float, cfg: 
     gap_at = np.concatenate([[0], np.cumsum(kb - ka - 1)]).tolist()  # each gap's first frame in ``frames``
     eased = (np.zeros(len(ka), dtype=bool) if untrusted is None or cfg.untrusted_ease <= 0
              else np.asarray(untrusted, dtype=bool)[np.searchsorted(np.asarray(keys), ka)])  # per judged gap
-    for (c, s, e), i_gap in zip(runs, in_gap):
+    for (c, s, e), i_gap in zip(runs, in_gap, strict=True):
         a, b = int(ka[i_gap]), int(kb[i_gap])
         at_a, at_b = s == a + 1 and low[a, c], e == b - 1 and low[b, c]
         held = (line[gap_at[i_gap]:gap_at[i_gap] + e - s + 1, c] if at_a and at_b else g[a, c] if at_a

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import blender_curves as fcurves
-from ...maths import quat_np
-from ...maths import timebase
+from ...maths import quat_np, timebase
+from ...runtime.onnx_runner import sample_times
 from .. import units
-from .contacts import plant_feet
 from ..controls import Controls, group_by_length
 from ..features_np import poses_from_features
-from .guard import MAX_HIDDEN_GAP, agreement_alphas, blend, fit_alpha, frame_alphas, holdout_passes
 from ..keyframes_np import bracket, inbetween_inputs, segments_on_keys, snap_to_keys, validate_keys
-from ...runtime.onnx_runner import sample_times
 from ..skeleton import Clip
+from . import blender_curves as fcurves
+from .contacts import plant_feet
+from .guard import MAX_HIDDEN_GAP, agreement_alphas, blend, fit_alpha, frame_alphas, holdout_passes
 
 
 def key_only(clip: Clip, keys: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -71,10 +70,10 @@ def fill(engine, items, with_base: bool = True):
         template = np.stack([prepared[i][5] for i, _, _, _ in group])[:, None]
         poses = [[a.astype(np.float32) for a in poses_from_features(f, layout, origin[:, None], template, joints)]
                  for f in ((feat, engine.norm.inverse(base_n)) if with_base else (feat,))]
-        for g, (i, si, a, b) in enumerate(group):
+        for g, (i, si, _, _) in enumerate(group):
             results[i, si] = ([(r[g], p[g]) for r, p in poses], origin[g], ctrl[g])
     out = []
-    for i, (clip, keys, _, _, segs, _) in enumerate(prepared):
+    for i, (clip, _, _, _, segs, _) in enumerate(prepared):
         # frames outside the keys are no segment's: they start as the clip's own (finite, never garbage)
         arrays = [clip.rotations.copy(), clip.positions.copy()]
         if with_base:
@@ -103,7 +102,7 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
         mirrored.append((Clip(clip.skeleton, rot, pos, clip.frame_time, clip.name), keys))
     fills = fill(engine, list(items) + mirrored, with_base)
     backs = [None] * len(items)
-    for i, other in zip(chosen, fills[len(items):]):
+    for i, other in zip(chosen, fills[len(items):], strict=True):
         mr, mp = m.apply(other[0], other[1])
         backs[i] = (np.where((mr * fills[i][0]).sum(-1, keepdims=True) < 0, -mr, mr), mp)
     return fills[:len(items)], backs
@@ -152,7 +151,7 @@ def guard_weight(engine, clip: Clip, keys: list[int], fills=None, pair=None, cur
     hidden = [f for _, h in jobs for f in h]
     if not hidden:
         return np.ones(len(keys) - 1)
-    model = [(mr[h], mp[h]) for (_, h), (mr, mp, *_) in zip(jobs, fills)]
+    model = [(mr[h], mp[h]) for (_, h), (mr, mp, *_) in zip(jobs, fills, strict=True)]
     if held is None:
         held = fcurves.at_many(clip.skeleton, clip.rotations, clip.positions, jobs)
 
@@ -209,7 +208,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
     ck = engine.ckpt
     mft = getattr(engine, "frame_time", timebase.MODEL_FRAME_TIME)
     checked, items, spans, mirror = [], [], [], []  # spans: each clip's items (its fill, then its hidden-key passes)
-    for clip, keys in zip(clips, keys_list):
+    for clip, keys in zip(clips, keys_list, strict=True):
         try:
             keys = checked_keys(keys, clip.num_frames, clip.frame_time, ck.window - 1, mft)
         except ValueError as e:
@@ -226,7 +225,7 @@ def inbetween(engine, clips: list[Clip], keys_list: list[list[int]]):
         mirror += [uses_mirror(engine, wkeys)] + [False] * len(passes)
     fills, backs = fill_pairs(engine, items, with_base=False, which=mirror)
     out = []
-    for (clip, keys, work, wkeys, cm, unit), span in zip(checked, spans):
+    for (clip, keys, work, wkeys, cm, unit), span in zip(checked, spans, strict=True):
         mine, back = fills[span], backs[span.start]
         own = mine[0]
         rot, pos, _, _, ctrl, origins, segs = own if back is None else mirror_mean(own, back)

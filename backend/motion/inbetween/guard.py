@@ -97,7 +97,7 @@ def agreement_alphas(own, back, mean, curves, keys, rot_joints, pos_joints) -> n
     # each frame's squared distances once; a gap's root mean square reads its frames' (the same sums)
     dm, dab = vm - vc, va - vb
     dm, dab = (dm * dm).sum(-1), (dab * dab).sum(-1)
-    for i, (a, b) in enumerate(zip(keys, keys[1:])):
+    for i, (a, b) in enumerate(zip(keys, keys[1:], strict=False)):
         departure = float(np.sqrt(dm[a + 1:b].mean())) if b - a > 1 else 0.0
         if departure > 0:
             out[i] = np.clip((hi - float(np.sqrt(dab[a + 1:b].mean())) / departure) / (hi - lo), 0.0, 1.0)
@@ -108,7 +108,7 @@ def frame_alphas(keys, alphas, num_frames: int) -> np.ndarray:
     """[num_frames]: each frame's gap's alpha (``alphas`` [len(keys) - 1]; keys and frames outside them 1,
     where model and curves are the keys anyway)."""
     out = np.ones(num_frames)
-    for (a, b), w in zip(zip(keys, keys[1:]), alphas):
+    for (a, b), w in zip(zip(keys, keys[1:], strict=False), alphas, strict=True):
         out[a + 1:b] = w
     return out
 

@@ -19,16 +19,14 @@ import functools
 import numpy as np
 
 from ... import preferences
-from ...core import latent_math
-from ...core import carry_math
-from ...core import layer_math
+from ...core import carry_math, latent_math, layer_math
 from ...core.errors import Refusal
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
-from . import carry, layer, take
 from .. import core as latent_core
 from .. import state
+from . import carry, layer, take
 
 
 def protected(st) -> np.ndarray:

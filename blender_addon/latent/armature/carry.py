@@ -12,13 +12,13 @@ import uuid
 
 import numpy as np
 
-from ...core import carry_math
-from ...core import latent_math
+from ...core import carry_math, latent_math
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import core as latent_core
 from .. import state
+
 
 def gone(st) -> set:
     """``(data_path, index)`` of the curves the user deleted since Encode: never written again."""
@@ -90,7 +90,7 @@ def reconcile(obj, st, bag, channels, cols, fcs, base_keys, base_values) -> tupl
     frames, values = shown
     keyframe = keys_io.enum_value("type", "KEYFRAME")
     new_keys, new_cols, deleted, new_holes, had = {}, {}, [], [], holes(st)
-    for k, ((bone, prop, i, _), fc) in enumerate(zip(channels, fcs)):
+    for k, ((bone, prop, i, _), fc) in enumerate(zip(channels, fcs, strict=True)):
         key = (scene_io.bone_path(bone, prop), i)
         base = base_keys.get(key)
         bx = base["co"][:, 0].astype(np.float64) if base is not None else np.zeros(0)

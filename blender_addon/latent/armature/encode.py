@@ -11,10 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ... import bridge
-from ...core import constraints
-from ...core import latent_math
-from ...core import layer_math
-from ...core import rig_math
+from ...core import constraints, latent_math, layer_math, rig_math
 from ...core.errors import Refusal
 from ...io import bone_map as bone_map_io
 from ...io import constraints as constraints_io
@@ -22,8 +19,8 @@ from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import nla
 from ...io import scene as scene_io
-from . import layer, retarget, take
 from .. import core as latent_core
+from . import layer, retarget, take
 
 
 def _armature(obj):
@@ -146,7 +143,7 @@ def install(obj, *, task: str, path: Path, start: int, frames: int, bones, rotat
             latent_core.store(st, "base", latent_math.pack_curves(base))
         latent_core.store(st, "base_values", np.asarray(values, dtype=np.float64).ravel())
         bounds = latent_math.output_bounds([(a, b) for a, b in segments], frames, frames)
-        for seg, sig in zip(st.segments, latent_core.neutral_signatures(st, bounds)):
+        for seg, sig in zip(st.segments, latent_core.neutral_signatures(st, bounds), strict=True):
             seg.signature = sig  # the keys show the original: every segment at neutral
         take.remember(obj)
         st.shown_id = "installed"  # (what the layer writes is recorded from here on: ``carry``)

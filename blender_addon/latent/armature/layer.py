@@ -7,14 +7,12 @@ import functools
 
 import numpy as np
 
-from ...core import latent_math
-from ...core import layer_math
-from ...core import slider_math
+from ...core import latent_math, layer_math, slider_math
 from ...core.errors import Refusal
 from ...io import latent as latent_io
-from . import retarget
 from .. import core as latent_core
 from .. import decode, state
+from . import retarget
 
 # kept per range (``state``): the original in the model's convention ("original view"); each segment's frames
 # eased into its seams by the signatures they come from ("joins"); per segment the maps K and neutral
@@ -88,10 +86,10 @@ def _joined(st, parts: dict, keysig, bounds, plan: dict, seams: bool) -> tuple[n
     keys = {s: _seam_key(st, s, sides, keysig) for s, (sides, _) in plan.items()}
     joins = state.of(st).table("joins", JOINS_MAX)
     todo = [(s, plan[s][0]) for s, key in keys.items() if key not in joins]
-    for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else ()):
+    for (s, _), values in zip(todo, latent_math.segments_values(parts, todo, len(bounds), seams) if todo else (), strict=True):
         joins[keys[s]] = values
     rots, poss = [], []
-    for s, (sides, mine) in plan.items():
+    for s, (_sides, mine) in plan.items():
         rot, pos = joins[keys[s]]
         rots.append(rot[mine - bounds[s][0]])
         poss.append(pos[mine - bounds[s][0]])

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import latent_math
-from ...core import layer_math
+from ...core import latent_math, layer_math
 from ...core.errors import Refusal
 from ...io import keys as keys_io
 from ...io import latent as latent_io
@@ -69,7 +68,7 @@ def resample(obj, settings, frames: int) -> str:
     _prefetch(obj, st, path, settings, raw, bounds, sigs, edits, nsigs)  # may refuse: nothing written yet
     values = original_at(obj, st, bag, channels, frames)
     if not st.snapshot_all:  # every curve is about to be re-timed: keep the originals of all (Remove)
-        have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"])}
+        have = {(p, int(i)) for p, i in zip(st["original"]["paths"], st["original"]["index"], strict=True)}
         extra = [(fc.data_path, fc.array_index) for fc in bag.fcurves
                  if not latent_math.is_raw_path(fc.data_path) and (fc.data_path, fc.array_index) not in have]
         merged = [(p, i, k) for (p, i), k in adapter.original_keys(st).items()] + latent_io.snapshot(bag, extra)
@@ -104,7 +103,7 @@ def resample(obj, settings, frames: int) -> str:
         if "holes" in st:  # (every frame of the new range is keyed: the deletions are in the values read)
             del st["holes"]
         latent_core.new_base_version(st)
-        for seg, sig in zip(st.segments, nsigs):
+        for seg, sig in zip(st.segments, nsigs, strict=True):
             seg.signature = sig  # the curves show the new original: every segment at neutral
     carry.record(st, np.zeros(0, np.int64), np.zeros((0, 0)), True)
     state.of(st).seen = None

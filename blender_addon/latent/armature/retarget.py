@@ -16,15 +16,15 @@ import hashlib
 import numpy as np
 
 from ... import bridge
-from ...core import layer_math
-from ...humanoid import retarget
-from ...core import slider_math
+from ...core import layer_math, slider_math
 from ...core.errors import Refusal
+from ...humanoid import retarget
 from ...io import bone_map as bone_map_io
 from ...io import keys as keys_io
 from ...io import latent as latent_io
 from ...io import scene as scene_io
 from .. import state
+
 
 def is_mapped(st) -> bool:
     """Whether the range was encoded through a conversion other than the native one."""

@@ -35,7 +35,7 @@ def modes_changed(obj, channel_count: int | None = None) -> str | None:
                 "before Splinetween remembered the modes): sliders are off and the keys are left as they are. Set "
                 "it back to go on, or Bake / Remove the controls, then Encode again")
     pose = obj.pose.bones
-    moved = [(b, m) for b, m in zip(st["bones"], st["rotation_modes"]) if b in pose and pose[b].rotation_mode != m]
+    moved = [(b, m) for b, m in zip(st["bones"], st["rotation_modes"], strict=True) if b in pose and pose[b].rotation_mode != m]
     if not moved:
         return None
     bone, mode = moved[0]

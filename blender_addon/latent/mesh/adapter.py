@@ -20,16 +20,13 @@ import bpy
 import numpy as np
 
 from ... import bridge
-from ...core import latent_math
-from ...core import layer_math
-from ...core import mesh_math
+from ...core import latent_math, layer_math, mesh_math
 from ...core.errors import Refusal
 from ...io import cache as mesh_cache
 from ...io import mesh as mesh_io
 from .. import core as latent_core
 from . import cache
 from .layer import layered, prime
-
 
 
 def meta(path: Path, task: str) -> dict:

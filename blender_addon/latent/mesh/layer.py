@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ...core import latent_math
-from ...core import layer_math
+from ...core import latent_math, layer_math
 from ...core.errors import Refusal
 from .. import core as latent_core
 from .. import decode, state
+
 
 def prime(st, vertices: np.ndarray) -> None:
     """The backend's neutral decode of an encoded range's segments, laid one after the other (as
