@@ -1,9 +1,15 @@
-"""Style edits on control points (backend.motion.style): neutral strength bit for bit, names checked."""
+"""Style edits on control points (backend.motion.style): neutral strength bit for bit, names checked, the
+shipped checkpoint's directions, the CLI."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from backend.motion import style
 from backend.runtime.checkpoint import StyleSet
+
+CLIP = Path(__file__).parent / "fixtures" / "dataset-2_walk_normal_005.bvh"
+SHIPPED = Path(__file__).parents[1] / "backend" / "checkpoints" / "motion_autoencoder.json"
 
 
 def _set():
@@ -40,10 +46,58 @@ def test_root_path_pinned_keeps_the_sources_ground_path():
     assert np.array_equal(out[:, 1, [0, 2]], src[:, 1, [0, 2]]) and np.array_equal(out[:, 1, 1], styled[:, 1, 1])
 
 
+def test_the_shipped_autoencoder_knows_dataset_twos_styles_each_described():
+    from backend.runtime import checkpoint
+    s = checkpoint.load(SHIPPED, arrays=True).styles()
+    assert s.names == ("active", "elderly", "exhausted", "feminine", "masculine", "youthful")
+    assert all(len(t) > 20 and "\n" not in t for t in s.descriptions)
+    assert s.directions.shape[0] == 6 and np.isfinite(s.directions).all()
+    assert (np.linalg.norm(s.directions.reshape(6, -1), axis=1) > 1.0).all()  # they move the points
+
+
+def _styleless(tmp_path) -> Path:
+    """The shipped autoencoder without its style directions (a model trained before training.style ran)."""
+    from backend.runtime import checkpoint
+    ck = checkpoint.load(SHIPPED)
+    del ck.extra["style.directions"]
+    for k in ("style_names", "style_descriptions", "style_source"):
+        ck.info.pop(k)
+    return checkpoint.save(tmp_path / "plain.json", ck)
+
+
 def test_cli_style_on_a_checkpoint_without_styles_is_refused(tmp_path, capsys):
-    from pathlib import Path
     from backend.cli.main import main
-    clip = Path(__file__).parent / "fixtures" / "dataset-2_walk_normal_005.bvh"
-    assert main(["edit", str(clip), "--style", "elderly", "--out-dir", str(tmp_path / "out")]) == 2
+    ck = _styleless(tmp_path)
+    assert main(["edit", str(CLIP), "--checkpoint", str(ck), "--style", "elderly",
+                 "--out-dir", str(tmp_path / "out")]) == 2
     assert "has no style directions" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_unknown_style_lists_the_names_and_writes_nothing(tmp_path, capsys):
+    from backend.cli.main import main
+    assert main(["edit", str(CLIP), "--style", "proud", "--out-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown style 'proud'" in err and "elderly, exhausted, feminine" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_style_strength_zero_writes_the_plain_edit_and_one_changes_the_motion_not_the_path(tmp_path):
+    from backend.cli.main import main
+    from backend.formats.bvh import read_bvh
+    outs = {}
+    for label, extra in (("plain", []), ("zero", ["--style", "elderly", "--style-strength", "0"]),
+                         ("old", ["--style", "elderly"])):
+        assert main(["edit", str(CLIP), "--device", "cpu", "--out-dir", str(tmp_path / label)] + extra) == 0
+        outs[label] = read_bvh(tmp_path / label / CLIP.name)
+    assert (tmp_path / "zero" / CLIP.name).read_bytes() == (tmp_path / "plain" / CLIP.name).read_bytes()
+    plain, old = outs["plain"], outs["old"]
+    pr, orr = plain.root_positions, old.root_positions
+    assert np.allclose(pr[:, [0, 2]], orr[:, [0, 2]], atol=1e-3)  # the ground path kept (root pinned)
+    assert quat_angle(old.rotations, plain.rotations).max() > 5.0  # degrees: elderly visibly turns some joint
+
+
+def quat_angle(a, b):
+    from backend.maths import quat_np
+    d = quat_np.mul(quat_np.inv(quat_np.normalize(a)), quat_np.normalize(b))
+    return np.degrees(2 * np.arccos(np.clip(np.abs(d[..., 0]), 0, 1)))

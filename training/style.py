@@ -22,7 +22,6 @@ softmax regression on each clip's mean over segments of the [K, d] points, train
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,7 +147,7 @@ class StyleClassifier:
         return [self.classes[k] for k in self.proba(x).argmax(1)]
 
     def accuracy(self, x: np.ndarray, labels) -> float:
-        return float(np.mean([p == s for p, s in zip(self.predict(x), labels)])) if len(labels) else float("nan")
+        return float(np.mean([p == s for p, s in zip(self.predict(x), labels, strict=True)])) if len(labels) else float("nan")
 
 
 def _softmax(a):
@@ -183,6 +182,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from backend.motion.engine import Engine
     from backend.runtime import checkpoint
+
     from .data import Selection, load_split
     engine = Engine(args.checkpoint, "cpu", runtime="onnx")  # the numpy / ONNX path: encoding only
     ms = load_split(args.data, Selection(("train",)), args.cache)

@@ -26,12 +26,21 @@ import numpy as np
 
 from backend.maths import quat_np, timebase
 from backend.motion import style as style_edit
-from backend.motion.inbetween import contacts as contact_pass
 from backend.motion.skeleton import Clip
 from backend.runtime.checkpoint import StyleSet
 
-from ..style import (DATASET1_AS, DESCRIPTIONS, NEUTRAL, STYLES, Encoded, encode_set, name_fields, split_of,
-                     style_directions, train_classifier)
+from ..style import (
+    DATASET1_AS,
+    DESCRIPTIONS,
+    NEUTRAL,
+    STYLES,
+    Encoded,
+    encode_set,
+    name_fields,
+    split_of,
+    style_directions,
+    train_classifier,
+)
 
 
 def travel(clip: Clip, joint: int, up: int) -> float:
@@ -62,13 +71,13 @@ def measure(engine, clf, sources: list[Clip], styles: StyleSet, strength: float,
     for name in ("(none)",) + tuple(styles.names):
         asked = {} if name == "(none)" else {name: strength}
         outs = [style_edit.styled_decode(engine, ctl, ctl.points, asked, like=c, pin=pin, styles=styles)
-                for ctl, c in zip(controls, work)]
+                for ctl, c in zip(controls, work, strict=True)]
         read = clf.predict(Encoded.of(engine.encode(outs)).pooled())
-        ratios = [travel(o, joint, up) / max(t, 1e-6) for o, t in zip(outs, src_travel)]
-        moving = [r for r, t in zip(ratios, src_travel) if t > 20.0]  # clips that travel (cm): the ratio means something
+        ratios = [travel(o, joint, up) / max(t, 1e-6) for o, t in zip(outs, src_travel, strict=True)]
+        moving = [r for r, t in zip(ratios, src_travel, strict=True) if t > 20.0]  # clips that travel (cm): the ratio means something
         rows.append({"style": name, "read": float(np.mean([r == (name if asked else NEUTRAL) for r in read])),
                      "travel": float(np.median(moving)) if moving else float("nan"),
-                     "iou": float(np.median([iou(contact_cells(o), s) for o, s in zip(outs, src_cells)])),
+                     "iou": float(np.median([iou(contact_cells(o), s) for o, s in zip(outs, src_cells, strict=True)])),
                      "read_as": {s: read.count(s) for s in sorted(set(read))}})
     return rows
 
@@ -93,7 +102,7 @@ def dataset1_read(engine, clf, data, cache) -> dict:
     enc = encode_set(engine, ms, keep)
     read = clf.predict(enc.pooled())
     out = {}
-    for n, r in zip(enc.names, read):
+    for n, r in zip(enc.names, read, strict=True):
         s1 = name_fields(n)[2]
         out.setdefault(s1, []).append(r == DATASET1_AS[s1])
     return {s: (len(v), float(np.mean(v))) for s, v in out.items()}
@@ -112,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     from backend.motion.engine import Engine
+
     from ..data import Selection, load_split
     paths = [p for p in args.data.split(",") if p.strip()]
     d2 = [p for p in paths if "namco-2" in p or "dataset-2" in p] or paths[:1]
