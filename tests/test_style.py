@@ -101,3 +101,36 @@ def quat_angle(a, b):
     from backend.maths import quat_np
     d = quat_np.mul(quat_np.inv(quat_np.normalize(a)), quat_np.normalize(b))
     return np.degrees(2 * np.arccos(np.clip(np.abs(d[..., 0]), 0, 1)))
+
+
+def test_service_decode_adds_the_style_per_segment_and_strength_zero_is_the_plain_decode():
+    """The latent layer's decode request with a style: 0 the plain decode bit for bit, 1 a changed
+    segment whose root keeps the ground path; only the segment asked changes; unknown names refused."""
+    from backend import service
+    from backend.formats.bvh import read_bvh
+    clip = read_bvh(CLIP)
+    reply, out = service.handle({"op": "encode", "checkpoint": str(SHIPPED), "device": "cpu",
+                                 "frame_time": clip.frame_time},
+                                {"offsets": clip.skeleton.offsets, "rotations": clip.rotations[:91],
+                                 "positions": clip.positions[:91]})
+    segs = reply["segments"]
+
+    def decode(style=None):
+        header = {"op": "decode", "checkpoint": str(SHIPPED), "device": "cpu", "task": "autoencoder",
+                  "segments": segs, "lengths": [b - a + 1 for a, b in segs], "amplify": [1.0] * len(segs),
+                  "timing": [0.0] * len(segs), "principal": [[]] * len(segs), "keys": None}
+        if style is not None:
+            header["style"] = style
+        return service.handle(header, {k: out[k] for k in ("points", "origins", "template")})
+
+    _, plain = decode()
+    _, zero = decode([{"elderly": 0.0}] * len(segs))
+    assert zero["rotations"].tobytes() == plain["rotations"].tobytes()
+    assert zero["positions"].tobytes() == plain["positions"].tobytes()
+    _, old = decode([{}] + [{"elderly": 1.0}] * (len(segs) - 1))
+    first = segs[0][1] - segs[0][0] + 1
+    assert old["rotations"][:first].tobytes() == plain["rotations"][:first].tobytes()  # segment 1 not asked
+    assert quat_angle(old["rotations"][first:], plain["rotations"][first:]).max() > 5.0
+    np.testing.assert_array_equal(old["positions"][:, 1, [0, 2]], plain["positions"][:, 1, [0, 2]])  # root path
+    with pytest.raises(ValueError, match="unknown style 'proud'.*knows: active, elderly"):
+        decode([{"proud": 1.0}] * len(segs))
