@@ -56,6 +56,25 @@ def test_style_menu_lists_the_checkpoints_styles_with_their_lines(source):
         assert [i[0] for i in props.style_items(seg, bpy.context)] == ["NONE"]
 
 
+def test_a_checkpoint_without_styles_offers_none_and_strength_moves_nothing(source, tmp_path):
+    from addon_helpers import prefs
+    from backend.runtime import checkpoint
+    from blender_addon.latent import props
+    ck = checkpoint.load(AUTOENCODER)
+    del ck.extra["style.directions"]
+    for k in ("style_names", "style_descriptions", "style_source"):
+        ck.info.pop(k)
+    plain = checkpoint.save(tmp_path / "plain.json", ck)
+    prefs().autoencoder = str(plain)
+    with temporary(encoded_copy(source)) as obj:
+        seg = obj.splinetween_latent.segments[1]
+        assert [i[0] for i in props.style_items(seg, bpy.context)] == ["NONE"]
+        assert latent_core.style_names(obj.splinetween_latent.checkpoint) == ((), ())  # the panel greys the menu
+        original = snapshot(obj)
+        seg.style_strength = 1.0  # no style chosen (none to choose): the keys as they are
+        same(original, snapshot(obj))
+
+
 def test_style_menu_strength_layered_undo_and_reload(source, tmp_path):
     with temporary(encoded_copy(source)) as obj:
         seg = obj.splinetween_latent.segments
