@@ -18,6 +18,7 @@ their ratio holds.
   (ONNX Runtime in Blender's process).  ``--clock cpu`` times the slider changes and their floor in the
   thread's CPU time instead of the wall clock: on a shared machine a neighbour's load preempts either
   at random, which the wall clock counts and the CPU time does not.
+* Style: the Strength of segments 4-5 (61 frames) with Style elderly, the same clip and floor.
 * Inbetween: the operator on 121 frames with keys every 15 (benchmarks/bench_addon.py's case), with
   the model in-process and through the warm backend process.
 * Encode: the operator on 300 frames (benchmarks/bench_latent.py's clip), in-process.
@@ -56,9 +57,9 @@ from bench_addon import inbetween_scene, median_ms  # noqa: E402
 from bench_latent import Timers, clip_300, floor  # noqa: E402
 
 # (ms target, most multiples of the floor) of each case; None: no such target
-TARGETS = {"slider": (16.0, 1.5), "inbetween in-process": (60.0, None), "inbetween warm process": (80.0, None),
+TARGETS = {"slider": (16.0, 1.5), "style": (16.0, None), "inbetween in-process": (60.0, None), "inbetween warm process": (80.0, None),
            "encode": (100.0, None), "mesh slider": (25.0, None)}
-CASES = ("slider", "inbetween", "encode", "mesh")
+CASES = ("slider", "style", "inbetween", "encode", "mesh")
 
 
 class Stopwatch(Timers):
@@ -135,10 +136,11 @@ def floor_step(obj):
 
 
 def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, backend: str = "IN_PROCESS",
-                clock=time.perf_counter):
+                clock=time.perf_counter, style: str = ""):
     """-> (label, median ms, floor ms, median ms of the model inside, stages or None).  One segment: its
     Amplify set from the panel (the update callback re-decodes).  Several: each one's Amplify set and one
-    re-decode of them all, as when keyed sliders change with the frame (the frame-change handler)."""
+    re-decode of them all, as when keyed sliders change with the frame (the frame-change handler).
+    ``style``: the segments' Style set to it, then their Strength changed instead of Amplify."""
     import bpy
 
     from addon_helpers import fresh_scene_with_addon, import_bvh, prefs
@@ -157,14 +159,18 @@ def slider_case(path: Path, repeats: int, segments=(4,), profile: bool = False, 
     assert bpy.ops.anim.splinetween_encode(frame_range="ACTION") == {"FINISHED"}
     st = obj.splinetween_latent
     segs = [st.segments[s] for s in segments]
+    prop = "style_strength" if style else "amplify"
+    for seg in segs:
+        if style:
+            seg.style = style
 
     def change(value):
         if len(segs) == 1:
-            segs[0].amplify = value
+            setattr(segs[0], prop, value)
             return
         with latent_core.suspended():
             for seg in segs:
-                seg.amplify = value
+                setattr(seg, prop, value)
         slider.sync_quietly(obj)
     timers = Stopwatch()
     timers.wrap(bridge, "request", "model")
@@ -344,6 +350,11 @@ def main(argv=None) -> int:
                 rows.append(("slider", f"Slider, {label}", ms, base, f"model {model:.1f}"))
                 if prof:
                     slider_stages[label] = prof
+    if "style" in only:  # the Style's Strength on a 61-frame stretch (segments 4-5), the style the slowest to apply
+        path = clip_300(ROOT, folder)
+        label, ms, base, model, _ = slider_case(path, r + 10, (3, 4), False, args.backend, CLOCKS[args.clock],
+                                                style="elderly")
+        rows.append(("style", f"Style Strength (elderly), {label}", ms, base, f"model {model:.1f}"))
     if "inbetween" in only:
         inb, stages = inbetween_cases(r, args.profile)
         rows += [(case, label, ms, base, "") for case, label, ms, base in inb]

@@ -72,6 +72,8 @@ class ModelInfo:
     min_frames: int = 2  # the shortest clip the model encodes
     principal_names: tuple[str, ...] = ()
     principal_descriptions: tuple[str, ...] = ()
+    style_names: tuple[str, ...] = ()  # the styles it knows (training.style), each with one line
+    style_descriptions: tuple[str, ...] = ()
     mesh: bool = False  # a mesh-sequence checkpoint (its asset: a vertex basis)
     vertices: int = 0  # a mesh checkpoint's vertex count
     files: tuple[Path, ...] = ()  # the config, its weights and (a mesh asset) its shared vertex basis
@@ -144,10 +146,10 @@ def numpy_module(name: str):
     """A numpy-only backend module (``formats.*``: BVH, PC2, atomic writes, JSON limits; ``maths.quat_np``,
     ``maths.timebase``, ``mesh.sequences``, ``runtime.kind``, ``runtime.files`` (a checkpoint's files),
     ``runtime.onnx_runner`` (ONNX Runtime), the ``humanoid`` package's: skeleton finding and conversion;
-    ``motion.calibration``, ``motion.edits``, ``motion.skeleton``): safe to use in Blender without torch."""
+    ``motion.calibration``, ``motion.edits``, ``motion.skeleton``, ``motion.style``): safe to use in Blender without torch."""
     if name not in ("mesh.sequences", "maths.quat_np", "maths.timebase", "runtime.kind", "runtime.files",
                     "runtime.onnx_runner",
-                    "motion.calibration", "motion.edits", "motion.skeleton") \
+                    "motion.calibration", "motion.edits", "motion.skeleton", "motion.style") \
             and not name.startswith(("humanoid.", "formats.")):
         raise ValueError(f"backend.{name} is not a numpy-only module")
     return importlib.import_module(f"{backend_package().__name__}.{name}")
@@ -208,6 +210,8 @@ def _model_info(path: Path, doc: dict) -> ModelInfo:
                      latent=int(doc["model"]["latent"]), min_frames=int((info.get("config") or {}).get("min_window", 2)),
                      principal_names=tuple(info.get("principal_names", ())),
                      principal_descriptions=tuple(info.get("principal_descriptions", ())),
+                     style_names=tuple(info.get("style_names", ())),
+                     style_descriptions=tuple(info.get("style_descriptions", ())),
                      mesh=mesh, vertices=int(asset.get("vertices", 0)), files=files,
                      graphs=tuple(found.graphs.values()),
                      not_motion=checkpoint_kind.not_motion(path.name, doc))

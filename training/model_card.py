@@ -102,6 +102,7 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
              f"({info.get('windows_per_s')} windows/s).",
              f"- **Best validation** (mean local rotation error, {'keys every 15' if info.get('task') == 'inbetween' else 'reconstruction'}): "
              f"{info.get('val_rot_deg', float('nan')):.3f} deg.",
+             *_style_lines(info),
              "", "## Reproduce", "", "```bash", command, "```", "",
              "## Test metrics (training.evaluate: the data README's protocol, 61-frame windows, stride 61, in the "
              "generalisation protocol's familiar and unfamiliar columns, and the other studio's validation "
@@ -115,6 +116,16 @@ def card(doc: dict, report: dict, command: str, name: str) -> str:
                   "is motion it never saw; the model above trained on those kinds.", "", twin.strip(), ""]
     lines += ["## Licence", "", *licence(found), ""]
     return "\n".join(lines)
+
+
+def _style_lines(info: dict) -> list[str]:
+    """The style directions (training.style), when the checkpoint has them: names, each one's line, the source."""
+    names = info.get("style_names") or []
+    if not names:
+        return []
+    texts = info.get("style_descriptions") or [""] * len(names)
+    return [f"- **Style directions** ({len(names)}, `python -m training.style`; {info.get('style_source', '')}):"] + [
+        f"  - *{n}*: {t}" for n, t in zip(names, texts, strict=True)]
 
 
 def main(argv=None) -> int:

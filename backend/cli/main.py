@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--timing", type=float, default=0.0, help="-1..1; > 0 earlier, < 0 later")
     e.add_argument("--pc", action="append", default=[], metavar="I=S",
                    help="principal direction I (1-based) by S standard deviations; repeatable")
+    e.add_argument("--style", action="append", default=[], metavar="NAME",
+                   help="add the checkpoint's style NAME (an unknown name lists the known ones); repeatable")
+    e.add_argument("--style-strength", type=float, default=1.0, metavar="S",
+                   help="with --style: 0 = as it is, 1 = the style as performed (default), >1 exaggerates")
+    e.add_argument("--free-root", action="store_true",
+                   help="with --style: let the style change the root's path (by default it stays the source's)")
     e.add_argument("--supersample", type=int, default=1, metavar="N")
     e.add_argument("--keep-duration", action="store_true",
                    help="with --supersample: divide the frame time by N (same duration, higher frame rate)")
@@ -214,6 +220,9 @@ def cmd_edit(args) -> int:
     if args.pc and pca is None:
         raise ValueError(f"{engine.path}: this checkpoint has no principal directions (--pc needs them)")
     amounts = _parse_pcs(args.pc, len(pca[1]) if pca else 0)
+    from ..motion import style as style_edit
+    strengths = style_edit.checked_strengths(engine.styles(), {n: args.style_strength for n in args.style},
+                                             engine.path.name)  # before any file is read
 
     def prepare(clip):
         engine.check_clip(clip)
@@ -228,7 +237,8 @@ def cmd_edit(args) -> int:
             work = timebase.to_model_rate(clip, engine.frame_time)
             controls = engine.encode(work)
             pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
-            out = engine.decode(controls, scale=args.supersample, timing=args.timing, points=pts, like=work)
+            out = style_edit.styled_decode(engine, controls, pts, strengths, scale=args.supersample,
+                                           timing=args.timing, like=work, pin=not args.free_root)
             out = timebase.to_clip_rate(out, clip, args.supersample)
         except ValueError as e:
             errors.append(_named(p, e))

@@ -191,6 +191,10 @@ class Engine(EngineBase):
     def principal_descriptions(self) -> list[str]:
         return self.ckpt.principal_descriptions()
 
+    def styles(self):
+        """The checkpoint's styles (``backend.runtime.checkpoint.StyleSet``: names, descriptions, directions), or None."""
+        return self.ckpt.styles()
+
     def describe(self) -> dict:
         c = self.ckpt
         return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,

@@ -35,6 +35,14 @@ class CheckpointError(ValueError):
         self.path, self.problem = str(path), problem
 
 
+@dataclass(frozen=True)
+class StyleSet:
+    """A checkpoint's styles (``training.style``): names, one-line descriptions, directions [N, K, d]."""
+    names: tuple
+    descriptions: tuple
+    directions: np.ndarray
+
+
 @dataclass
 class Checkpoint:
     config: ModelConfig
@@ -48,6 +56,7 @@ class Checkpoint:
     path: Path | None = None
     asset: dict = field(default_factory=dict)  # mesh models: {"kind": "mesh", "vertices": V, "components": K}
     _principal: tuple | None = field(default=None, repr=False, compare=False)
+    _styles: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_mesh(self) -> bool:
@@ -72,6 +81,23 @@ class Checkpoint:
     def principal_descriptions(self) -> list[str]:
         """One sentence per principal direction (what its slider does), or [] when the checkpoint has none."""
         return list(self.info.get("principal_descriptions", []))
+
+    def styles(self):
+        """The style directions (``training.style``) as a ``StyleSet``, or None when the checkpoint has none."""
+        if "style.directions" not in self.extra:
+            return None
+        key = id(self.extra["style.directions"])
+        if self._styles is None or self._styles[0] != key:
+            d = np.array(self.extra["style.directions"], dtype=np.float64)
+            names = list(self.info.get("style_names", []))
+            if d.ndim != 3 or len(names) != len(d):
+                raise CheckpointError(self.path, f'"extra.style.directions" has shape {d.shape}; it needs one '
+                                                 f'[controls, latent] direction per name in "info.style_names" '
+                                                 f"({len(names)}); recompute them with python -m training.style")
+            d.setflags(write=False)
+            texts = list(self.info.get("style_descriptions", [""] * len(names)))
+            self._styles = (key, StyleSet(tuple(names), tuple(texts), d))
+        return self._styles[1]
 
     def array_normalizer(self) -> ArrayNormalizer:
         """The normaliser as numpy float32 arrays (the engines' inference maths, ``features_np``)."""

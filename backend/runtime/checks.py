@@ -45,6 +45,14 @@ def check_doc(jpath: Path, doc: dict, error) -> None:
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or len(texts) != len(names):
             raise error(jpath, f'"info.principal_descriptions" must be a list of {len(names)} sentences, one per name '
                                'in "info.principal_names"')
+    styles = info.get("style_names", [])
+    if not isinstance(styles, list) or not all(isinstance(n, str) and n for n in styles) or len(set(styles)) != len(styles):
+        raise error(jpath, '"info.style_names" must be a list of distinct names')
+    if "style_descriptions" in info:  # one line per style, parallel to the names
+        texts = info["style_descriptions"]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or len(texts) != len(styles):
+            raise error(jpath, f'"info.style_descriptions" must be a list of {len(styles)} lines, one per name in '
+                               '"info.style_names"')
     mw = (info.get("config") or {}).get("min_window", 2)
     if not _is_int(mw) or not 1 <= mw <= MAX_WINDOW:
         raise error(jpath, f'"info.config.min_window" must be a whole number of frames from 1 to {MAX_WINDOW}, '

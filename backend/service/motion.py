@@ -165,7 +165,18 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         n_model = n if model_segs is None else int(model_segs[i][1]) - int(model_segs[i][0]) + 1
         n_dec = m if model_segs is None else int(round((n_model - 1) * (m - 1) / (n - 1))) + 1
         plans.append((n_model, (n_dec - 1) / (n_model - 1), float(timing[i])))
+    styled = _styled(engine, header.get("style"), len(segs), keys is not None)
+    sources = {i: len(edited) + k for k, i in enumerate(styled)}  # the unstyled decode of each styled segment
+    if styled:
+        from ..motion.style import style_points
+        extra = [edited[i] for i in styled]
+        edited = [style_points(pts, engine.styles(), styled.get(i, {})) if i in styled else pts
+                  for i, pts in enumerate(edited)] + extra
+        plans = plans + [plans[i] for i in styled]
+        origins = np.concatenate([origins, origins[list(styled)]])
     poses = _decoded_poses(engine, edited, origins, plans, template) if keys is None else {}
+    for i in styled:  # the style changes how, not what: root path and planted feet as without it
+        poses[i] = _content_kept(engine, poses[i], poses[sources[i]], header.get("free_root", False))
     for i, (a, b) in enumerate(segs):
         n, m = int(b) - int(a) + 1, lengths[i]
         pts = edited[i]
@@ -203,6 +214,37 @@ def decode_parts(engine, header: dict, arrays: dict) -> tuple[np.ndarray, np.nda
         poss.append(p)
     empty = (np.zeros((0, j, 4)), np.zeros((0, j, 3)))
     return (np.concatenate(rots), np.concatenate(poss)) if rots else empty
+
+
+def _styled(engine, asked, count: int, inbetween: bool) -> dict:
+    """``header["style"]`` (one ``{name: strength}`` per segment, or absent) -> ``{segment: strengths}`` of the
+    segments with a nonzero strength, the names checked against the checkpoint's styles."""
+    from ..motion.style import checked_strengths
+    if not asked:
+        return {}
+    if not isinstance(asked, list) or len(asked) != count or not all(isinstance(a, dict) for a in asked):
+        raise ValueError("decode: style must give one {name: strength} per segment")
+    out = {}
+    for i, a in enumerate(asked):
+        got = {k: v for k, v in checked_strengths(engine.styles(), a, engine.path.name).items() if v != 0.0}
+        if got:
+            out[i] = got
+    if out and inbetween:
+        raise ValueError("a style is applied to an encoded (autoencoder) range; this range was in-betweened "
+                         "(bake it and Encode it to add a style)")
+    return out
+
+
+def _content_kept(engine, styled: tuple, source: tuple, free_root: bool) -> tuple:
+    """A styled segment's (rotations, positions) with the unstyled decode's root path over the ground (unless
+    ``free_root``) and its feet held planted where the unstyled decode plants them (``backend.motion.style``)."""
+    from ..motion import style
+    rot, pos = styled
+    if not free_root:
+        for j in engine.layout.position_joints:
+            pos = style.pin_root(pos, source[1], int(j), engine.layout.up_axis)
+    down = style.source_contacts(engine.skeleton, quat_np.normalize(source[0]), source[1], engine.frame_time)
+    return style.keep_contacts(engine.skeleton, quat_np.normalize(rot), pos, down, engine.frame_time), pos
 
 
 def _decoded_poses(engine, points: list, origins: np.ndarray, plans: list, template: np.ndarray) -> dict:

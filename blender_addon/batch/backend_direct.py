@@ -58,7 +58,7 @@ def encode(engine, clip):
 
 
 def edit(engine, clip, opts: dict):
-    """Encode, edit the control points (amplify, principal directions), decode (timing, supersample):
+    """Encode, edit the control points (amplify, principal directions, styles), decode (timing, supersample):
     the steps of ``python -m backend edit``."""
     edits = bridge.backend_module("motion.edits")
     check_clip(engine, clip)
@@ -72,13 +72,20 @@ def edit(engine, clip, opts: dict):
         edits.check_supersample(int(opts.get("supersample", 1)), min(clip.num_frames, engine.ckpt.window))
     except ValueError as e:
         raise JobError(str(e)) from None
+    style = bridge.backend_module("motion.style")
+    try:  # (the CLI checked the names against the checkpoint's; a worker told another checkpoint checks again)
+        strengths = style.checked_strengths(engine.styles(), dict(opts.get("style") or {}), engine.path.name)
+    except ValueError as e:
+        raise JobError(str(e)) from None
     timebase = bridge.backend_module("maths.timebase")
     work = timebase.to_model_rate(clip, engine.frame_time)  # at the model's rate, and back on the file's frames
     controls = engine.encode(work)
     pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,
                             amounts=amounts)
     scale = int(opts.get("supersample", 1))
-    out = engine.decode(controls, scale=scale, timing=float(opts.get("timing", 0.0)), points=pts, like=work)
+    # no style (or every strength 0): engine.decode itself, bit for bit; else root path and contacts kept
+    out = style.styled_decode(engine, controls, pts, strengths, scale=scale, timing=float(opts.get("timing", 0.0)),
+                              like=work, pin=not opts.get("free_root"))
     out = timebase.to_clip_rate(out, clip, scale)
     if not opts.get("keep_duration"):
         out.frame_time = clip.frame_time  # slow motion: more frames at the same rate

@@ -149,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
             e.add_argument("--timing", type=float, default=0.0, help="-1..1; > 0 earlier, < 0 later")
             e.add_argument("--pc", type=_pc, action="append", default=[], metavar="I=S",
                            help="principal direction I (1-based) by S standard deviations; repeatable")
+            e.add_argument("--style", action="append", default=[], metavar="NAME",
+                           help="add the checkpoint's style NAME (active, elderly, ... for the shipped one; an "
+                                "unknown name lists them); repeatable")
+            e.add_argument("--style-strength", type=float, default=1.0, metavar="S",
+                           help="with --style: 0 = the motion as it is, 1 = the style as performed (default), "
+                                ">1 exaggerates, <0 moves away")
+            e.add_argument("--free-root", action="store_true",
+                           help="with --style: let the style change the root's path (by default it keeps the source's)")
             e.add_argument("--supersample", type=_positive, default=1, metavar="N", help=".bvh: N times the frames")
             e.add_argument("--keep-duration", action="store_true",
                            help=".bvh with --supersample: same duration at N times the frame rate")
@@ -199,7 +207,8 @@ def _options(args) -> dict:
     if args.command == "edit":
         pcs = dict(args.pc)
         opts.update(amplify=args.amplify, timing=args.timing, supersample=args.supersample,
-                    keep_duration=args.keep_duration, bake=args.bake,
+                    keep_duration=args.keep_duration, bake=args.bake, free_root=args.free_root,
+                    style={n: args.style_strength for n in args.style},
                     pc=[pcs.get(i + 1, 0.0) for i in range(max(pcs, default=0))])
     return opts
 
@@ -214,6 +223,22 @@ def _bone_map(ap, path: Path) -> dict:
         ap.error(f"--bone-map {path}: {getattr(e, 'strerror', None) or e}")
     except bone_map.BoneMapError as e:
         ap.error(f"--bone-map {path}: {e}")
+
+
+def _check_styles(ap, args) -> None:
+    """--style names the checkpoint knows, at a finite strength: refused before any file is opened."""
+    if not math.isfinite(args.style_strength):
+        ap.error(f"--style-strength {args.style_strength}: give a finite number (0 = as it is, 1 = the style)")
+    path = Path(args.checkpoint).expanduser() if args.checkpoint else bridge.default_autoencoder()
+    try:
+        known = bridge.read_model(path).style_names
+    except bridge.BridgeError as e:
+        ap.error(f"--checkpoint: {e}")
+    if not known:
+        ap.error(bridge.numpy_module("motion.style").no_styles_message(path.name))
+    unknown = [n for n in args.style if n not in known]
+    if unknown:
+        ap.error(f"--style {unknown[0]}: unknown style; {path.name} knows: {', '.join(known)}")
 
 
 def _validate(ap, args) -> None:
@@ -235,6 +260,8 @@ def _validate(ap, args) -> None:
         ap.error("--timing must be between -1 and 1")
     if args.command == "edit" and not math.isfinite(args.amplify):
         ap.error(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), for example 1.5")
+    if args.command == "edit" and args.style:
+        _check_styles(ap, args)
     if args.timeout < 0:
         ap.error("--timeout must be 0 (no limit) or more")
     if args.out_dir is not None:

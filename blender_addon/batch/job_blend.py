@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+from pathlib import Path
 
 import bpy
 import numpy as np
@@ -271,14 +272,29 @@ def _edit(obj, state, opts: dict) -> tuple[str, int]:
     if len(pcs) > len(names):
         raise JobError(f"--pc: the checkpoint has {len(names)} principal direction(s)"
                        + (f" ({', '.join(names)})" if names else ""))
+    style = dict(opts.get("style") or {})
+    if len(style) > 1:
+        raise JobError("a .blend's latent controls hold one style per segment; give one --style")
+    if style and opts.get("free_root"):
+        raise JobError("--free-root is for .bvh files (a .blend's Style keeps the root's path)")
+    if style and st.task != "AUTOENCODER":
+        raise JobError("these latent controls were made by Inbetween; a style applies to encoded ranges "
+                       "(bake them first)")
+    known, _ = latent_core.style_names(st.checkpoint)
+    for name in style:
+        if name not in known:
+            raise JobError(f"unknown style {name!r}; {Path(st.checkpoint).name} knows: {', '.join(known) or 'none'}")
     with latent_core.suspended():  # one decode below, not one per slider
         for seg in st.segments:
             seg.amplify = float(opts.get("amplify", 1.0))
             seg.timing = float(opts.get("timing", 0.0))
             seg.principal = tuple(pcs + [0.0] * (len(seg.principal) - len(pcs)))
+            for name, strength in style.items():
+                seg.style, seg.style_strength = name, float(strength)
     slider.sync(obj)
     done = [f"amplify {opts.get('amplify', 1.0):g}, timing {opts.get('timing', 0.0):g}"
-            + (f", principal {pcs}" if any(pcs) else "")]
+            + (f", principal {pcs}" if any(pcs) else "")
+            + "".join(f", style {n} {s:g}" for n, s in style.items())]
     n = int(opts.get("supersample", 1))
     if n > 1:
         done.append(slider.resample(obj, state.backend, (st.frames - 1) * n + 1))

@@ -59,10 +59,14 @@ def check_length(segments, source_frames: int, frames: int, whole_factors: bool)
 
 
 # -- what the F-curves show -----------------------------------------------------------------------
-def signature(points: np.ndarray, amplify: float, timing: float, principal, length: int) -> str:
-    """A fingerprint of everything that decides one segment's decoded frames."""
+def signature(points: np.ndarray, amplify: float, timing: float, principal, length: int, style=()) -> str:
+    """A fingerprint of everything that decides one segment's decoded frames; ``style``: ``((name, strength),
+    ...)``, no style (or strength 0) hashing nothing, so a range saved before styles keeps its signatures."""
     h = hashlib.sha1(np.ascontiguousarray(points, dtype=np.float64).tobytes())
     h.update(struct.pack(f"={3 + len(principal)}d", amplify, timing, length, *principal))  # (float64s, native order)
+    for name, strength in style:
+        if strength != 0.0:
+            h.update(name.encode("utf-8") + b"\0" + struct.pack("=d", strength))
     return h.hexdigest()[:24]
 
 

@@ -12,6 +12,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
+import bpy
 import numpy as np
 
 from .. import bridge, preferences
@@ -159,22 +160,38 @@ def array(st, key, shape=None, dtype=np.float64):
     return a.reshape(shape) if shape is not None else a
 
 
-def segment_edits(st, m: int) -> list[tuple[float, float, tuple]]:
-    """(amplify, timing, the first ``m`` principal offsets) of every segment: one ``foreach_get`` per
-    property for all segments (a slider change asks every time), -0.0 read as 0.0."""
+def style_names(path: str) -> tuple[tuple, tuple]:
+    """(names, one line each) of the styles checkpoint ``path`` knows; empty when it has none or cannot be read."""
+    if not path:
+        return (), ()
+    try:
+        info = bridge.read_model(bpy.path.abspath(path))
+    except bridge.BridgeError:
+        return (), ()
+    return info.style_names, info.style_descriptions
+
+
+def segment_edits(st, m: int) -> list[tuple[float, float, tuple, tuple]]:
+    """(amplify, timing, the first ``m`` principal offsets, the style as ``((name, strength),)`` or ``()``)
+    of every segment: one ``foreach_get`` per property for all segments (a slider change asks every
+    time), -0.0 read as 0.0; a style at strength 0 is no style."""
     segs = st.segments
     n = len(segs)
-    amp, tim = np.empty(n, np.float32), np.empty(n, np.float32)
+    amp, tim, strength = np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.float32)
     pr = np.empty((n, MAX_PRINCIPAL), np.float32)
     segs.foreach_get("amplify", amp)
     segs.foreach_get("timing", tim)
     segs.foreach_get("principal", pr.ravel())
-    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist()), strict=True))
+    segs.foreach_get("style_strength", strength)
+    styles = [((seg.style, float(s)),) if s != 0.0 and seg.style != "NONE" else ()
+              for seg, s in zip(segs, strength.tolist(), strict=True)]
+    return list(zip(amp.tolist(), tim.tolist(), map(tuple, (pr[:, :m].astype(np.float64) + 0.0).tolist()), styles,
+                    strict=True))
 
 
 def plan(st, raw: np.ndarray, frames: int | None = None):
     """(output bounds, signatures, edits) of every segment for ``frames`` output frames (default: now);
-    ``edits``: (amplify, timing, principal offsets) as read once for this change (``segment_edits``).  A
+    ``edits``: (amplify, timing, principal offsets, style) as read once for this change (``segment_edits``).  A
     segment whose inputs equal those of the range's last plan keeps its signature (a slider change edits
     one or two of a dozen segments; each signature hashes kilobytes)."""
     frames = st.frames if frames is None else frames
@@ -189,7 +206,8 @@ def plan(st, raw: np.ndarray, frames: int | None = None):
     if last is not None and last[0].shape == raw.shape and last[2] == bounds:
         same = (last[0].view(np.int64) == raw.view(np.int64)).all(axis=(1, 2)).tolist()  # (bit for bit)
     sigs = [last[3][s] if same[s] and last[1][s] == e
-            else latent_math.signature(raw[s], *e, bounds[s][1] - bounds[s][0] + 1) for s, e in enumerate(edits)]
+            else latent_math.signature(raw[s], *e[:3], bounds[s][1] - bounds[s][0] + 1, e[3])
+            for s, e in enumerate(edits)]
     memory.last_plan = (raw.copy(), edits, bounds, sigs)
     return bounds, list(sigs), edits
 

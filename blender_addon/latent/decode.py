@@ -32,6 +32,7 @@ class Job:
     timing: float
     principal: tuple
     frames: int  # output length
+    style: tuple = ()  # ((name, strength),) or ()
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,9 @@ def jobs(raw: np.ndarray, encoded: np.ndarray, bounds, sigs, nsigs, edits, need)
     ones at neutral sliders."""
     out = []
     for s in sorted(need):
-        amplify, timing, principal = edits[s]
+        amplify, timing, principal, style = edits[s]
         length = bounds[s][1] - bounds[s][0] + 1
-        out.append(Job(s, sigs[s], raw[s], amplify, timing, tuple(principal), length))
+        out.append(Job(s, sigs[s], raw[s], amplify, timing, tuple(principal), length, style))
         out.append(Job(s, nsigs[s], encoded[s], 1.0, 0.0, (0.0,) * len(principal), length))
     return out
 
@@ -90,6 +91,8 @@ def decoded(st, path, settings, todo_jobs: list[Job], request: Request) -> dict:
                                                               for j in todo],
                        "lengths": [j.frames for j in todo], "amplify": [j.amplify for j in todo],
                        "timing": [j.timing for j in todo], "principal": [list(j.principal) for j in todo]})
+        if any(j.style for j in todo):  # (one {name: strength} per segment; the backend keeps the root path and feet)
+            header["style"] = [dict(j.style) for j in todo]
         arrays["points"] = np.stack([j.points for j in todo])
         try:
             _, out = bridge.request(settings, header, arrays)

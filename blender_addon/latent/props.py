@@ -37,6 +37,22 @@ def _set_task(self, value: int) -> None:
         del self[OLD_TASK]
 
 
+_STYLE_ITEMS: dict = {}  # checkpoint path -> the menu's items (Blender needs the strings kept alive)
+NO_STYLE = ("NONE", "None", "No style: the motion as it is", 0)
+
+
+def style_items(self, context):
+    """The Style menu: None, then the styles the range's checkpoint knows (``info.style_names``), each with
+    its one line as the tooltip; numbered by their place in the checkpoint (a saved choice reads back)."""
+    from . import core
+    path = self.id_data.splinetween_latent.checkpoint if self.id_data else ""
+    if path not in _STYLE_ITEMS:
+        names, lines = core.style_names(path)
+        _STYLE_ITEMS[path] = [NO_STYLE] + [(n, n.capitalize(), t or n, k + 1)
+                                           for k, (n, t) in enumerate(zip(names, lines, strict=True))]
+    return _STYLE_ITEMS[path]
+
+
 def _slider_changed(self, context) -> None:
     from . import slider
     slider.on_slider(self.id_data, context)
@@ -57,6 +73,14 @@ class SplinetweenLatentSegment(bpy.types.PropertyGroup):
         update=_slider_changed,
         description="Offsets along the checkpoint's principal directions of control points, in standard "
                     "deviations seen in the training motion")
+    style: bpy.props.EnumProperty(
+        name="Style", items=style_items, update=_slider_changed,
+        description="A style the checkpoint learned from labelled clips (Bandai dataset 2), added at Strength; "
+                    "the root's path and the planted feet stay")
+    style_strength: bpy.props.FloatProperty(
+        name="Strength", default=0.0, min=-3.0, max=3.0, soft_min=-1.0, soft_max=2.0, update=_slider_changed,
+        description="0 = the motion as it is, 1 = the style as performed in the data, > 1 exaggerates, "
+                    "negative moves away")
     signature: bpy.props.StringProperty(options={"HIDDEN"}, description="What the segment's keys show now")
 
 

@@ -61,6 +61,7 @@ def reset(obj, segment: int | None = None) -> str:
         for s in which:
             seg = st.segments[s]
             seg.amplify, seg.timing, seg.principal = 1.0, 0.0, (0.0,) * len(seg.principal)
+            seg.style_strength = 0.0
             for c in range(latent_math.POINTS):
                 obj[latent_math.raw_name(s, c)][:] = points[s, c]
     sync(obj)

@@ -98,6 +98,20 @@ def label_of(name: str) -> str:
     return name[:1].upper() + name[1:]
 
 
+def draw_style(panel, st, seg) -> None:
+    """The Style menu and its Strength, greyed (and saying why) where the checkpoint has no styles or the
+    range was in-betweened."""
+    col = panel.column()
+    names, _ = latent_core.style_names(st.checkpoint)
+    col.enabled = bool(names) and st.task == "AUTOENCODER"
+    col.prop(seg, "style")
+    col.prop(seg, "style_strength")
+    if not names:
+        panel.label(text="No styles in this checkpoint (python -m training.style adds them)", icon="INFO")
+    elif st.task != "AUTOENCODER":
+        panel.label(text="Style applies to encoded ranges (Bake, then Encode)", icon="INFO")
+
+
 def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
     names, notes = latent_core.names(st), latent_core.descriptions(st)
     fit = latent_core.fidelity(st)
@@ -118,6 +132,8 @@ def draw_segments(layout: bpy.types.UILayout, obj, st) -> None:
         panel.use_property_split = True
         panel.prop(seg, "amplify")
         panel.prop(seg, "timing")
+        if not mesh:
+            draw_style(panel, st, seg)
         for k, name in enumerate(names[:len(seg.principal)]):
             row = panel.row(align=True)
             row.prop(seg, "principal", index=k, text=label_of(name))
