@@ -39,7 +39,7 @@ def checked_strengths(styles, strengths: dict, checkpoint_name: str = "the check
         return {}
     if styles is None:
         raise StyleError(no_styles_message(checkpoint_name))
-    out = {}
+    out: dict[str, float] = {}
     for name, s in strengths.items():
         if name not in styles.names:
             raise StyleError(f"unknown style {name!r}; {checkpoint_name} knows: {', '.join(styles.names)}")
