@@ -17,27 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import continuity, layer_math, rig_math
+from . import continuity, layer_math, quat, rig_math
 
-_SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def conj(q: np.ndarray) -> np.ndarray:
-    return q * _SIGNS
-
-
-def left_matrix(q: np.ndarray) -> np.ndarray:
-    """``[..., 4, 4]`` with ``left_matrix(q) @ p == q * p`` (Hamilton product, w first)."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, -z, y], -1),
-                     np.stack([y, z, w, -x], -1), np.stack([z, -y, x, w], -1)], -2)
-
-
-def right_matrix(q: np.ndarray) -> np.ndarray:
-    """``[..., 4, 4]`` with ``right_matrix(q) @ p == p * q``."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, z, -y], -1),
-                     np.stack([y, -z, w, x], -1), np.stack([z, y, -x, w], -1)], -2)
+conj, left_matrix, right_matrix = quat.conj, quat.left_matrix, quat.right_matrix  # (the backend's: core/quat.py)
 
 
 def rest_turns(rig: rig_math.RigFrames) -> np.ndarray:
