@@ -34,7 +34,7 @@ torch.set_num_threads({threads})
 sys.path.insert(0, {root!r})
 from backend.formats.bvh import read_bvh
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 {onednn}eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
 keys = {{k: every_k(61, k) for k in {spacings!r}}}

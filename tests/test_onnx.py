@@ -20,9 +20,10 @@ import torch
 from backend.formats import safetensors_np
 from backend.maths import quat_np
 from backend.maths.splines import uniform_times
-from backend.motion import features, features_np, keyframes, keyframes_np
+from backend.motion import features, features_np, keyframes_np
 from backend.runtime import checkpoint as ck
 from backend.runtime import onnx_runner as runtime
+from training import keyframes
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 MODELS = ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"]

@@ -1,4 +1,7 @@
-"""Poses <-> model features, and the normalisation that goes with them.
+"""Poses <-> model features, and the normalisation that goes with them, in torch.
+
+Two stay: the numpy twins (``features_np``) serve inference without torch; these serve training (batched, on
+the GPU, with autograd) and the torch runtime's ``Normalizer`` (``runtime.checkpoint``, ``torch_runner``).
 
 A frame's feature vector is ``[positions of the moving joints (re-centred), 6D rotation
 of every rotating joint]``.  Root positions are re-centred on the sequence's mean
