@@ -17,7 +17,7 @@ mirroring twice is the identity.
 The in-betweener uses it at inference too (``backend.motion.inbetween.fill``): the fill of the keys and the
 mirrored fill of the mirrored keys, mirrored back, are averaged — a person moves the same way in a
 mirror, so the model should too, and the average of its two answers misses less than either
-(docs/results.md, In-betweening).  Pure numpy; ``training.augment`` applies the same map to torch batches.
+(docs/results.md, *In-betweening*).  Pure numpy; ``training.augment`` applies the same map to torch batches.
 """
 from __future__ import annotations
 

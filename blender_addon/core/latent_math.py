@@ -169,7 +169,7 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
     """:func:`segment_values` of several ``(segment, sides)`` at once (equal to float rounding): the
     segments laid end to end in one array, the seam poses in one pass and every ease in one more, its
     rows gathered with one index whatever the ramps' lengths (a slider change joins its segments and their
-    neighbours: six eases, three seams, in ~20 array operations instead of ~25 per ramp length; issue 19).
+    neighbours: six eases, three seams, in ~20 array operations instead of ~25 per ramp length).
     A segment's two ramps never overlap, so both of its ends ease at once.  The segments' arrays are views
     of the one array."""
     segs = [s for s, _ in items]

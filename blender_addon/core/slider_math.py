@@ -1,4 +1,4 @@
-"""A slider change's maths without bpy, for every bone and frame at once (issue 19).
+"""A slider change's maths without bpy, for every bone and frame at once.
 
 The layer (``layer_math``) moves the original by the edit: in the model's convention a frame's rotation
 is ``o * n^-1 * e`` (``o`` the original, ``n`` the neutral decode, ``e`` the edited one), and the pose
@@ -81,7 +81,7 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     with ``compat``, the matrix from the quaternion's products in one matrix product and the first
     angle's sine and cosine from the two numbers its arctangent takes (no trigonometry on them).
     Everything runs on rows of all bones and frames (an entry, an angle: one contiguous row each),
-    which reads a quarter less memory than columns of a 9-wide matrix (issue 19)."""
+    which reads a quarter less memory than columns of a 9-wide matrix."""
     order = mode[::-1]
     i, j, k = (rig_math.AXIS_INDEX[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0
