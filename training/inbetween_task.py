@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from backend.motion.features import to_features
-
+from .features import to_features
 from .keyframes import inbetween_inputs
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import torch
 
 from backend.maths import quat_torch
-from backend.motion.features import horizontal_mask, to_features
 
 # the bookkeeping both twins share (in the numpy twin), kept importable from here
 from backend.motion.keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401
+
+from .features import horizontal_mask, to_features
 
 
 def bracket(mask: torch.Tensor):
