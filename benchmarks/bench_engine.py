@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from backend.formats.bvh import read_bvh, write_bvh  # noqa: E402
 from backend.motion.engine import DEFAULT_CHECKPOINT, DEFAULT_INBETWEEN, Engine  # noqa: E402
-from backend.motion.keyframes import every_k, interpolate, key_mask  # noqa: E402
+from training.keyframes import every_k, interpolate, key_mask  # noqa: E402
 
 CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"
 

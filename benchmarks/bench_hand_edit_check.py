@@ -1,4 +1,4 @@
-"""What the hand-edit check (issue 29, ``latent/armature/carry.py``) costs a slider change, part by part.
+"""What the hand-edit check (``latent/armature/carry.py``) costs a slider change, part by part.
 
     python benchmarks/bench_hand_edit_check.py [--tree DIR] [--repeats 400]
 

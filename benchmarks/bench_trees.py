@@ -12,8 +12,8 @@ times beside it).  A tree is a checkout (``git worktree add /tmp/old REV``).  ``
 calling thread's CPU time instead of the wall clock (with one thread the model's products run on it).
 ``TREE@onnx`` runs that tree's model on its exported graphs through ONNX Runtime (``backend.runtime.onnx_runner``: what
 the add-on's built-in backend runs in a Blender without PyTorch) instead of PyTorch; ``TREE@onednn`` runs its
-PyTorch model's products through oneDNN whatever the CPU (``backend.models.spline_transformer._USE_ONEDNN``: the product path the
-trees before session 19 always took, so a tree's own passes can be timed apart from that choice); one tree may
+PyTorch model's products through oneDNN whatever the CPU (``backend.models.spline_transformer._USE_ONEDNN``: the product path
+older trees always took, so a tree's own passes can be timed apart from that choice); one tree may
 be named several times, once each way.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ torch.set_num_threads({threads})
 sys.path.insert(0, {root!r})
 from backend.formats.bvh import read_bvh
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 {onednn}eng = Engine(DEFAULT_INBETWEEN, "cpu"{runtime})
 clip = read_bvh({root!r} + "/examples/bvh/dataset-2_walk_normal_001.bvh").slice(0, 61)
 keys = {{k: every_k(61, k) for k in {spacings!r}}}

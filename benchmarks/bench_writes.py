@@ -14,7 +14,7 @@ their ratio holds.
   the same frames played backwards (written with backend.formats.bvh), after Encode of all 300: set the
   fifth segment's Amplify to 1.5 (a new value each time, 1.5 + 0.001 i, so it is decoded, never
   taken from the cache) and let its update callback run.  Model in-process: PyTorch in Blender's Python
-  (``IN_PROCESS``, the figure issue 19 set its target with), or ``--backend BUILTIN``, the add-on's default
+  (``IN_PROCESS``), or ``--backend BUILTIN``, the add-on's default
   (ONNX Runtime in Blender's process).  ``--clock cpu`` times the slider changes and their floor in the
   thread's CPU time instead of the wall clock: on a shared machine a neighbour's load preempts either
   at random, which the wall clock counts and the CPU time does not.
@@ -245,7 +245,7 @@ def profile_inbetween(op, fresh, drop, repeats: int) -> dict:
               ("blender_addon.core.rig_math", "bvh_to_blender", "convert back"),
               ("blender_addon.io.latent", "snapshot", "snapshot of the driven curves (editable)"),
               ("blender_addon.inbetween.fill", "write", "write the gaps (all of it)"),
-              ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (before issue 19)
+              ("blender_addon.inbetween.fill", "_write_bone", "write the gaps (all of it)"),  # (an older tree's name)
               ("blender_addon.core.rig_math", "quat_to_channels", "  of which rotation channels + continuity"),
               ("blender_addon.io.keys", "replace_in_gaps", "  of which key arrays written (io.keys)"),
               ("blender_addon.latent.armature.encode", "install_inbetween", "latent controls installed (editable)"),

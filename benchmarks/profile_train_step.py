@@ -16,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from backend.models.registry import build_model
 from backend.models.spline_transformer import ModelConfig
-from backend.motion.features import Normalizer, detect_layout, to_features
+from backend.motion.features import Normalizer, detect_layout
 from training.data import WindowSampler, load_split, within_clip_position_std
+from training.features import to_features
 from training.inbetween_task import InbetweenBatcher
 from training.loop import Batcher
 from training.losses import pose_loss

@@ -91,7 +91,7 @@ def channelbag(obj):
 
 def thin_every(obj, every: int = 15) -> tuple[int, list[int]]:
     """Thin ``obj``'s keys to a key every ``every`` frames from frame 1, and the last frame (the operator
-    tests' layout, ``backend.motion.keyframes.every_k``), all selected: -> (frames of the action, key frames)."""
+    tests' layout, ``backend.motion.keyframes_np.every_k``), all selected: -> (frames of the action, key frames)."""
     from backend.motion.keyframes_np import every_k  # (without torch)
     n = int(obj.animation_data.action.frame_range[1])
     keys = [1 + k for k in every_k(n, every)]

@@ -73,8 +73,9 @@ def example_clips():
 def _tiny(tmp_path_factory, clip, family, task):
     from backend.models.registry import build_model
     from backend.models.spline_transformer import ModelConfig
-    from backend.motion.features import Normalizer, detect_layout, to_features
+    from backend.motion.features import Normalizer, detect_layout
     from backend.runtime import checkpoint
+    from training.features import to_features
     layout = detect_layout(clip.positions.std(0).max(-1), clip.skeleton.channels)
     feat, _ = to_features(torch.from_numpy(clip.rotations).float(), torch.from_numpy(clip.positions).float(), layout)
     cfg = ModelConfig(input_dim=layout.dim, output_dim=layout.dim, family=family, width=32, heads=4, layers=1, latent=8)

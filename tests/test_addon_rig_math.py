@@ -17,6 +17,16 @@ def random_quats(n):
     return rig_math.qnormalize(RNG.normal(size=(n, 4)))
 
 
+def test_core_quat_is_the_backends_code_not_a_copy():
+    """One quaternion implementation: the add-on's module hands out backend.maths.quat_np's functions themselves
+    (and humanoid.axes' float64 conj and from_matrix), found as the bridge finds the backend."""
+    from backend.humanoid import axes
+    for name in ("normalize", "mul", "rotate", "to_matrix", "slerp", "left_matrix", "right_matrix"):
+        assert getattr(quat, name) is getattr(quat_np, name), name
+    assert quat.conj is axes.qconj and quat.from_matrix is axes.q_from_matrix
+    assert rig_math.qmul is quat_np.mul
+
+
 def test_quaternion_basics_match_backend():
     """core.quat is backend.maths.quat_np's arithmetic term for term: the same floats (computed here, on this
     machine, by both), whichever way the add-on reaches them."""

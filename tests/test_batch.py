@@ -133,7 +133,7 @@ def test_two_workers_bvh_and_every_k(blends, tmp_path):
     from backend.formats.bvh import format_bvh, read_bvh
     from backend.maths import quat_np
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     from blender_addon.core import rig_math
     from blender_addon.io import scene as scene_io
 

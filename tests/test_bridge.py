@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -170,7 +171,15 @@ def test_only_the_bridge_imports_the_backend_and_torch():
         assert not any(m.split(".")[0] == "torch" for m in names), path.name
         if path.name != "bridge.py":
             assert not any(m.split(".")[0] == "backend" for m in names), path.name
+        if path.name != "bridge.py" and path.relative_to(ROOT).as_posix() != "blender_addon/core/quat.py":
             assert "import_module" not in path.read_text(), path.name
+
+
+def test_core_reaches_only_the_backends_quaternions():
+    """The one reach of core/ into the backend (docs/architecture.md, *core and the backend's maths*): the
+    numpy-only quaternions, nothing with torch or a request behind it."""
+    text = (ROOT / "blender_addon" / "core" / "quat.py").read_text()
+    assert sorted(re.findall(r'_backend\("([\w.]+)"\)', text)) == ["humanoid.axes", "maths.quat_np"]
 
 
 def test_registering_the_addon_imports_no_torch(tmp_path):

@@ -6,7 +6,7 @@ from backend.formats.bvh import read_bvh
 from backend.maths import quat_np as Q
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
 from backend.motion.inbetween import contacts as C
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 from tests.conftest import TEST_CLIP
 
 
@@ -243,7 +243,7 @@ def test_the_slide_study_splits_the_foot_sliding_figure_it_reports(tmp_path, cap
     import shutil
 
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     from backend.motion.skeleton import Clip
     from tests.conftest import TEST_CLIP
     from training import slide_study

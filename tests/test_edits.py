@@ -8,7 +8,7 @@ import pytest
 from backend.formats.bvh import read_bvh
 from backend.motion.edits import amplify, chord_points, edit_points, principal_offset, warp_times
 from backend.motion.engine import Engine
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@ import pytest
 from backend.formats.bvh import format_bvh, parse_bvh, read_bvh
 from backend.maths import quat_np
 from backend.motion.engine import Engine, EngineError, segment_bounds
-from backend.motion.keyframes import every_k, segments_on_keys
+from backend.motion.keyframes_np import every_k, segments_on_keys
 from tests.conftest import EXAMPLES, ROOT, TEST_CLIP
 
 
@@ -176,7 +176,7 @@ def test_a_joint_the_data_never_turns_follows_the_keys():
     degrees, a 0.6 cm slide 4 m from the origin)."""
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
     from backend.motion.inbetween.fill import still_joints
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     engine = Engine(DEFAULT_INBETWEEN, "cpu")
     root = engine.skeleton.names.index("joint_Root")
     assert still_joints(engine) == [root]

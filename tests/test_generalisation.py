@@ -149,7 +149,7 @@ def test_guard_trusts_a_model_that_predicts_the_hidden_keys_and_drops_one_that_d
 
 def test_guarded_fill_keeps_keys_and_a_fresh_engine_redecodes_it(walk):
     from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     clip = walk.slice(0, 91)
     keys = every_k(91, 15)
     result, controls = Engine(DEFAULT_INBETWEEN, "cpu").inbetween(clip, keys)

@@ -6,8 +6,8 @@ import torch
 from backend.formats.bvh import read_bvh
 from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-from backend.motion.keyframes import every_k, interpolate, key_mask
 from tests.conftest import TEST_CLIP
+from training.keyframes import every_k, interpolate, key_mask
 
 
 @pytest.fixture(scope="module")

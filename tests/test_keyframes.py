@@ -2,7 +2,7 @@
 import numpy as np
 import torch
 
-from backend.motion.keyframes import bracket, every_k, hermite_base, interpolate, key_mask, snap_to_keys
+from training.keyframes import bracket, every_k, hermite_base, interpolate, key_mask, snap_to_keys
 
 
 def _mask(n, keys):

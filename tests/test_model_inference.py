@@ -7,7 +7,7 @@ import torch
 
 import backend.models.spline_transformer
 from backend.motion.engine import Engine
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 from tests.conftest import ROOT, TEST_CLIP
 
 SHIPPED = ROOT / "backend" / "checkpoints"

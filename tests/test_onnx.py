@@ -20,9 +20,11 @@ import torch
 from backend.formats import safetensors_np
 from backend.maths import quat_np
 from backend.maths.splines import uniform_times
-from backend.motion import features, features_np, keyframes, keyframes_np
+from backend.motion import features, features_np, keyframes_np
 from backend.runtime import checkpoint as ck
 from backend.runtime import onnx_runner as runtime
+from training import features as training_features
+from training import keyframes
 
 SHIPPED = Path(__file__).resolve().parents[1] / "backend" / "checkpoints"
 MODELS = ["inbetween", "motion_autoencoder", "cloth_inbetween", "cloth_autoencoder"]
@@ -137,7 +139,7 @@ def test_the_numpy_twins_give_the_torch_twins_numbers():
     close(gp, bp.numpy())
     origin = keyframes_np.key_origin(pos, mask, c.layout)
     close(features_np.to_features(rot, pos, c.layout, origin),
-          features.to_features(t(rot), t(pos), c.layout, t(origin))[0].numpy())
+          training_features.to_features(t(rot), t(pos), c.layout, t(origin))[0].numpy())
     rotated = features.Normalizer(c.normalizer.mean, c.normalizer.std, torch.linalg.qr(torch.randn(135, 135))[0])
     rot_np = features_np.ArrayNormalizer(*(x.numpy() for x in (rotated.mean, rotated.std, rotated.rotation)))
     x = rng.standard_normal((5, 135)).astype(np.float32)

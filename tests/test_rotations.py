@@ -61,6 +61,9 @@ def _parity_cases(rng):
         "fix_hemisphere": [(seq, 0), (seq, 1)],
         "slerp": [(a, b, 0.3), (a, b, rng.uniform(0, 1, size=(7, 3))), (a, a, 0.5)],
         "angle_between": [(a, b)],
+        "mul_parts": [(np.moveaxis(a, -1, 0), np.moveaxis(b, -1, 0))],
+        "left_matrix": [(a,)],
+        "right_matrix": [(b,)],
     }
 
 
@@ -90,6 +93,16 @@ def test_numpy_torch_parity(name):
             assert o_t.dtype == torch.float64
             assert o_t.shape == o_np.shape
             np.testing.assert_allclose(o_t.numpy(), o_np, atol=1e-10, rtol=0, err_msg=name)
+
+
+def test_the_products_layouts_are_mul():
+    """``mul_parts`` (component-major) and the product's matrices are ``mul``: the same floats for the first."""
+    rng = np.random.default_rng(5)
+    a, b = rand_quat(rng, 7, 3), rand_quat(rng, 7, 3)
+    np.testing.assert_array_equal(np.moveaxis(quat_np.mul_parts(np.moveaxis(a, -1, 0), np.moveaxis(b, -1, 0)), 0, -1),
+                                  quat_np.mul(a, b))
+    np.testing.assert_allclose((quat_np.left_matrix(a) @ b[..., None])[..., 0], quat_np.mul(a, b), atol=1e-15)
+    np.testing.assert_allclose((quat_np.right_matrix(b) @ a[..., None])[..., 0], quat_np.mul(a, b), atol=1e-15)
 
 
 def test_torch_matrix_from_6d_matches_numpy():

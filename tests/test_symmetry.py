@@ -11,7 +11,7 @@ import torch
 from backend.formats.bvh import read_bvh
 from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 from backend.motion.mirror import Mirror
 from backend.motion.skeleton import Clip
 from backend.runtime.checkpoint import CheckpointError

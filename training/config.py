@@ -55,7 +55,7 @@ class TrainConfig:
     augment_scale: float = 0.0
     # The normaliser's smallest spread per feature: a channel one studio never moves (a hinge's off-axis
     # roll) would otherwise turn another studio's few degrees there into hundreds of spreads.  0.05 of a
-    # 6D component is about 3 degrees; 1e-3 was the floor of the checkpoints before issue 28.
+    # 6D component is about 3 degrees; the default, 1e-3, is the floor older checkpoints were trained with.
     norm_floor: float = 1e-3
     # How often a clip converted from another skeleton (another studio's capture) is drawn against a
     # native clip of the same length: CMU's 66 training clips are 7% of the frames (1 = by length)

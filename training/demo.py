@@ -18,7 +18,8 @@ import torch
 from backend.formats.bvh import read_bvh, write_bvh
 from backend.maths import quat_np
 from backend.motion.engine import DEFAULT_INBETWEEN, Engine
-from backend.motion.keyframes import every_k, interpolate, key_mask
+
+from .keyframes import every_k, interpolate, key_mask
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIP = ROOT / "examples" / "bvh" / "dataset-2_walk_normal_001.bvh"

@@ -19,12 +19,12 @@ from backend.maths import quat_np
 from backend.motion.engine import Engine
 from backend.motion.inbetween import fill as inbetween
 from backend.motion.inbetween import guard
-from backend.motion.keyframes import every_k, interpolate, key_mask
 from backend.motion.skeleton import Clip
 
 from . import metrics
 from .data import DEFAULT_DATA
 from .evaluate import columns, load_windows
+from .keyframes import every_k, interpolate, key_mask
 
 
 def _slerp(clip, keys):

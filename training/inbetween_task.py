@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from backend.motion.features import to_features
-from backend.motion.keyframes import inbetween_inputs
+from .features import to_features
+from .keyframes import inbetween_inputs
 
 
 def sample_key_masks(rng: np.random.Generator, batch: int, n: int) -> np.ndarray:

@@ -63,7 +63,7 @@ def windows_read(engine, rot, pos, spacing, hidden: bool):
     """Per window: (keys, fill rotations, fill positions, global positions, up, leg length, frames, inputs
     [M, N, *], the capture's contacts [M, N]), the fill made by ``engine`` as shipped with its planted-feet pass
     off; ``hidden``: the decoder's state of the unguarded, unmirrored pass appended to each joint's inputs."""
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     from backend.motion.skeleton import Clip
     skel, ft = engine.skeleton, float(engine.frame_time)
     legs = C.find_legs(skel.names, skel.parents)

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from backend.maths import quat_torch
 from backend.models.registry import build_model
 from backend.models.spline_transformer import ModelConfig, count_parameters
-from backend.motion.features import Normalizer, detect_layout, split_features, to_features
+from backend.motion.features import Normalizer, detect_layout
 from backend.motion.inbetween.contacts import find_legs
 from backend.runtime import checkpoint as ckpt_io
 
@@ -26,6 +26,7 @@ from . import progress
 from .augment import Augmenter, time_warp
 from .config import TrainConfig
 from .data import DataError, WindowSampler, load_split, protocol_windows, within_clip_position_std
+from .features import split_features, to_features
 from .inbetween_task import InbetweenBatcher
 from .losses import pose_loss, relative_pose_loss
 from .state import load_state, save_state

@@ -4,8 +4,10 @@ from __future__ import annotations
 import torch
 
 from backend.maths import quat_torch
-from backend.motion.features import FeatureLayout, split_features
+from backend.motion.features import FeatureLayout
 from backend.motion.inbetween.contacts import CAPTURE, foot_joints
+
+from .features import split_features
 
 
 def fk_positions(r6: torch.Tensor, pos_joint: torch.Tensor, template: torch.Tensor,

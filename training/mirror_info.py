@@ -1,6 +1,6 @@
 """python -m training.mirror_info CKPT.json [--data ...] [--cache ...]: store a checkpoint's mirror map.
 
-Runs trained with ``--augment_mirror`` since session 5 carry ``info.mirror`` (the left/right map of
+Runs trained with ``--augment_mirror`` carry ``info.mirror`` (the left/right map of
 ``backend.motion.mirror``, fitted to the training data as the augmentation fits it); this adds it to a
 checkpoint trained before, in its JSON only (the weights file is not touched).  With it the
 in-betweener averages its fill with the mirrored fill of the mirrored keys (``backend.motion.inbetween.fill``).

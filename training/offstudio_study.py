@@ -90,7 +90,7 @@ def normalised_outliers(engine, rot, pos, top: int = 4) -> str:
     """The largest |z| of the normalised features over windows, with the joint each feature belongs to."""
     import torch
 
-    from backend.motion.features import to_features
+    from .features import to_features
     feat, _ = to_features(torch.from_numpy(rot).float(), torch.from_numpy(pos).float(), engine.layout)
     z = np.abs(np.asarray(engine.norm(feat))).reshape(-1, feat.shape[-1]).max(0)
     npos = 3 * len(engine.layout.position_joints)

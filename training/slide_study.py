@@ -69,7 +69,7 @@ def main(argv=None) -> int:
                          "ContactConfig fields changed, as training.contact_study takes them)")
     args = ap.parse_args(argv)
     from backend.motion.engine import Engine
-    from backend.motion.keyframes import every_k
+    from backend.motion.keyframes_np import every_k
     from backend.motion.skeleton import Clip
     eng = Engine(args.checkpoint, "cpu")
     rot, pos, ms = load_windows(args.data, Selection((args.split,)), args.cache, skeleton=eng.skeleton)

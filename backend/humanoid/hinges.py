@@ -3,7 +3,7 @@
 Pure numpy.  The rest pose gives each bone's direction, not its roll: ``rest_pose`` keeps the reference's
 twist, so a studio whose solver puts the elbow's axis elsewhere about the upper arm (CMU's: 36-42 degrees
 from the data set's) reaches the model as an elbow bending about an axis the data set's never bends
-about, read as hundreds of the normaliser's spreads (docs/results.md, the autoencoder off-studio).
+about, read as hundreds of the normaliser's spreads (docs/results.md, *Autoencoder*: the autoencoder off-studio).
 
 The fix is a twist ``T`` about the parent bone (the hinge joint's offset ``u`` in its parent's frame) on
 both rest-pose differences, ``D_a <- D_a T^-1`` and ``D_j <- D_j T^-1``: the hinge's local rotation

@@ -1,7 +1,9 @@
 """Quaternion and rotation math in numpy, ``[..., 4]`` (w, x, y, z) broadcasting.
 
-``backend.maths.quat_torch`` has the same functions with the same names; tests check
-one against the other.  Euler angles are radians, intrinsic, in the order the
+The one quaternion arithmetic of the add-on and the backend: ``blender_addon/core/quat.py`` re-exports it, and
+a product needed elsewhere calls ``mul`` (or ``mul_parts``, ``left_matrix``, ``right_matrix``: the same product
+in other layouts; its terms are written once, in ``hamilton``).  ``backend.maths.quat_torch`` has the same
+functions with the same names (torch, for training's gradients); tests check one against the other.  Euler angles are radians, intrinsic, in the order the
 string gives: ``from_euler(e, "ZXY") == R_z(e0) @ R_x(e1) @ R_y(e2)`` (BVH).
 """
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+
+from . import hamilton
 
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 
@@ -18,27 +22,51 @@ def normalize(q, eps=1e-8):
 
 
 def mul(a, b):
+    """The Hamilton product ``a * b`` of ``[..., 4]`` quaternions (``a`` applied after ``b``)."""
     a, b = np.asarray(a), np.asarray(b)
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     # (components written into one array: no moveaxis / stack, the same arithmetic)
     out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b, np.float16))
-    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    out[..., 0], out[..., 1], out[..., 2], out[..., 3] = hamilton.terms((a[..., 0], a[..., 1], a[..., 2], a[..., 3]),
+                                                                 (b[..., 0], b[..., 1], b[..., 2], b[..., 3]))
     return out
+
+
+def mul_parts(a, b):
+    """``mul`` of quaternions laid out component-major, ``[4, ...]`` (contiguous rows: quicker than the last
+    axis on many small products), the same floats."""
+    return np.stack(hamilton.terms(a, b))
+
+
+def left_matrix(a):
+    """``[..., 4, 4]`` with ``left_matrix(a) @ b == mul(a, b)`` (a map applied to many quaternions at once)."""
+    a = np.asarray(a)
+    w, x, y, z = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, -z, y), (y, z, w, -x), (z, -y, x, w))], -2)
+
+
+def right_matrix(b):
+    """``[..., 4, 4]`` with ``right_matrix(b) @ a == mul(a, b)``."""
+    b = np.asarray(b)
+    w, x, y, z = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, z, -y), (y, -z, w, x), (z, y, -x, w))], -2)
 
 
 def inv(q):
     return q * np.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
 
 
+def _cross(a, b):
+    """``np.cross`` over the last axis term for term (the same floats), without its per-call set-up."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack(np.broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+
+
 def rotate(q, v):
     """Rotate vectors ``v [..., 3]`` by unit quaternions ``q [..., 4]``."""
     w, xyz = q[..., :1], q[..., 1:]
-    t = 2.0 * np.cross(xyz, v)
-    return v + w * t + np.cross(xyz, t)
+    t = 2.0 * _cross(xyz, v)
+    return v + w * t + _cross(xyz, t)
 
 
 def from_axis_angle(axis, angle):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from . import hamilton
+
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 
 
@@ -14,14 +16,24 @@ def normalize(q, eps=1e-8):
 
 
 def mul(a, b):
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], dim=-1)
+    return torch.stack(hamilton.terms(a.unbind(-1), b.unbind(-1)), dim=-1)
+
+
+def mul_parts(a, b):
+    """``mul`` of quaternions laid out component-major, ``[4, ...]``."""
+    return torch.stack(hamilton.terms(a.unbind(0), b.unbind(0)))
+
+
+def left_matrix(a):
+    """``[..., 4, 4]`` with ``left_matrix(a) @ b == mul(a, b)``."""
+    w, x, y, z = a.unbind(-1)
+    return torch.stack([torch.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, -z, y), (y, z, w, -x), (z, -y, x, w))], -2)
+
+
+def right_matrix(b):
+    """``[..., 4, 4]`` with ``right_matrix(b) @ a == mul(a, b)``."""
+    w, x, y, z = b.unbind(-1)
+    return torch.stack([torch.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, z, -y), (y, -z, w, x), (z, y, -x, w))], -2)
 
 
 def inv(q):

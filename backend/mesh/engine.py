@@ -218,18 +218,5 @@ class MeshEngine(EngineBase):
             return out[a * s:b * s + 1]
         return out
 
-    # -- editing helpers -----------------------------------------------------------------
-    def principal(self):
-        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
-        return self.ckpt.principal()
-
-    def principal_names(self) -> list[str]:
-        return self.ckpt.principal_names()
-
-    def principal_descriptions(self) -> list[str]:
-        return self.ckpt.principal_descriptions()
-
-    def describe(self) -> dict:
-        c = self.ckpt
-        return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, "asset": c.asset,
-                "info": c.info, "device": str(self.device)}
+    def _described(self) -> dict:
+        return {"asset": self.ckpt.asset}

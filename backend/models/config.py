@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass, fields
 
 MODEL_FAMILIES = ("spline", "alibi", "alibi_cat", "keyframe")
 RENAMED = {"kind": "family"}  # a key checkpoints written before the rename still hold -> its name now
+# The in-betweener's linear path (``keyframe.KeyRegression`` and its numpy twin in ``runtime.onnx_runner``):
+# hat functions over these gap lengths (frames), times u(1-u){1, u, u^2}.
+GAP_NODES = (3.0, 6.0, 10.0, 16.0, 30.0)
+U_TERMS = 3
 
 
 @dataclass

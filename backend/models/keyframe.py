@@ -8,6 +8,9 @@ through the interpolation base and a key flag); unlike CITL, no positional encod
 time lives in the spline and in ALiBi distances measured in frames.
 
 Shapes: B batch, N frames, D features, K control points, c width, d latent.
+
+The linear path (``gap_features``, ``KeyRegression``) has a numpy twin in ``backend.runtime.onnx_runner``: this one
+is part of the torch model (fitted in training, run on its device), that one runs without torch.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import torch
 from torch import nn
 
 from ..maths import splines
+from . import config
 from .spline_transformer import ModelConfig, Transformer, mlp
 
 
@@ -50,8 +54,8 @@ class KeyRegression(nn.Module):
     this path holds directly and the transformer then refines.  Fitted in closed form
     (``training.mesh_loop.fit_key_regression``), then frozen.
     """
-    GAP_NODES = (3.0, 6.0, 10.0, 16.0, 30.0)
-    U_TERMS = 3
+    GAP_NODES = config.GAP_NODES
+    U_TERMS = config.U_TERMS
 
     def __init__(self, dim: int, reach: int = 2):
         super().__init__()

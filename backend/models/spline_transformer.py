@@ -26,7 +26,7 @@ from ..maths import splines
 from .config import MODEL_FAMILIES, ModelConfig  # noqa: F401  (MODEL_FAMILIES: importable from here too)
 
 # Inference on the CPU (no autograd) takes shortcuts: oneDNN's or MKL's linear, attention as batched products,
-# per-call set-up made once (issue 19: a slider re-decodes on every change).  Training and
+# per-call set-up made once (a slider re-decodes on every change: docs/results.md, *Speed*).  Training and
 # anything under autograd run the plain modules; FAST_INFERENCE = False turns the shortcuts off (tests).
 FAST_INFERENCE = True
 _ONEDNN_LINEAR = getattr(torch.ops.mkldnn, "_linear_pointwise", None) if torch.backends.mkldnn.is_available() else None

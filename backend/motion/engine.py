@@ -181,25 +181,12 @@ class Engine(EngineBase):
         return [timebase.to_clip_rate(self.decode(c, like=w), clip)
                 for c, w, clip in zip(self.encode(work), work, clips, strict=True)]
 
-    def principal(self):
-        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
-        return self.ckpt.principal()
-
-    def principal_names(self) -> list[str]:
-        return self.ckpt.principal_names()
-
-    def principal_descriptions(self) -> list[str]:
-        return self.ckpt.principal_descriptions()
-
     def styles(self):
         """The checkpoint's styles (``backend.runtime.checkpoint.StyleSet``: names, descriptions, directions), or None."""
         return self.ckpt.styles()
 
-    def describe(self) -> dict:
-        c = self.ckpt
-        return {"path": str(self.path), "model": c.config.to_json(), "window": c.window,
-                "joints": list(self.skeleton.names), "features": self.layout.to_json(), "info": c.info,
-                "device": str(self.device)}
+    def _described(self) -> dict:
+        return {"joints": list(self.skeleton.names), "features": self.layout.to_json()}
 
 
 def _join_segments(parts):

@@ -1,9 +1,8 @@
-"""Poses <-> model features, and the normalisation that goes with them.
+"""The normalisation of model features, in torch (and which joints a clip moves).
 
-A frame's feature vector is ``[positions of the moving joints (re-centred), 6D rotation
-of every rotating joint]``.  Root positions are re-centred on the sequence's mean
-horizontal position (CITL's sequence-level re-centring), and that origin travels
-beside the control points, so a clip can be decoded anywhere in the scene.
+Two stay: ``Normalizer`` works on tensors for training and the torch runtime (``runtime.checkpoint``,
+``torch_runner``); its numpy twin, ``features_np.ArrayNormalizer``, serves inference without torch.  Poses ->
+features is ``features_np`` for inference and ``training/features.py`` (torch, batched on the GPU) for training.
 """
 from __future__ import annotations
 
@@ -12,41 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..maths import quat_torch
-
 # the numpy twin's layout and its poses_from_features, importable from here too (they and the
 # decode reply's conversion live there, for the built-in backend)
 from .features_np import FeatureLayout, poses_from_features  # noqa: F401
-
-
-def horizontal_mask(layout: FeatureLayout, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(layout.horizontal(), dtype=like.dtype, device=like.device)
-
-
-def sequence_origin(pos: torch.Tensor, layout: FeatureLayout) -> torch.Tensor:
-    """Mean horizontal position of the first modelled joint over the frames: [..., F, J, 3] -> [..., 3]."""
-    root = pos[..., :, layout.position_joints[0], :]
-    return root.mean(-2) * horizontal_mask(layout, root)
-
-
-def to_features(rot: torch.Tensor, pos: torch.Tensor, layout: FeatureLayout,
-                origin: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Local rotations [..., F, J, 4] and positions [..., F, J, 3] -> (features [..., F, D], origin [..., 3])."""
-    if origin is None:
-        origin = sequence_origin(pos, layout)
-    p = pos[..., layout.position_joints, :].clone()
-    p[..., 0, :] = p[..., 0, :] - origin[..., None, :]
-    r = quat_torch.to_6d(rot[..., layout.rotation_joints, :])
-    return torch.cat([p.flatten(-2), r.flatten(-2)], -1), origin
-
-
-def split_features(feat: torch.Tensor, layout: FeatureLayout, origin: torch.Tensor):
-    """Features [..., F, D] -> (positions [..., F, P, 3] with origin restored, 6D rotations [..., F, R, 6])."""
-    n_p = len(layout.position_joints)
-    p = feat[..., : 3 * n_p].unflatten(-1, (n_p, 3)).clone()
-    p[..., 0, :] = p[..., 0, :] + origin[..., None, :]
-    r6 = feat[..., 3 * n_p:].unflatten(-1, (len(layout.rotation_joints), 6))
-    return p, r6
 
 
 @dataclass

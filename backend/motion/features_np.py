@@ -1,7 +1,7 @@
 """The feature maths of inference in numpy: the layout, poses -> features, the normaliser.
 
-``backend.motion.features`` has the torch twins (training runs them on the GPU, with autograd);
-tests/test_onnx.py checks they agree.  Torch-free, so the add-on's built-in backend
+Two stay: ``backend.motion.features`` has the torch twins (training runs them on the GPU, with autograd, and
+the torch runtime's ``Normalizer`` works on tensors); tests/test_onnx.py checks they agree.  Torch-free, so the add-on's built-in backend
 (``backend.runtime.onnx_runner``: ONNX Runtime) runs the same inference path as the torch one.
 """
 from __future__ import annotations

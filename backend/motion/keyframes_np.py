@@ -1,7 +1,7 @@
 """Key-frame maths of inference in numpy: the interpolation bases, the model's inputs, the snap to keys.
 
-``backend.motion.keyframes`` has the torch twins with the same names (training runs them batched on the GPU);
-tests/test_onnx.py checks they agree.  Torch-free, for the built-in backend (``backend.runtime.onnx_runner``).
+Two stay: ``training/keyframes.py`` has the torch twins with the same names (training runs them batched on the
+GPU with autograd; inference needs no torch); tests/test_onnx.py checks they agree.  Torch-free, for the built-in backend (``backend.runtime.onnx_runner``).
 Arrays are float32 like the model's, masks ``[B, N]`` bool.
 """
 from __future__ import annotations

@@ -17,7 +17,7 @@ mirroring twice is the identity.
 The in-betweener uses it at inference too (``backend.motion.inbetween.fill``): the fill of the keys and the
 mirrored fill of the mirrored keys, mirrored back, are averaged — a person moves the same way in a
 mirror, so the model should too, and the average of its two answers misses less than either
-(docs/results.md, In-betweening).  Pure numpy; ``training.augment`` applies the same map to torch batches.
+(docs/results.md, *In-betweening*).  Pure numpy; ``training.augment`` applies the same map to torch batches.
 """
 from __future__ import annotations
 
@@ -59,19 +59,7 @@ def _axis_rotations() -> np.ndarray:
     return np.stack(mats)
 
 
-def _left_matrix(a):
-    """[..., 4, 4] with ``_left_matrix(a) @ b == quat_np.mul(a, b)`` (for a map applied to many quaternions at once)."""
-    a = np.asarray(a)
-    w, x, y, z = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, -z, y), (y, z, w, -x), (z, -y, x, w))], -2)
-
-
-def _right_matrix(b):
-    """[..., 4, 4] with ``_right_matrix(b) @ a == quat_np.mul(a, b)``."""
-    b = np.asarray(b)
-    w, x, y, z = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return np.stack([np.stack(r, -1) for r in ((w, -x, -y, -z), (x, w, z, -y), (y, -z, w, x), (z, y, -x, w))], -2)
-
+_left_matrix, _right_matrix = quat_np.left_matrix, quat_np.right_matrix
 
 
 @dataclass(frozen=True)

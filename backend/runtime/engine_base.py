@@ -76,3 +76,22 @@ class EngineBase:
     @property
     def task(self) -> str:
         return "inbetween" if self.ckpt.config.family == "keyframe" else "autoencoder"
+
+    def principal(self):
+        """(components [M, K*d], std [M]) of the control points on the training set, or None."""
+        return self.ckpt.principal()
+
+    def principal_names(self) -> list[str]:
+        return self.ckpt.principal_names()
+
+    def principal_descriptions(self) -> list[str]:
+        return self.ckpt.principal_descriptions()
+
+    def describe(self) -> dict:
+        """The checkpoint as the service reports it: the engine's own fields (``_described``) after the window."""
+        c = self.ckpt
+        return {"path": str(self.path), "model": c.config.to_json(), "window": c.window, **self._described(),
+                "info": c.info, "device": str(self.device)}
+
+    def _described(self) -> dict:
+        return {}

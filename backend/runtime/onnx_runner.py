@@ -6,6 +6,11 @@ module loads them and answers the calls the torch modules answer, with what the 
 inputs (the Bezier basis of the sample times, the least-squares fit) made here in numpy as the
 torch modules make them; an in-betweener's linear path (``KeyRegression``: one product) runs here
 in numpy.  tests/test_onnx.py checks every call against the torch module.
+
+The linear path is two (``gap_features``, ``_gap_weights``, ``key_regression_features`` here; ``models.keyframe``'s
+``gap_features`` and ``KeyRegression``): the torch one is a submodule of the model that training fits and the
+torch runtime runs on its device, this one runs where torch cannot be imported; their constants are one
+(``models.config.GAP_NODES``).
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import numpy as np
 
 from ..formats import json_limits, safetensors_np
 from ..maths.splines import bezier_basis
-from ..models.config import ModelConfig
+from ..models.config import GAP_NODES, U_TERMS, ModelConfig
 from . import files, graph_checks
 from .graph_checks import STAMP, RuntimeModelError  # noqa: F401  (the names export and the engines use)
 
@@ -228,10 +233,6 @@ class OnnxModel:
     def regression(self, keys_n, base_n, mask, positions=None) -> np.ndarray:
         """``keyframe_model.KeyRegression``: the linear in-betweener's correction [B, N, D]."""
         return key_regression_features(keys_n, base_n, mask, positions) @ self._regression_weight
-
-
-GAP_NODES = (3.0, 6.0, 10.0, 16.0, 30.0)  # keyframe_model.KeyRegression's
-U_TERMS = 3
 
 
 def gap_features(mask: np.ndarray, reach: int = 2, positions=None):

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import quat
+
 POINTS = 4  # cubic Bezier control points per segment
 RAW_PREFIX = "splinetween_s"
 FRAME_EPS = 1e-3
@@ -109,13 +111,8 @@ def seam_pose(parts: dict, left: int) -> tuple[np.ndarray, np.ndarray]:
     return midpoint(lr[-1], rr[0]), 0.5 * (lp[-1] + rp[0])
 
 
-_CONJ = np.array([1.0, -1.0, -1.0, -1.0])
-_HAMILTON = np.zeros((4, 4, 4))  # (a_i b_j) -> (a * b)_k
-for _k, _terms in enumerate([[(0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, -1)], [(0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 2, -1)],
-                             [(0, 2, 1), (1, 3, -1), (2, 0, 1), (3, 1, 1)], [(0, 3, 1), (1, 2, 1), (2, 1, -1), (3, 0, 1)]]):
-    for _i, _j, _c in _terms:
-        _HAMILTON[_i, _j, _k] = _c
-_HAMILTON = _HAMILTON.reshape(16, 4)
+# (a_i b_j) -> (a * b)_k: the products of the basis quaternions, by the one ``mul`` (``+ 0.0``: no negative zeros)
+_HAMILTON = (quat.mul(np.eye(4)[:, None], np.eye(4)[None]) + 0.0).reshape(16, 4)
 
 
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -128,7 +125,7 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _seam_turns(seam: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The turn that takes each seam frame's rotation ``seam [..., J, 4]`` to its seam pose ``q``, the
     shorter way round, as (half angle ``[..., J]``, unit axis ``[..., J, 3]``)."""
-    delta = _qmul(seam * _CONJ, q)
+    delta = _qmul(quat.conj(seam), q)
     delta = np.where(delta[..., :1] < 0, -delta, delta)
     half = np.arccos(np.clip(delta[..., 0], -1.0, 1.0))
     s = np.sin(half)
@@ -176,7 +173,7 @@ def segments_values(parts: dict, items, count: int, seams: bool) -> list[tuple[n
     """:func:`segment_values` of several ``(segment, sides)`` at once (equal to float rounding): the
     segments laid end to end in one array, the seam poses in one pass and every ease in one more, its
     rows gathered with one index whatever the ramps' lengths (a slider change joins its segments and their
-    neighbours: six eases, three seams, in ~20 array operations instead of ~25 per ramp length; issue 19).
+    neighbours: six eases, three seams, in ~20 array operations instead of ~25 per ramp length).
     A segment's two ramps never overlap, so both of its ends ease at once.  The segments' arrays are views
     of the one array."""
     segs = [s for s, _ in items]

@@ -44,7 +44,7 @@ EULER_MODES = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 BVH_TO_BLENDER = np.array([np.sqrt(0.5), np.sqrt(0.5), 0.0, 0.0])
 
 
-# -- quaternions: core/quat.py (the backend's arithmetic, same numbers) under the add-on's names ------
+# -- quaternions: core/quat.py (backend.maths.quat_np itself) under the add-on's names -----------------
 qmul, qrotate, q_to_matrix, qconj, q_from_matrix = quat.mul, quat.rotate, quat.to_matrix, quat.conj, quat.from_matrix
 
 

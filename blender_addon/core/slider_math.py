@@ -1,4 +1,4 @@
-"""A slider change's maths without bpy, for every bone and frame at once (issue 19).
+"""A slider change's maths without bpy, for every bone and frame at once.
 
 The layer (``layer_math``) moves the original by the edit: in the model's convention a frame's rotation
 is ``o * n^-1 * e`` (``o`` the original, ``n`` the neutral decode, ``e`` the edited one), and the pose
@@ -17,27 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import continuity, layer_math, rig_math
+from . import continuity, layer_math, quat, rig_math
 
-_SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def conj(q: np.ndarray) -> np.ndarray:
-    return q * _SIGNS
-
-
-def left_matrix(q: np.ndarray) -> np.ndarray:
-    """``[..., 4, 4]`` with ``left_matrix(q) @ p == q * p`` (Hamilton product, w first)."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, -z, y], -1),
-                     np.stack([y, z, w, -x], -1), np.stack([z, -y, x, w], -1)], -2)
-
-
-def right_matrix(q: np.ndarray) -> np.ndarray:
-    """``[..., 4, 4]`` with ``right_matrix(q) @ p == p * q``."""
-    w, x, y, z = (q[..., i] for i in range(4))
-    return np.stack([np.stack([w, -x, -y, -z], -1), np.stack([x, w, z, -y], -1),
-                     np.stack([y, -z, w, x], -1), np.stack([z, y, -x, w], -1)], -2)
+conj, left_matrix, right_matrix = quat.conj, quat.left_matrix, quat.right_matrix  # (the backend's: core/quat.py)
 
 
 def rest_turns(rig: rig_math.RigFrames) -> np.ndarray:
@@ -99,7 +81,7 @@ def euler_near(q: np.ndarray, mode: str, ref: np.ndarray) -> np.ndarray:
     with ``compat``, the matrix from the quaternion's products in one matrix product and the first
     angle's sine and cosine from the two numbers its arctangent takes (no trigonometry on them).
     Everything runs on rows of all bones and frames (an entry, an angle: one contiguous row each),
-    which reads a quarter less memory than columns of a 9-wide matrix (issue 19)."""
+    which reads a quarter less memory than columns of a 9-wide matrix."""
     order = mode[::-1]
     i, j, k = (rig_math.AXIS_INDEX[ch] for ch in order)
     s = 1.0 if (i, j, k) in ((0, 1, 2), (1, 2, 0), (2, 0, 1)) else -1.0

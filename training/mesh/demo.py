@@ -17,7 +17,7 @@ import numpy as np
 from backend.formats.pc2 import write_pc2
 from backend.mesh.engine import DEFAULT_MESH, DEFAULT_MESH_INBETWEEN, MeshEngine
 from backend.mesh.sequences import bbox_diagonal, linear_interpolation, vertex_errors
-from backend.motion.keyframes import every_k
+from backend.motion.keyframes_np import every_k
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BLEND = ROOT / "examples" / "cloth" / "cloth_flag.blend"

@@ -30,8 +30,8 @@ from backend.mesh.engine import MeshEngine
 from backend.mesh.sequences import bbox_diagonal, join_frames, linear_interpolation, project, reconstruct, vertex_errors
 from backend.models.spline_transformer import least_squares_fit
 from backend.motion.engine import segment_bounds
-from backend.motion.keyframes import every_k, interpolation_base
 
+from ..keyframes import every_k, interpolation_base
 from .data import load_mesh_split
 
 

@@ -24,13 +24,13 @@ from backend.mesh.sequences import MeshBasis, bbox_diagonal, fit_basis, project
 from backend.models.registry import build_model
 from backend.models.spline_transformer import ModelConfig, count_parameters
 from backend.motion.features import Normalizer
-from backend.motion.keyframes import compose_inbetween, interpolation_base
 from backend.runtime import checkpoint as ckpt_io
 
 from .. import progress
 from ..config import MeshTrainConfig
 from ..data import DataError, WindowSampler, protocol_windows
 from ..inbetween_task import regular_key_masks, sample_key_masks
+from ..keyframes import compose_inbetween, interpolation_base
 from ..loop import Progress, lr_lambda, optimizer_step, restore_state, val_key_masks
 from ..principal import pca
 from ..state import load_state, save_state

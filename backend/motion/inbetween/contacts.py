@@ -1,8 +1,8 @@
 """Feet that stay planted: where the keys (or the fill itself) say a foot is on the ground, the
 in-between frames keep it there.
 
-A learned fill, like SLERP, moves a planted foot (docs/results.md: 40.7 cm/s with keys every 1/2 s,
-the capture's own 4.2), and an animator sees a 2 cm slide.  Per gap between two keys and per foot
+A learned fill, like SLERP, moves a planted foot (docs/results.md, *Feet*: the pass on and off, beside
+the capture's own speed), and an animator sees a 2 cm slide.  Per gap between two keys and per foot
 joint (ankle, toes):
 
 * **key contacts**: the joint is low (within ``near_ground`` leg lengths of the lower foot) at both
@@ -16,7 +16,7 @@ joint (ankle, toes):
   height.  In a gap the in-betweener's guard does not trust (the model blended towards Blender's curves:
   motion it does not know, where it also steps at other times than the capture) a fill contact is held
   whole and eased in the air over ``untrusted_ease`` frames, a firmer plant where the fill's timing is least
-  sure (docs/results.md, issue 28, session 19).
+  sure (docs/results.md, *Feet*: the firm plant's length).
 
 The leg is then solved for the held joint: two-bone IK (hip, knee, ankle) with the knee in the plane
 of the fill's own leg, the foot turned so a held toe stays put, the hip where the fill puts it.  Only
@@ -52,10 +52,8 @@ class ContactConfig:
 
 
 # The capture's own contacts, which the foot-sliding figure is measured on, are judged stricter than the
-# fill's: a fill's sliding foot is still a foot set down.  Chosen on all validation windows (docs/results.md,
-# issue 28): slow 2.0 held along the ground against 1.0 holding the height too: other-studio sliding 29.1 /
-# 33.9 -> 25.4 / 31.3 cm/s at keys every 15 / 30 (the capture 12.9), familiar L2Q 0.517 / 0.486 -> 0.513 /
-# 0.485 x SLERP, other studio 0.958 / 0.988 -> 0.966 / 1.007.
+# fill's: a fill's sliding foot is still a foot set down.  The fill's settings (slow 2.0, held along the
+# ground) were chosen on the validation windows; docs/results.md, *Feet*, has what they give.
 CAPTURE = ContactConfig(slow=0.6)  # detection reads near_ground and slow only
 
 

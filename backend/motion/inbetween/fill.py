@@ -113,7 +113,7 @@ def fill_pairs(engine, items, with_base: bool = True, which=None):
 def mirror_mean(own, back):
     """A ``fill`` result with its poses the mean of its own and the mirrored-back ones (``fill_pairs``): a
     person moves the same way in a mirror, and the mean of the two answers misses less than either
-    (docs/results.md §9).  The Hermite base, control points and origins stay the item's own."""
+    (docs/results.md, *In-betweening*: each part of the fill switched off).  The Hermite base, control points and origins stay the item's own."""
     rot, pos, *rest = own
     return (quat_np.normalize(rot + back[0]).astype(rot.dtype), (0.5 * (pos + back[1])).astype(pos.dtype), *rest)
 

@@ -27,9 +27,7 @@ instead: the fill of the keys as given and the mirrored fill of the mirrored key
 where the model knows the motion.  Per gap, the disagreement of the two over the departure of their
 mean from the curves, ``x``, gives ``alpha = clip((AGREE[1] - x) / (AGREE[1] - AGREE[0]), 0, 1)``: a
 model whose two answers differ as much as it differs from the curves is not departing from them on
-knowledge.  On validation (every 6th window, keys every 15 / 30; L2Q of the fill against the mirror mean
-alone): familiar 0.998 / 0.995, unfamiliar 0.997 / 0.998, the other studio 0.946 / 0.949
-(docs/results.md, issue 28).
+knowledge (docs/results.md, *In-betweening*: each part of the fill switched off).
 Pure numpy: the passes that produce the predictions live in ``backend.motion.inbetween.fill``.
 """
 from __future__ import annotations

@@ -1,16 +1,18 @@
-"""Key-frame bookkeeping: masks, interpolation between keys, segments that end on keys.
+"""Key-frame bookkeeping in torch, for training: masks, interpolation between keys, segments that end on keys.
 
-Pure functions (torch); the in-betweening model and the baselines both use them.
+Two stay: these run batched on the GPU with autograd in training; inference (the engines, ONNX Runtime inside
+Blender, no torch) runs their numpy twins in ``backend.motion.keyframes_np`` (tests/test_onnx.py checks both).
 """
 from __future__ import annotations
 
 import torch
 
-from ..maths import quat_torch
-from .features import horizontal_mask, to_features
+from backend.maths import quat_torch
 
 # the bookkeeping both twins share (in the numpy twin), kept importable from here
-from .keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401
+from backend.motion.keyframes_np import every_k, key_mask, pick_base, segments_on_keys, validate_keys  # noqa: F401
+
+from .features import horizontal_mask, to_features
 
 
 def bracket(mask: torch.Tensor):
