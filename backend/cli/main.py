@@ -245,10 +245,10 @@ def cmd_edit(args) -> int:
             asked = strengths
             if reference is not None:
                 from ..motion import style_match
-                read = style_match.read_style(engine.styles(), reference.points, controls.points)
+                read, mix = style_match.matched(engine, reference, controls, args.style_strength)
                 print(f"{p.name}: {args.match_style.name} reads as {style_match.describe(read)}")
                 asked = dict(strengths)
-                for n, s in style_match.scaled(read, args.style_strength).items():
+                for n, s in mix.items():
                     asked[n] = asked.get(n, 0.0) + s
             out = style_edit.styled_decode(engine, controls, pts, asked, scale=args.supersample,
                                            timing=args.timing, like=work, pin=not args.free_root)
@@ -263,22 +263,16 @@ def cmd_edit(args) -> int:
 
 
 def _match_reference(engine, path: Path):
-    """--match-style's reference encoded: read, put on the model's skeleton where it is another one (through
-    ``backend.humanoid``, as every path reads other skeletons) and at the model's rate."""
-    from ..humanoid import bone_map, bvh_rig
-    from ..motion import style as style_edit
-    if engine.styles() is None:
-        raise style_edit.StyleError(style_edit.no_styles_message(engine.path.name))
+    """--match-style's reference read and encoded (``style_match.reference_controls``)."""
+    from ..motion import style_match
     try:
         ref = read_bvh(path)
     except (BVHError, OSError) as e:
         raise ValueError(f"--match-style {path}: cannot read the reference ({e})") from None
-    if not engine.skeleton.same_hierarchy(ref.skeleton):
-        try:
-            ref = bvh_rig.to_model(ref, engine.skeleton, tuple(engine.layout.position_joints))
-        except bone_map.BoneMapError as e:
-            raise ValueError(f"--match-style {path}: its skeleton does not map onto the model's ({e})") from None
-    return engine.encode(timebase.to_model_rate(ref, engine.frame_time))
+    try:
+        return style_match.reference_controls(engine, ref)
+    except ValueError as e:
+        raise type(e)(f"--match-style {path}: {e}") from None
 
 
 def cmd_info(args) -> int:

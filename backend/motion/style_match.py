@@ -56,6 +56,29 @@ def scaled(weights: dict, strength: float) -> dict:
     return {n: float(strength) * w for n, w in weights.items()} if strength != 0.0 else {}
 
 
+def reference_controls(engine, ref):
+    """The reference clip ``ref`` encoded: put on the model's skeleton where it is another one (through
+    ``backend.humanoid.bvh_rig.to_model``, the one conversion every path reads other skeletons with) and at
+    the model's rate.  Raises ValueError naming the problem (no styles, a skeleton that does not map)."""
+    from ..humanoid import bone_map, bvh_rig
+    from ..maths import timebase
+    from . import style as style_edit
+    if engine.styles() is None:
+        raise style_edit.StyleError(style_edit.no_styles_message(engine.path.name))
+    if not engine.skeleton.same_hierarchy(ref.skeleton):
+        try:
+            ref = bvh_rig.to_model(ref, engine.skeleton, tuple(engine.layout.position_joints))
+        except bone_map.BoneMapError as e:
+            raise ValueError(f"the reference's skeleton does not map onto the model's ({e})") from None
+    return engine.encode(timebase.to_model_rate(ref, engine.frame_time))
+
+
+def matched(engine, reference, controls, strength: float = 1.0) -> tuple[dict, dict]:
+    """(the mix read from ``reference``'s controls against ``controls``, it times ``strength``)."""
+    read = read_style(engine.styles(), reference.points, controls.points)
+    return read, scaled(read, strength)
+
+
 def describe(weights: dict) -> str:
     """``elderly 0.82, exhausted 0.10`` (largest first, zeros left out), or ``none (reads as normal)``."""
     kept = sorted(((w, n) for n, w in weights.items() if w > 0.005), reverse=True)

@@ -110,12 +110,15 @@ def measure(engine, feat_clf, lat_clf, sources: list[Clip], strength: float, pin
     return rows
 
 
-def measure_match(engine, feat_clf, ms, sources: list[int], test_rows: list[int], strength: float) -> list[dict]:
+def measure_match(engine, feat_clf, ms, sources: list[int], test_rows: list[int], strength: float,
+                  lat_clf=None) -> list[dict]:
     """Match Style (``backend.motion.style_match``) with real test clips of each style as the reference,
     applied to the normal test clips ``sources``: per reference style, the % of edits the motion-feature
     classifier reads as the reference's style and the % whose largest read weight is that style, twice --
     a reference of the source's own content (another take) and one of another content (the next content
-    that has the style, in name order)."""
+    that has the style, in name order).  With ``lat_clf`` (``training.style.StyleClassifier`` on pooled
+    points) the alternative weighting too: the classifier's probabilities of the six styles as the mix
+    (normal's share adds nothing), read as the reference's style in ``read_clf``."""
     styles = engine.styles()
     clip_of = {}
 
@@ -132,7 +135,7 @@ def measure_match(engine, feat_clf, ms, sources: list[int], test_rows: list[int]
         contents = sorted({name_fields(ms.names[i])[1] for i in refs})
         row = {"style": want}
         for pairing in ("same content", "other content"):
-            reads, tops, mass, n = [], [], [], 0
+            reads, tops, mass, clf_reads, n = [], [], [], [], 0
             for s in sources:
                 content = name_fields(ms.names[s])[1]
                 if pairing == "same content":
@@ -151,10 +154,16 @@ def measure_match(engine, feat_clf, ms, sources: list[int], test_rows: list[int]
                 top = max(w, key=w.get) if total > 0.05 else NEUTRAL
                 tops.append(top == want)
                 mass.append(total)
+                if lat_clf is not None:
+                    p = lat_clf.proba(ref_ctl.points.mean(0).reshape(1, -1))[0]
+                    mix = {c: strength * float(q) for c, q in zip(lat_clf.classes, p, strict=True) if c != NEUTRAL}
+                    o2 = style_edit.styled_decode(engine, ctl, ctl.points, mix, like=src)
+                    clf_reads.append(feat_clf.predict(style_features.clip_features(o2)[None])[0] == want)
                 n += 1
             row[pairing] = {"n": n, "read": float(np.mean(reads)) if n else float("nan"),
                             "top": float(np.mean(tops)) if n else float("nan"),
-                            "weight": _median(mass)}
+                            "weight": _median(mass),
+                            "read_clf": float(np.mean(clf_reads)) if clf_reads else float("nan")}
         rows.append(row)
     return rows
 
@@ -165,12 +174,14 @@ def match_table(match_rows, named_rows, strength: float) -> list[str]:
            f"clips", "",
            "| reference style | named style: read as it | match, same content: read as the reference's style "
            "| largest weight is it | total weight (median) | match, other content: read as it | largest weight "
-           "| total weight |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| total weight | alternative (latent classifier's probabilities as weights): same / other content |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in match_rows:
         a, b = r["same content"], r["other content"]
         out.append(f"| {r['style']} | {100 * named.get(r['style'], float('nan')):.0f} % "
                    f"| {100 * a['read']:.0f} % ({a['n']}) | {100 * a['top']:.0f} % | {a['weight']:.2f} "
-                   f"| {100 * b['read']:.0f} % ({b['n']}) | {100 * b['top']:.0f} % | {b['weight']:.2f} |")
+                   f"| {100 * b['read']:.0f} % ({b['n']}) | {100 * b['top']:.0f} % | {b['weight']:.2f} "
+                   f"| {100 * a['read_clf']:.0f} % / {100 * b['read_clf']:.0f} % |")
     return out
 
 
@@ -257,8 +268,8 @@ def main(argv=None) -> int:
         for r in rows:
             print(f"  {r['style']}: read as {r['read_as']}", file=sys.stderr)
         if args.match and pin:
-            print("\n" + "\n".join(match_table(measure_match(engine, feat_clf, ms, normal, test_rows, args.strength),
-                                               rows, args.strength)))
+            matched = measure_match(engine, feat_clf, ms, normal, test_rows, args.strength, lat_clf)
+            print("\n" + "\n".join(match_table(matched, rows, args.strength)))
     if d1:
         got = dataset1_read(engine, feat_clf, ",".join(d1), args.cache)
         print("\n| dataset-1 real clips, style (as dataset 2's) | clips | motion-feature classifier reads it |\n"
