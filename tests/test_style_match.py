@@ -82,3 +82,22 @@ def _angle(a, b):
     from backend.maths import quat_np
     d = quat_np.mul(quat_np.inv(quat_np.normalize(a)), quat_np.normalize(b))
     return np.degrees(2 * np.arccos(np.clip(np.abs(d[..., 0]), 0, 1)))
+
+
+@pytest.mark.torch
+def test_batch_match_style_on_a_bvh_is_the_backend_clis_edit(tmp_path):
+    import shutil
+
+    import batch_helpers
+    from backend.cli.main import main
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy2(CLIP, src / CLIP.name)
+    r = batch_helpers.run_batch("edit", src, "--match-style", ELDERLY, "--out-dir", tmp_path / "batch", "--jobs", 1,
+                                "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert main(["edit", str(CLIP), "--match-style", str(ELDERLY), "--device", "cpu",
+                 "--out-dir", str(tmp_path / "cli")]) == 0
+    assert (tmp_path / "batch" / CLIP.name).read_text() == (tmp_path / "cli" / CLIP.name).read_text()
+    missing = batch_helpers.run_batch("edit", src, "--match-style", tmp_path / "nope.bvh", "--out-dir", tmp_path / "x")
+    assert missing.returncode != 0 and "--match-style" in missing.stderr and not (tmp_path / "x").exists()
