@@ -66,8 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="principal direction I (1-based) by S standard deviations; repeatable")
     e.add_argument("--style", action="append", default=[], metavar="NAME",
                    help="add the checkpoint's style NAME (an unknown name lists the known ones); repeatable")
+    e.add_argument("--match-style", type=Path, metavar="REF.bvh",
+                   help="take the style of another clip (any humanoid skeleton): REF is read as a mix of the "
+                        "checkpoint's styles, printed, and that mix is added to each input")
     e.add_argument("--style-strength", type=float, default=1.0, metavar="S",
-                   help="with --style: 0 = as it is, 1 = the style as performed (default), >1 exaggerates")
+                   help="with --style or --match-style: 0 = as it is, 1 = the style as performed (default), "
+                        ">1 exaggerates")
     e.add_argument("--free-root", action="store_true",
                    help="with --style: let the style change the root's path (by default it stays the source's)")
     e.add_argument("--supersample", type=int, default=1, metavar="N")
@@ -223,6 +227,7 @@ def cmd_edit(args) -> int:
     from ..motion import style as style_edit
     strengths = style_edit.checked_strengths(engine.styles(), {n: args.style_strength for n in args.style},
                                              engine.path.name)  # before any file is read
+    reference = _match_reference(engine, args.match_style) if args.match_style else None
 
     def prepare(clip):
         engine.check_clip(clip)
@@ -237,7 +242,15 @@ def cmd_edit(args) -> int:
             work = timebase.to_model_rate(clip, engine.frame_time)
             controls = engine.encode(work)
             pts = edit_points(controls.points, amplify_by=args.amplify, principal=pca, amounts=amounts)
-            out = style_edit.styled_decode(engine, controls, pts, strengths, scale=args.supersample,
+            asked = strengths
+            if reference is not None:
+                from ..motion import style_match
+                read, mix = style_match.matched(engine, reference, controls, args.style_strength)
+                print(f"{p.name}: {args.match_style.name} reads as {style_match.describe(read)}")
+                asked = dict(strengths)
+                for n, s in mix.items():
+                    asked[n] = asked.get(n, 0.0) + s
+            out = style_edit.styled_decode(engine, controls, pts, asked, scale=args.supersample,
                                            timing=args.timing, like=work, pin=not args.free_root)
             out = timebase.to_clip_rate(out, clip, args.supersample)
         except ValueError as e:
@@ -247,6 +260,19 @@ def cmd_edit(args) -> int:
             out.frame_time = clip.frame_time  # slow motion: more frames at the same rate
         done += cli_outputs.write(targets[p], out, p, errors, "")
     return _report(done, "edited", errors, t0)
+
+
+def _match_reference(engine, path: Path):
+    """--match-style's reference read and encoded (``style_match.reference_controls``)."""
+    from ..motion import style_match
+    try:
+        ref = read_bvh(path)
+    except (BVHError, OSError) as e:
+        raise ValueError(f"--match-style {path}: cannot read the reference ({e})") from None
+    try:
+        return style_match.reference_controls(engine, ref)
+    except ValueError as e:
+        raise type(e)(f"--match-style {path}: {e}") from None
 
 
 def cmd_info(args) -> int:

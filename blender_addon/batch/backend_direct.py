@@ -80,6 +80,10 @@ def edit(engine, clip, opts: dict):
     timebase = bridge.backend_module("maths.timebase")
     work = timebase.to_model_rate(clip, engine.frame_time)  # at the model's rate, and back on the file's frames
     controls = engine.encode(work)
+    if opts.get("match_style"):  # the reference's style, read against this input (python -m backend edit)
+        strengths = dict(strengths)
+        for n, s in _matched(engine, Path(opts["match_style"]), controls, float(opts.get("style_strength", 1.0))):
+            strengths[n] = strengths.get(n, 0.0) + s
     pts = edits.edit_points(controls.points, amplify_by=float(opts.get("amplify", 1.0)), principal=pca,
                             amounts=amounts)
     scale = int(opts.get("supersample", 1))
@@ -92,6 +96,16 @@ def edit(engine, clip, opts: dict):
     if not (np.isfinite(out.rotations).all() and np.isfinite(out.positions).all()):
         raise JobError("the edited motion has NaN or infinite values; nothing was written (use smaller edits)")
     return out
+
+
+def _matched(engine, ref: Path, controls, strength: float):
+    """--match-style's mix for one input: ``(name, strength)`` pairs."""
+    match, bvh = bridge.backend_module("motion.style_match"), bridge.backend_module("formats.bvh")
+    try:
+        mix = match.matched(engine, match.reference_controls(engine, bvh.read_bvh(ref)), controls, strength)[1]
+    except (ValueError, OSError) as e:
+        raise JobError(f"--match-style {ref.name}: {e}") from None
+    return list(mix.items())
 
 
 def controls_json(controls) -> dict:

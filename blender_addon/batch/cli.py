@@ -152,8 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
             e.add_argument("--style", action="append", default=[], metavar="NAME",
                            help="add the checkpoint's style NAME (active, elderly, ... for the shipped one; an "
                                 "unknown name lists them); repeatable")
+            e.add_argument("--match-style", type=Path, metavar="REF.bvh",
+                           help=".bvh: take the style of another clip (any humanoid skeleton), read as a mix of "
+                                "the checkpoint's styles against each input (python -m backend edit --match-style)")
             e.add_argument("--style-strength", type=float, default=1.0, metavar="S",
-                           help="with --style: 0 = the motion as it is, 1 = the style as performed (default), "
+                           help="with --style or --match-style: 0 = the motion as it is, 1 = the style as performed (default), "
                                 ">1 exaggerates, <0 moves away")
             e.add_argument("--free-root", action="store_true",
                            help="with --style: let the style change the root's path (by default it keeps the source's)")
@@ -209,6 +212,8 @@ def _options(args) -> dict:
         opts.update(amplify=args.amplify, timing=args.timing, supersample=args.supersample,
                     keep_duration=args.keep_duration, bake=args.bake, free_root=args.free_root,
                     style={n: args.style_strength for n in args.style},
+                    match_style=str(args.match_style.expanduser().resolve()) if args.match_style else "",
+                    style_strength=args.style_strength,
                     pc=[pcs.get(i + 1, 0.0) for i in range(max(pcs, default=0))])
     return opts
 
@@ -260,8 +265,10 @@ def _validate(ap, args) -> None:
         ap.error("--timing must be between -1 and 1")
     if args.command == "edit" and not math.isfinite(args.amplify):
         ap.error(f"--amplify {args.amplify}: give a finite factor (>1 exaggerates, <1 tones down), for example 1.5")
-    if args.command == "edit" and args.style:
+    if args.command == "edit" and (args.style or args.match_style):
         _check_styles(ap, args)
+    if args.command == "edit" and args.match_style and not args.match_style.expanduser().is_file():
+        ap.error(f"--match-style {args.match_style}: no such file (give the reference clip's .bvh)")
     if args.timeout < 0:
         ap.error("--timeout must be 0 (no limit) or more")
     if args.out_dir is not None:

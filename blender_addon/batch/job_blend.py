@@ -273,6 +273,9 @@ def _edit(obj, state, opts: dict) -> tuple[str, int]:
         raise JobError(f"--pc: the checkpoint has {len(names)} principal direction(s)"
                        + (f" ({', '.join(names)})" if names else ""))
     style = dict(opts.get("style") or {})
+    if opts.get("match_style"):
+        raise JobError("--match-style is for .bvh files (a .blend's segments hold one named style each); give "
+                       "--style NAME, or edit the .bvh")
     if len(style) > 1:
         raise JobError("a .blend's latent controls hold one style per segment; give one --style")
     if style and opts.get("free_root"):

@@ -33,6 +33,7 @@ import numpy as np
 
 from backend.maths import quat_np, timebase
 from backend.motion import style as style_edit
+from backend.motion import style_match
 from backend.motion.skeleton import Clip
 
 from .. import style_features
@@ -109,6 +110,81 @@ def measure(engine, feat_clf, lat_clf, sources: list[Clip], strength: float, pin
     return rows
 
 
+def measure_match(engine, feat_clf, ms, sources: list[int], test_rows: list[int], strength: float,
+                  lat_clf=None) -> list[dict]:
+    """Match Style (``backend.motion.style_match``) with real test clips of each style as the reference,
+    applied to the normal test clips ``sources``: per reference style, the % of edits the motion-feature
+    classifier reads as the reference's style and the % whose largest read weight is that style, twice --
+    a reference of the source's own content (another take) and one of another content (the next content
+    that has the style, in name order).  With ``lat_clf`` (``training.style.StyleClassifier`` on pooled
+    points) the alternative weighting too: the classifier's probabilities of the six styles as the mix
+    (normal's share adds nothing), read as the reference's style in ``read_clf``."""
+    styles = engine.styles()
+    clip_of = {}
+
+    def controls(i):
+        if i not in clip_of:
+            c = timebase.to_model_rate(Clip(ms.skeleton, *(a.astype(np.float64) for a in ms.clip(i)), ms.frame_time,
+                                            ms.names[i]), engine.frame_time)
+            clip_of[i] = (c, engine.encode(c))
+        return clip_of[i]
+
+    rows = []
+    for want in (NEUTRAL,) + tuple(styles.names):
+        refs = [i for i in test_rows if name_fields(ms.names[i])[2] == want]
+        contents = sorted({name_fields(ms.names[i])[1] for i in refs})
+        row = {"style": want}
+        for pairing in ("same content", "other content"):
+            reads, tops, mass, clf_reads, n = [], [], [], [], 0
+            for s in sources:
+                content = name_fields(ms.names[s])[1]
+                if pairing == "same content":
+                    pick = [i for i in refs if name_fields(ms.names[i])[1] == content and i != s]
+                else:
+                    others = [c for c in contents if c > content] + [c for c in contents if c < content]
+                    pick = [i for i in refs if others and name_fields(ms.names[i])[1] == others[0]]
+                if not pick:
+                    continue
+                src, ctl = controls(s)
+                _, ref_ctl = controls(pick[0])
+                w = style_match.read_style(styles, ref_ctl.points, ctl.points)
+                out = style_edit.styled_decode(engine, ctl, ctl.points, style_match.scaled(w, strength), like=src)
+                reads.append(feat_clf.predict(style_features.clip_features(out)[None])[0] == want)
+                total = sum(w.values())
+                top = max(w, key=w.get) if total > 0.05 else NEUTRAL
+                tops.append(top == want)
+                mass.append(total)
+                if lat_clf is not None:
+                    p = lat_clf.proba(ref_ctl.points.mean(0).reshape(1, -1))[0]
+                    mix = {c: strength * float(q) for c, q in zip(lat_clf.classes, p, strict=True) if c != NEUTRAL}
+                    o2 = style_edit.styled_decode(engine, ctl, ctl.points, mix, like=src)
+                    clf_reads.append(feat_clf.predict(style_features.clip_features(o2)[None])[0] == want)
+                n += 1
+            row[pairing] = {"n": n, "read": float(np.mean(reads)) if n else float("nan"),
+                            "top": float(np.mean(tops)) if n else float("nan"),
+                            "weight": _median(mass),
+                            "read_clf": float(np.mean(clf_reads)) if clf_reads else float("nan")}
+        rows.append(row)
+    return rows
+
+
+def match_table(match_rows, named_rows, strength: float) -> list[str]:
+    named = {("normal" if r["style"] == "(none)" else r["style"]): r["read"] for r in named_rows}
+    out = [f"### Match Style, strength {strength:g}: real test clips of each style as the reference, on normal test "
+           f"clips", "",
+           "| reference style | named style: read as it | match, same content: read as the reference's style "
+           "| largest weight is it | total weight (median) | match, other content: read as it | largest weight "
+           "| total weight | alternative (latent classifier's probabilities as weights): same / other content |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in match_rows:
+        a, b = r["same content"], r["other content"]
+        out.append(f"| {r['style']} | {100 * named.get(r['style'], float('nan')):.0f} % "
+                   f"| {100 * a['read']:.0f} % ({a['n']}) | {100 * a['top']:.0f} % | {a['weight']:.2f} "
+                   f"| {100 * b['read']:.0f} % ({b['n']}) | {100 * b['top']:.0f} % | {b['weight']:.2f} "
+                   f"| {100 * a['read_clf']:.0f} % / {100 * b['read_clf']:.0f} % |")
+    return out
+
+
 def decoded_accuracy(engine, feat_clf, ms, rows: list[int]) -> dict:
     """Per style, the feature classifier's accuracy on the autoencoder's decodes of real clips ``rows``."""
     clips = [timebase.to_model_rate(Clip(ms.skeleton, *(a.astype(np.float64) for a in ms.clip(i)), ms.frame_time,
@@ -159,6 +235,8 @@ def main(argv=None) -> int:
     ap.add_argument("--strength", type=float, default=1.0)
     ap.add_argument("--free-root", action="store_true", help="also measure with the root path left to the style")
     ap.add_argument("--limit", type=int, default=0, help="at most this many normal test clips (0: all)")
+    ap.add_argument("--match", action="store_true",
+                    help="also measure Match Style (real test clips of each style as the reference)")
     args = ap.parse_args(argv)
     from backend.motion.engine import Engine
 
@@ -181,7 +259,7 @@ def main(argv=None) -> int:
           file=sys.stderr)
     normal = [i for i in test_rows if name_fields(ms.names[i])[2] == NEUTRAL]
     if args.limit:
-        normal = normal[:args.limit]
+        normal = normal[::max(1, len(normal) // args.limit)][:args.limit]  # spread over the contents
     sources = [Clip(ms.skeleton, *(a.astype(np.float64) for a in ms.clip(i)), ms.frame_time, ms.names[i]) for i in normal]
     for pin in (True, False) if args.free_root else (True,):
         rows = measure(engine, feat_clf, lat_clf, sources, args.strength, pin)
@@ -189,6 +267,9 @@ def main(argv=None) -> int:
         print("\n" + "\n".join(table(rows, real, decoded, label)))
         for r in rows:
             print(f"  {r['style']}: read as {r['read_as']}", file=sys.stderr)
+        if args.match and pin:
+            matched = measure_match(engine, feat_clf, ms, normal, test_rows, args.strength, lat_clf)
+            print("\n" + "\n".join(match_table(matched, rows, args.strength)))
     if d1:
         got = dataset1_read(engine, feat_clf, ",".join(d1), args.cache)
         print("\n| dataset-1 real clips, style (as dataset 2's) | clips | motion-feature classifier reads it |\n"
