@@ -8,6 +8,7 @@ skeleton are one loading path (``load_split``), read together.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -159,14 +160,13 @@ def _iter_sources(data: Path):
     with the ``.asf`` of the same tree that their name begins with (``backend.formats.asf.skeletons_named``);
     ``load()`` gives the take's ``Clip``."""
     if data.is_dir():
-        asfs = {f.stem: f for f in sorted(data.rglob("*.asf"))}
+        asfs = {f.stem: _skeleton(lambda f=f: f.read_text(encoding="utf-8", errors="replace"), f)
+                for f in sorted(data.rglob("*.asf"))}
         for f in sorted([*data.rglob("*.bvh"), *data.rglob("*.amc")]):
             if f.suffix == ".bvh":
                 yield f.name, f, (lambda f=f: _bvh(f.read_text(encoding="utf-8", errors="replace"), f))
             else:
-                yield f.name, f, (lambda f=f: _amc(f.read_text(encoding="utf-8", errors="replace"), f,
-                                                   {k: (lambda a=a: a.read_text(encoding="utf-8", errors="replace"))
-                                                    for k, a in asfs.items()}))
+                yield f.name, f, (lambda f=f: _amc(f.read_text(encoding="utf-8", errors="replace"), f, asfs))
     elif data.suffix in (".xz", ".gz", ".tar", ".bz2") or data.name.endswith(".tar.xz"):
         asfs: dict = {}
         takes = []  # AMC takes wait for the end: an archive streams once, its .asf files may come after them
@@ -177,7 +177,7 @@ def _iter_sources(data: Path):
                 text = tar.extractfile(m).read().decode("utf-8", errors="replace")
                 where = f"{data}:{m.name}"
                 if m.name.endswith(".asf"):
-                    asfs[Path(m.name).stem] = lambda t=text: t
+                    asfs[Path(m.name).stem] = _skeleton(lambda t=text: t, where)
                 elif m.name.endswith(".bvh"):
                     yield Path(m.name).name, where, (lambda t=text, w=where: _bvh(t, w))
                 else:
@@ -194,15 +194,22 @@ def _bvh(text: str, where):
     return parse_bvh(text, where, name=Path(str(where)).stem, keep_source=False)
 
 
+def _skeleton(read, where):
+    """A reader of the ``.asf`` at ``where`` (``read()``: its text) that parses it once, whatever the takes on it."""
+    from backend.formats.asf import parse_asf
+    return functools.cache(lambda: parse_asf(read(), where))
+
+
 def _amc(text: str, where, asfs: dict):
-    """The AMC take ``text`` on the skeleton among ``asfs`` (``{stem: text reader}``) its name begins with."""
-    from backend.formats.asf import AMC_FPS, parse_amc, parse_asf, skeletons_named, to_clip
+    """The AMC take ``text`` on the skeleton among ``asfs`` (``{stem: Asf reader}``, :func:`_skeleton`) its name
+    begins with."""
+    from backend.formats.asf import AMC_FPS, parse_amc, skeletons_named, to_clip
     stem = Path(str(where)).stem
     named = skeletons_named(stem, list(asfs))
     if len(named) != 1:
         raise DataError(f"{where}: {'no' if not named else 'more than one'} .asf in the data names this take "
                         "(its name must begin with its skeleton's, like HDM_tr.asf for HDM_tr_kick_120.amc)")
-    asf = parse_asf(asfs[named[0]](), f"{named[0]}.asf")
+    asf = asfs[named[0]]()
     return to_clip(asf, parse_amc(text, asf, where), 1.0 / AMC_FPS, stem)
 
 
