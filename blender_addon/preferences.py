@@ -88,9 +88,7 @@ class SplinetweenPreferences(bpy.types.AddonPreferences):
 
 def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings:
     """The preferences as backend settings; defaults when the add-on was registered by hand."""
-    context = context or bpy.context
-    addon = context.preferences.addons.get(__package__)
-    prefs = addon.preferences if addon else None
+    prefs = addon_prefs(context)
     if prefs is None:
         return bridge.BackendSettings()
     chosen = bpy.path.abspath(prefs.checkpoint) if prefs.checkpoint else (
@@ -102,9 +100,7 @@ def settings(context: bpy.types.Context | None = None) -> bridge.BackendSettings
 
 def model_terms(context: bpy.types.Context | None = None) -> str:
     """One line for tooltips: which in-betweener fills and what its output may be used for."""
-    context = context or bpy.context
-    addon = context.preferences.addons.get(__package__)
-    prefs = addon.preferences if addon else None
+    prefs = addon_prefs(context)
     if prefs is not None and prefs.checkpoint:
         return f"Model: {bpy.path.basename(prefs.checkpoint)} (the Checkpoint preference; its own card gives its terms)"
     _, label, tip = bridge.SHIPPED_INBETWEENERS[prefs.model if prefs is not None else "STUDIO"]
@@ -114,9 +110,8 @@ def model_terms(context: bpy.types.Context | None = None) -> str:
 def autoencoder_path(context: bpy.types.Context | None = None):
     """The motion autoencoder latent editing encodes with: the preference, else the shipped one."""
     from pathlib import Path
-    context = context or bpy.context
-    addon = context.preferences.addons.get(__package__)
-    chosen = addon.preferences.autoencoder if addon and addon.preferences else ""
+    prefs = addon_prefs(context)
+    chosen = prefs.autoencoder if prefs else ""
     path = Path(bpy.path.abspath(chosen)).expanduser() if chosen else bridge.default_autoencoder()
     return path if path.suffix == ".json" else path.with_suffix(".json")
 
