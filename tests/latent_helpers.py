@@ -16,6 +16,7 @@ import pytest
 
 from addon_helpers import (
     ROOT,
+    assert_same_keys,
     bpy,
     channelbag,
     copy_armature,
@@ -133,6 +134,13 @@ def curves(obj) -> dict:
         fc.keyframe_points.foreach_get("co", co)
         out[fc.data_path, fc.array_index] = co.reshape(-1, 2)
     return out
+
+
+def same(a: dict, b: dict) -> None:
+    """Two ``snapshot``s hold the same curves, key for key (``assert_same_keys``)."""
+    assert a.keys() == b.keys()
+    for k in a:
+        assert_same_keys(a[k], b[k])
 
 
 def changed_frames(a: dict, b: dict) -> np.ndarray:

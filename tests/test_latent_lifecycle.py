@@ -19,6 +19,7 @@ from latent_helpers import (
     encoded_segments,
     fresh_copy,
     reach,
+    same,
     source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
     temporary,
 )
@@ -34,12 +35,6 @@ pytestmark = pytest.mark.blender
 def enc(source):
     with temporary(encoded_copy(source)) as obj:
         yield obj
-
-
-def same(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        assert_same_keys(a[k], b[k])
 
 
 def test_undo_restores_the_keys_and_the_slider(enc):

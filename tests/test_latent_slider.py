@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from addon_helpers import assert_same_keys, bpy, snapshot
+from addon_helpers import bpy, snapshot
 from latent_helpers import (
     changed_frames,
     curves,
     encoded_copy,
+    same,
     source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
     temporary,
 )
@@ -21,12 +22,6 @@ from blender_addon.latent import slider, state  # noqa: E402
 from blender_addon.latent.armature import adapter  # noqa: E402
 
 pytestmark = pytest.mark.blender
-
-
-def same(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        assert_same_keys(a[k], b[k])
 
 
 def cold(obj) -> None:

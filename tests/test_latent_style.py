@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import batch_helpers
-from addon_helpers import assert_same_keys, bpy, snapshot
+from addon_helpers import bpy, snapshot
 from latent_helpers import (
     AUTOENCODER,
     changed_frames,
     curves,
     encoded_copy,
     reach,
+    same,
     source_fixture,  # noqa: F401  (the module fixture `source`: the example armature)
     temporary,
 )
@@ -28,12 +29,6 @@ from blender_addon.latent import slider  # noqa: E402
 from blender_addon.latent.armature import encode  # noqa: E402
 
 pytestmark = pytest.mark.blender
-
-
-def same(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        assert_same_keys(a[k], b[k])
 
 
 def _root_ground(obj) -> dict:
